@@ -1,0 +1,47 @@
+"""The `thinwire` command: `thinwire serve module:app` and `thinwire demo`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import uvicorn
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="thinwire", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve an app, given as module:attribute")
+    serve.add_argument("app", help="e.g. myproject.agents:app")
+
+    demo = commands.add_parser("demo", help="serve the demo agent and page")
+    demo.add_argument("--delay", type=float, default=0.03, help="seconds between streamed pieces")
+
+    for command in (serve, demo):
+        command.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        command.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        command.add_argument("--log-level", default="info")
+
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        from thinwire.demo import create_demo_app
+
+        target: object = create_demo_app(delay=args.delay)
+    else:
+        target = args.app
+    uvicorn.run(
+        target,  # type: ignore[arg-type]
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=5,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""The wire schema: every frame and request body that crosses between server and client.
+
+This module is the single source of truth for the protocol. `make schema` turns it into
+JSON Schema and TypeScript types in `packages/client/src/generated/`.
+
+Frames are allow-listed: each is built field by field from public values by the code that
+emits it. Nothing internal (history, AgentState, tool arguments or outputs) has a field
+here, so nothing internal can be serialised onto the wire by accident.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "PROTOCOL_HEADER",
+    "PROTOCOL_VERSION",
+    "DoneFrame",
+    "ErrorBody",
+    "ErrorDetail",
+    "ErrorFrame",
+    "Frame",
+    "Message",
+    "RunRequest",
+    "RunStartFrame",
+    "StopReason",
+    "ThinkingFrame",
+    "TokenFrame",
+    "ToolCallFrame",
+    "ToolResultFrame",
+    "Transcript",
+    "TranscriptTurn",
+]
+
+PROTOCOL_VERSION = "1"
+PROTOCOL_HEADER = "Thinwire-Protocol"
+
+StopReason = Literal["end", "stopped", "interrupted", "error"]
+
+
+class WireModel(BaseModel):
+    """camelCase on the wire, snake_case in Python; strict about unknown input fields."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        # Frames always carry their `type`; the schema must say so.
+        json_schema_serialization_defaults_required=True,
+    )
+
+
+# --- requests -------------------------------------------------------------------------
+
+
+class Message(WireModel):
+    """A user message."""
+
+    text: str = Field(min_length=1, description="What the user typed; never empty.")
+
+
+class RunRequest(WireModel):
+    """Body of `POST /agents/{agent}/runs`: start a run, in a new or an existing context."""
+
+    context_id: str | None = Field(
+        default=None,
+        description="Continue this conversation; omit to start a new one (the server mints "
+        "the id).",
+    )
+    message: Message
+
+
+# --- frames (server -> client) --------------------------------------------------------
+
+
+class FrameBase(WireModel):
+    context_id: str = Field(description="The conversation this frame belongs to.")
+    run_id: str = Field(description="The run that emitted this frame.")
+    seq: int = Field(ge=1, description="Monotonic per context; the SSE `id:`.")
+
+
+class RunStartFrame(FrameBase):
+    """First frame of every run: announces the context id (minted or given) and run id."""
+
+    type: Literal["run_start"] = "run_start"
+    agent: str
+
+
+class ThinkingFrame(FrameBase):
+    """A delta of the agent's public reasoning."""
+
+    type: Literal["thinking"] = "thinking"
+    delta: str
+
+
+class ToolCallFrame(FrameBase):
+    """The agent started a tool. Arguments stay on the server."""
+
+    type: Literal["tool_call"] = "tool_call"
+    call_id: str
+    name: str
+
+
+class ToolResultFrame(FrameBase):
+    """A tool finished. Its output stays on the server; only success is public."""
+
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    name: str
+    ok: bool
+
+
+class TokenFrame(FrameBase):
+    """A delta of the reply text."""
+
+    type: Literal["token"] = "token"
+    delta: str
+
+
+class DoneFrame(FrameBase):
+    """Last frame of a run."""
+
+    type: Literal["done"] = "done"
+    text: str = Field(description="The final reply text (the concatenated token deltas).")
+    tool_calls: list[str] = Field(description="Tool names in call order.")
+    stop_reason: StopReason
+
+
+class ErrorFrame(FrameBase):
+    """The run failed; a `done` with stop reason `error` follows."""
+
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+    retryable: bool
+
+
+Frame = Annotated[
+    RunStartFrame
+    | ThinkingFrame
+    | ToolCallFrame
+    | ToolResultFrame
+    | TokenFrame
+    | DoneFrame
+    | ErrorFrame,
+    Field(discriminator="type"),
+]
+
+
+# --- responses ------------------------------------------------------------------------
+
+
+class TranscriptTurn(WireModel):
+    """One public turn of a conversation: what the user said or what the agent replied."""
+
+    role: Literal["user", "assistant"]
+    text: str
+    tool_calls: list[str] = Field(description="Tool names the agent called for this reply.")
+
+
+class Transcript(WireModel):
+    """Body of `GET /agents/{agent}/contexts/{contextId}`: what a resumed UI shows."""
+
+    context_id: str
+    agent: str
+    turns: list[TranscriptTurn]
+
+
+class ErrorDetail(WireModel):
+    code: str = Field(description="Stable, machine-readable error code.")
+    message: str = Field(description="Human-readable explanation.")
+
+
+class ErrorBody(WireModel):
+    """Body of every 4xx response."""
+
+    error: ErrorDetail
