@@ -17,6 +17,7 @@ def main(argv: list[str] | None = None) -> int:
 
     serve = commands.add_parser("serve", help="serve an app, given as module:attribute")
     serve.add_argument("app", help="e.g. myproject.agents:app")
+    serve.add_argument("--factory", action="store_true", help="APP is a factory to call")
 
     demo = commands.add_parser("demo", help="serve the demo agent and page")
     demo.add_argument("--delay", type=float, default=0.03, help="seconds between streamed pieces")
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         target = args.app
     uvicorn.run(
         target,  # type: ignore[arg-type]
+        factory=getattr(args, "factory", False),
         host=args.host,
         port=args.port,
         log_level=args.log_level,

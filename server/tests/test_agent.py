@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from conftest import parse_sse, send
+from thinwire import Agent, Run, create_app
+
+SECRET = "tw-canary-exception-0c41"
+
+
+class Failing(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("partial ")
+        raise RuntimeError(f"database password is {SECRET}")
+
+
+class ToolFails(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        async def explode() -> None:
+            raise ValueError(SECRET)
+
+        try:
+            await run.tool("explode", explode)
+        except ValueError:
+            await run.say("the tool failed")
+
+
+class Gate(Agent):
+    """Holds its run open until the test releases it."""
+
+    opened = asyncio.Event()
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("waiting ")
+        await type(self).opened.wait()
+        await run.say("released")
+
+
+class Scratch(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        async def remember(**arguments: Any) -> None:
+            run.invocation_state["seen"] = arguments
+
+        await run.tool("remember", remember, value=text)
+        await run.say(f"invocation state has {sorted(run.invocation_state)}")
+        run.state["invocation_keys"] = sorted(run.invocation_state)
+
+
+def test_agent_exception_becomes_a_generic_typed_error(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.ERROR, "thinwire")
+    with TestClient(create_app({"demo": Failing})) as client:
+        response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
+    frames = parse_sse(response.text)
+    error, done = frames[-2], frames[-1]
+    assert error["type"] == "error" and error["code"] == "agent_error"
+    assert error["retryable"] is False
+    assert done["type"] == "done" and done["stopReason"] == "error"
+    assert done["text"] == "partial "
+    assert SECRET not in response.text
+    # The server log keeps the detail under the id the client was given.
+    reference = error["message"].rsplit(" ", 1)[-1].rstrip(".")
+    assert reference.startswith("err-")
+    logged = "\n".join(r.getMessage() + str(r.exc_info) for r in caplog.records)
+    assert reference in logged and SECRET in logged
+
+
+def test_failed_tool_is_public_as_not_ok_only() -> None:
+    with TestClient(create_app({"demo": ToolFails})) as client:
+        frames = send(client, "hi")
+    result = next(f for f in frames if f["type"] == "tool_result")
+    assert result["name"] == "explode" and result["ok"] is False
+    assert frames[-1]["text"] == "the tool failed"
+    assert SECRET not in str(frames)
+
+
+def test_second_send_while_running_is_context_busy() -> None:
+    Gate.opened = asyncio.Event()
+    with TestClient(create_app({"demo": Gate})) as client:
+        with client.stream("POST", "/agents/demo/runs", json={"message": {"text": "a"}}) as first:
+            lines = first.iter_lines()
+            head = "\n".join(iter(lambda: next(lines), ""))
+            context_id = parse_sse(head)[0]["contextId"]
+            busy = client.post(
+                "/agents/demo/runs", json={"contextId": context_id, "message": {"text": "b"}}
+            )
+            assert busy.status_code == 409
+            assert busy.json()["error"]["code"] == "context_busy"
+            client.portal.call(Gate.opened.set)  # type: ignore[union-attr]
+            rest = "\n".join(lines)
+        assert '"released"' in rest
+        # Once the run is over the context takes sends again.
+        assert send(client, "c", context_id)[-1]["stopReason"] == "end"
+
+
+def test_invocation_state_is_per_run_and_not_persisted() -> None:
+    with TestClient(create_app({"demo": Scratch})) as client:
+        first = send(client, "one")
+        context = client.app.state.thinwire.contexts.get("demo", first[0]["contextId"])  # type: ignore[attr-defined]
+        assert context.state["invocation_keys"] == ["seen"]
+        second = send(client, "two", first[0]["contextId"])
+    # Each run starts with empty invocation state: the tool's write is the only key.
+    assert second[-1]["text"] == "invocation state has ['seen']"
+    tool_messages = [m for m in context.history if m["role"] == "tool"]
+    assert [m["arguments"] for m in tool_messages] == [{"value": "one"}, {"value": "two"}]

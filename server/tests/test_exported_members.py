@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+import thinwire
+
+
+def test_public_names_are_locked() -> None:
+    assert sorted(thinwire.__all__) == [
+        "Agent",
+        "AgentServer",
+        "AgentState",
+        "Run",
+        "StateValueError",
+        "ThinwireError",
+        "create_app",
+    ]
+    for name in thinwire.__all__:
+        assert getattr(thinwire, name).__module__.startswith("thinwire.")

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import re
+
+from starlette.testclient import TestClient
+
+from conftest import assert_no_canary, send
+from thinwire.demo import CANARIES
+
+
+def test_first_frame_announces_a_minted_context_and_run(client: TestClient) -> None:
+    frames = send(client, "hello there")
+    first = frames[0]
+    assert first["type"] == "run_start"
+    assert re.fullmatch(r"ctx-[0-9a-f]{36}", first["contextId"])
+    assert re.fullmatch(r"run-[0-9a-f]{24}", first["runId"])
+    assert first["agent"] == "demo"
+
+
+def test_every_frame_is_addressed_and_numbered(client: TestClient) -> None:
+    frames = send(client, "hello there")
+    assert {f["contextId"] for f in frames} == {frames[0]["contextId"]}
+    assert {f["runId"] for f in frames} == {frames[0]["runId"]}
+    assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
+    assert [f["_id"] for f in frames] == [str(f["seq"]) for f in frames]
+
+
+def test_run_streams_thinking_tool_and_tokens_then_done(client: TestClient) -> None:
+    frames = send(client, "count these four words")
+    kinds = [f["type"] for f in frames]
+    assert kinds[0] == "run_start" and kinds[-1] == "done"
+    assert kinds.index("thinking") < kinds.index("tool_call") < kinds.index("tool_result")
+    assert kinds.index("tool_result") < kinds.index("token")
+    done = frames[-1]
+    tokens = "".join(f["delta"] for f in frames if f["type"] == "token")
+    assert done["text"] == tokens
+    assert "4 words" in done["text"]
+    assert done["toolCalls"] == ["count_words"]
+    assert done["stopReason"] == "end"
+    call = next(f for f in frames if f["type"] == "tool_call")
+    result = next(f for f in frames if f["type"] == "tool_result")
+    assert call["callId"] == result["callId"] and result["ok"] is True
+
+
+def test_tool_frames_carry_no_arguments_or_output(client: TestClient) -> None:
+    frames = send(client, "private words")
+    for frame in frames:
+        if frame["type"] in ("tool_call", "tool_result"):
+            assert set(frame) <= {
+                "type",
+                "contextId",
+                "runId",
+                "seq",
+                "_id",
+                "callId",
+                "name",
+                "ok",
+            }
+
+
+def test_seq_keeps_growing_across_runs_of_one_context(client: TestClient) -> None:
+    first = send(client, "one")
+    second = send(client, "two", first[0]["contextId"])
+    assert second[0]["seq"] == first[-1]["seq"] + 1
+    assert second[0]["runId"] != first[0]["runId"]
+
+
+def test_agent_remembers_the_conversation_on_the_server(client: TestClient) -> None:
+    first = send(client, "my name is Ada")
+    context_id = first[0]["contextId"]
+    assert "start of our conversation" in first[-1]["text"]
+    second = send(client, "what did I say?", context_id)
+    assert second[0]["contextId"] == context_id
+    assert "Earlier you told me “my name is Ada”" in second[-1]["text"]
+
+
+def test_separate_conversations_do_not_share_memory(client: TestClient) -> None:
+    send(client, "secret plan A")
+    other = send(client, "hello")
+    assert "start of our conversation" in other[-1]["text"]
+
+
+def test_transcript_is_the_public_projection(client: TestClient) -> None:
+    first = send(client, "first message")
+    context_id = first[0]["contextId"]
+    send(client, "second message", context_id)
+    response = client.get(f"/agents/demo/contexts/{context_id}")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["contextId"] == context_id and body["agent"] == "demo"
+    turns = body["turns"]
+    assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant"]
+    assert turns[0] == {"role": "user", "text": "first message", "toolCalls": []}
+    assert turns[1]["text"] == first[-1]["text"]
+    assert turns[1]["toolCalls"] == ["count_words"]
+    assert set(body) == {"contextId", "agent", "turns"}
+
+
+def test_server_keeps_canaries_but_never_sends_them(client: TestClient) -> None:
+    first = send(client, "hi")
+    context_id = first[0]["contextId"]
+    context = client.app.state.thinwire.contexts.get("demo", context_id)  # type: ignore[attr-defined]
+    # The canaries really are in the server-only places...
+    assert CANARIES["state"] in context.state.values()
+    assert CANARIES["system_prompt"] in context.history[0]["content"]
+    assert any(CANARIES["tool_output"] in str(m.get("output")) for m in context.history)
+    # ...and in nothing a client receives.
+    run = client.post("/agents/demo/runs", json={"contextId": context_id, "message": {"text": "x"}})
+    assert_no_canary(run.text + str(run.headers))
+    transcript = client.get(f"/agents/demo/contexts/{context_id}")
+    assert_no_canary(transcript.text + str(transcript.headers))
+
+
+def test_sse_response_is_not_cached_or_buffered(client: TestClient) -> None:
+    response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
+    assert response.headers["cache-control"] == "no-store"
+    assert response.headers["x-accel-buffering"] == "no"
+    assert response.headers["thinwire-protocol"] == "1"

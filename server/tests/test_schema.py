@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from thinwire import schema, wire
+
+GENERATED = Path(__file__).resolve().parents[2] / "packages" / "client" / "src" / "generated"
+
+
+def test_committed_typescript_matches_the_pydantic_models() -> None:
+    for name, content in schema.generate().items():
+        assert (GENERATED / name).read_text(encoding="utf-8") == content, f"run make schema: {name}"
+
+
+def test_check_mode_reports_drift(tmp_path: Path) -> None:
+    assert schema.main([str(tmp_path), "--check"]) == 1
+    assert schema.main([str(tmp_path)]) == 0
+    assert schema.main([str(tmp_path), "--check"]) == 0
+    (tmp_path / "wire.ts").write_text("// edited by hand\n")
+    assert schema.main([str(tmp_path), "--check"]) == 1
+
+
+def test_generated_files_say_so() -> None:
+    files = schema.generate()
+    assert files["wire.ts"].startswith("// @generated — DO NOT EDIT")
+    assert "make schema" in files["wire.ts"].splitlines()[0]
+
+
+def test_every_frame_is_in_the_typescript_union() -> None:
+    ts = schema.generate()["wire.ts"]
+    for model in schema.RESPONSES:
+        assert f"export interface {model.__name__} {{" in ts
+        if model.__name__.endswith("Frame"):
+            assert f"  | {model.__name__}" in ts
+    assert '  type: "token";' in ts and "  contextId?: string | null;" in ts
+
+
+def test_unknown_schema_shapes_are_refused() -> None:
+    with pytest.raises(ValueError, match="no TypeScript translation"):
+        schema.ts_type({"type": "object", "additionalProperties": True})
+
+
+def test_frames_serialise_with_camel_case_and_type() -> None:
+    frame = wire.DoneFrame(
+        context_id="ctx-1", run_id="run-1", seq=3, text="t", tool_calls=["a"], stop_reason="end"
+    )
+    assert frame.model_dump(by_alias=True) == {
+        "contextId": "ctx-1",
+        "runId": "run-1",
+        "seq": 3,
+        "type": "done",
+        "text": "t",
+        "toolCalls": ["a"],
+        "stopReason": "end",
+    }

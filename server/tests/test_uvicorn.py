@@ -1,0 +1,122 @@
+"""Against a real uvicorn process, started through the `thinwire` CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+
+from conftest import assert_no_canary, parse_sse
+from thinwire.testing import ServerProcess, serve
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def gated() -> Iterator[ServerProcess]:
+    env = {"PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    with serve("serve", "apps:app", env=env) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[ServerProcess]:
+    with serve("demo", "--delay", "0") as server:
+        yield server
+
+
+def events(response: httpx.Response) -> Iterator[dict[str, Any] | None]:
+    """Frames as they arrive; None for each heartbeat comment."""
+    block: list[str] = []
+    for line in response.iter_lines():
+        if line:
+            block.append(line)
+            continue
+        if block and all(part.startswith(":") for part in block):
+            yield None
+        elif block:
+            yield parse_sse("\n".join(block))[0]
+        block = []
+
+
+def wait_for(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def test_demo_cli_serves_the_protocol(demo: ServerProcess) -> None:
+    with httpx.Client(base_url=demo.url, timeout=10) as client:
+        first = parse_sse(client.post("/agents/demo/runs", json={"message": {"text": "hi"}}).text)
+        context_id = first[0]["contextId"]
+        second = client.post(
+            "/agents/demo/runs", json={"contextId": context_id, "message": {"text": "again"}}
+        )
+        assert "Earlier you told me “hi”" in parse_sse(second.text)[-1]["text"]
+        transcript = client.get(f"/agents/demo/contexts/{context_id}")
+        assert [t["text"] for t in transcript.json()["turns"][::2]] == ["hi", "again"]
+        assert_no_canary(second.text + transcript.text)
+        bad = client.post(
+            "/agents/demo/runs", content=b"{", headers={"content-type": "application/json"}
+        )
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_json"
+
+
+def test_frames_stream_before_the_run_ends(gated: ServerProcess) -> None:
+    with httpx.Client(base_url=gated.url, timeout=10) as client:
+        body = {"message": {"text": "hi"}}
+        with client.stream("POST", "/agents/gated/runs", json=body) as response:
+            stream = events(response)
+            start = next(stream)
+            token = next(stream)
+            # The first token arrived while the agent is still held at the gate.
+            assert start is not None and start["type"] == "run_start"
+            assert token is not None and token["delta"] == "before the gate. "
+            transcript = client.get(f"/agents/gated/contexts/{start['contextId']}").json()
+            assert [t["role"] for t in transcript["turns"]] == ["user"]
+            client.post("/test/release")
+            rest = [frame for frame in stream if frame is not None]
+        assert rest[-1]["type"] == "done"
+        assert rest[-1]["text"] == "before the gate. after the gate."
+
+
+def test_idle_stream_gets_heartbeats(gated: ServerProcess) -> None:
+    with (
+        httpx.Client(base_url=gated.url, timeout=10) as client,
+        client.stream("POST", "/agents/gated/runs", json={"message": {"text": "hi"}}) as response,
+    ):
+        stream = events(response)
+        next(stream), next(stream)
+        assert next(stream) is None  # a heartbeat comment while the agent waits
+        client.post("/test/release")
+        assert [f for f in stream if f is not None][-1]["type"] == "done"
+
+
+def test_closed_connection_does_not_stop_the_run(gated: ServerProcess) -> None:
+    with httpx.Client(base_url=gated.url, timeout=10) as client:
+        with client.stream(
+            "POST", "/agents/gated/runs", json={"message": {"text": "hi"}}
+        ) as response:
+            start = next(events(response))
+        assert start is not None
+        client.post("/test/release")
+        url = f"/agents/gated/contexts/{start['contextId']}"
+        wait_for(lambda: len(client.get(url).json()["turns"]) == 2)
+        assert client.get(url).json()["turns"][1]["text"] == "before the gate. after the gate."
+
+
+def test_sigterm_stops_the_server_cleanly() -> None:
+    with serve("demo", "--delay", "0") as server:
+        response = httpx.get(server.url + "/healthz", timeout=5)
+        assert json.loads(response.text) == {"ok": True}
+        # uvicorn finishes its shutdown, then re-raises the signal it was sent.
+        assert server.stop() in (0, -signal.SIGTERM)
+        assert "Application shutdown complete" in server.log()
