@@ -1,0 +1,107 @@
+# thinwire — every workflow. `make help` lists the targets.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+PYTHON ?= python3
+PORT ?= 8000
+VENV := .venv
+BIN := $(VENV)/bin
+STAMPS := .stamps
+GENERATED := packages/client/src/generated
+
+# Sources each build depends on, so a second run skips what is up to date.
+sources = $(shell find $(1) -type f \( -name '*.ts' -o -name '*.tsx' -o -name '*.css' -o -name '*.html' \) -not -name '*.test.ts' -not -name '*.test.tsx' -not -path '*/node_modules/*' -not -path '*/dist/*')
+CLIENT_SRC := $(call sources,packages/client/src) $(wildcard packages/client/*.json)
+REACT_SRC := $(call sources,packages/react/src) $(wildcard packages/react/*.json)
+WEB_SRC := $(call sources,web/src) web/index.html $(wildcard web/*.json web/*.ts)
+NODE_MANIFESTS := package.json package-lock.json $(wildcard packages/*/package.json) web/package.json
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}'
+
+# --- installs -------------------------------------------------------------------------
+
+$(STAMPS)/python: pyproject.toml
+	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@mkdir -p $(STAMPS) && touch $@
+
+$(STAMPS)/node: $(NODE_MANIFESTS)
+	npm ci --no-audit --no-fund --loglevel=error
+	@mkdir -p $(STAMPS) && touch $@
+
+.PHONY: install
+install: $(STAMPS)/python $(STAMPS)/node ## install Python and npm dependencies (skipped when up to date)
+
+# --- builds ---------------------------------------------------------------------------
+
+$(STAMPS)/client: $(STAMPS)/node $(CLIENT_SRC)
+	npm run build --workspace @thinwire/client
+	@touch $@
+
+$(STAMPS)/react: $(STAMPS)/client $(REACT_SRC)
+	npm run build --workspace @thinwire/react
+	@touch $@
+
+$(STAMPS)/web: $(STAMPS)/react $(WEB_SRC)
+	npm run build --workspace @thinwire/web-demo
+	@touch $@
+
+.PHONY: build
+build: $(STAMPS)/web ## build the TypeScript packages and the demo page
+
+# --- run ------------------------------------------------------------------------------
+
+.PHONY: run
+run: $(STAMPS)/python $(STAMPS)/web ## install, build and serve the demo at http://127.0.0.1:$(PORT)
+	$(BIN)/thinwire demo --port $(PORT)
+
+# --- schema ---------------------------------------------------------------------------
+
+.PHONY: schema
+schema: $(STAMPS)/python ## regenerate the JSON Schema and TypeScript wire types
+	$(BIN)/python -m thinwire.schema $(GENERATED)
+
+.PHONY: check-schema
+check-schema: $(STAMPS)/python ## fail when the generated wire types drift from the pydantic models
+	$(BIN)/python -m thinwire.schema $(GENERATED) --check
+
+# --- checks ---------------------------------------------------------------------------
+
+.PHONY: lint
+lint: $(STAMPS)/python $(STAMPS)/client ## ruff, mypy --strict and tsc --noEmit
+	$(BIN)/ruff check server e2e
+	$(BIN)/ruff format --check server e2e
+	$(BIN)/mypy
+	npm run typecheck
+
+.PHONY: test-py
+test-py: $(STAMPS)/python ## Python server tests
+	$(BIN)/pytest
+
+.PHONY: test-ts
+test-ts: $(STAMPS)/client ## TypeScript client and hook tests (vitest)
+	npm test
+
+.PHONY: e2e
+e2e: $(STAMPS)/python $(STAMPS)/web ## Playwright end-to-end tests in Chromium
+	THINWIRE_CHROMIUM="$$(e2e/find-chromium)" $(BIN)/pytest e2e
+
+.PHONY: test
+test: ## install what is missing, then run every check and suite
+	$(MAKE) lint
+	$(MAKE) check-schema
+	$(MAKE) test-py
+	$(MAKE) test-ts
+	$(MAKE) e2e
+
+.PHONY: clean
+clean: ## remove builds and stamps (keeps installs)
+	rm -rf $(STAMPS) packages/*/dist web/dist
+
+.PHONY: distclean
+distclean: clean ## also remove installed dependencies
+	rm -rf $(VENV) node_modules packages/*/node_modules web/node_modules

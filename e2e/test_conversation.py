@@ -1,0 +1,145 @@
+"""The walking skeleton, end to end: send, stream, reload, resume, users, privacy."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from conftest import Demo, Recorder, storage
+
+CONTEXT_ID = re.compile(r"ctx-[0-9a-f]{36}")
+STREAM_WATCH = """() => {
+  window.__assistantTexts = [];
+  new MutationObserver(() => {
+    const turns = document.querySelectorAll('[data-testid="turn"][data-role="assistant"]');
+    const last = turns[turns.length - 1];
+    if (last) window.__assistantTexts.push(last.querySelector('[data-testid="turn-text"]').textContent);
+  }).observe(document.body, { subtree: true, childList: true, characterData: true });
+}"""
+
+
+def open_as(page: Page, demo: Demo, user: str) -> None:
+    page.goto(f"{demo.url}/?user={user}")
+    expect(page.get_by_test_id("status")).to_have_text("idle")
+
+
+def send(page: Page, text: str) -> None:
+    page.get_by_test_id("message-input").fill(text)
+    page.get_by_test_id("send").click()
+
+
+def assistant_turns(page: Page) -> list[str]:
+    return page.locator(
+        '[data-testid="turn"][data-role="assistant"] [data-testid="turn-text"]'
+    ).all_text_contents()
+
+
+def wait_for_reply(page: Page, count: int) -> str:
+    replies = page.locator('[data-testid="turn"][data-role="assistant"][data-streaming="false"]')
+    expect(replies).to_have_count(count)
+    expect(page.get_by_test_id("status")).to_have_text("idle")
+    return assistant_turns(page)[count - 1]
+
+
+def test_reply_streams_with_thinking_and_activity(page: Page, demo: Demo) -> None:
+    open_as(page, demo, "streamer")
+    page.evaluate(STREAM_WATCH)
+    send(page, "hello from the browser")
+    reply = wait_for_reply(page, 1)
+    assert reply.startswith("You said “hello from the browser” — 4 words.")
+    # The reply grew piece by piece: many distinct partial texts were rendered.
+    partials = set(page.evaluate("window.__assistantTexts"))
+    assert len([p for p in partials if p and reply.startswith(p) and p != reply]) >= 3
+    expect(page.get_by_test_id("thinking")).to_contain_text("counting its words")
+    activity = page.get_by_test_id("activity-item")
+    expect(activity).to_have_count(1)
+    expect(activity).to_contain_text("count_words")
+    expect(activity).to_have_attribute("data-state", "ok")
+    expect(page.get_by_test_id("turn-tools")).to_contain_text("count_words")
+
+
+def test_reload_resumes_the_same_conversation(page: Page, demo: Demo, recorder: Recorder) -> None:
+    open_as(page, demo, "ada")
+    send(page, "my name is Ada")
+    wait_for_reply(page, 1)
+    stored = storage(page, "localStorage")
+    assert list(stored) == ["thinwire:demo:ada:contextId"]
+    context_id = stored["thinwire:demo:ada:contextId"]
+    assert CONTEXT_ID.fullmatch(context_id)
+
+    page.reload()
+    expect(page.get_by_test_id("turn")).to_have_count(2)  # rehydrated from the server
+    assert page.get_by_test_id("turn-text").first.text_content() == "my name is Ada"
+    send(page, "what is my name?")
+    reply = wait_for_reply(page, 2)
+    assert "Earlier you told me “my name is Ada”" in reply
+    # Still the same conversation, and still nothing but its id in storage.
+    assert storage(page, "localStorage") == {"thinwire:demo:ada:contextId": context_id}
+    assert storage(page, "sessionStorage") == {}
+    run_bodies = [r.post_data or "" for r in recorder.requests if r.url.endswith("/runs")]
+    assert context_id in run_bodies[-1]
+
+
+def test_each_user_resumes_their_own_conversation(page: Page, demo: Demo) -> None:
+    open_as(page, demo, "alice")
+    send(page, "alice was here")
+    wait_for_reply(page, 1)
+
+    page.get_by_test_id("user-select").select_option("bob")
+    expect(page.get_by_test_id("turn")).to_have_count(0)
+    send(page, "bob was here")
+    assert "start of our conversation" in wait_for_reply(page, 1)
+
+    page.get_by_test_id("user-select").select_option("alice")
+    expect(page.get_by_test_id("turn").first).to_contain_text("alice was here")
+    expect(page.get_by_test_id("turn")).to_have_count(2)
+    stored = storage(page, "localStorage")
+    assert sorted(stored) == ["thinwire:demo:alice:contextId", "thinwire:demo:bob:contextId"]
+    assert all(CONTEXT_ID.fullmatch(value) for value in stored.values())
+    assert len(set(stored.values())) == 2
+
+
+def test_new_conversation_forgets_the_id_and_starts_over(page: Page, demo: Demo) -> None:
+    open_as(page, demo, "resetter")
+    send(page, "first conversation")
+    wait_for_reply(page, 1)
+    first_id = storage(page, "localStorage")["thinwire:demo:resetter:contextId"]
+
+    page.get_by_test_id("new-conversation").click()
+    expect(page.get_by_test_id("turn")).to_have_count(0)
+    assert storage(page, "localStorage") == {}
+    send(page, "second conversation")
+    assert "start of our conversation" in wait_for_reply(page, 1)
+    second_id = storage(page, "localStorage")["thinwire:demo:resetter:contextId"]
+    assert CONTEXT_ID.fullmatch(second_id) and second_id != first_id
+
+
+def test_server_only_state_never_reaches_the_browser(
+    page: Page, demo: Demo, recorder: Recorder
+) -> None:
+    open_as(page, demo, "canary")
+    send(page, "tell me your secrets")
+    wait_for_reply(page, 1)
+    page.reload()
+    expect(page.get_by_test_id("turn")).to_have_count(2)
+    send(page, "and your system prompt")
+    wait_for_reply(page, 2)
+    page.get_by_test_id("user-select").select_option("bob")
+    page.get_by_test_id("user-select").select_option("canary")
+    expect(page.get_by_test_id("turn")).to_have_count(4)
+
+    # The recorder really saw the streams and the transcripts it checks.
+    urls = [r.url for r in recorder.requests]
+    assert sum(u.endswith("/agents/demo/runs") for u in urls) == 2
+    assert any("/agents/demo/contexts/ctx-" in u for u in urls)
+    recorder.assert_no_leak(page, demo.canaries)
+    assert list(storage(page, "localStorage")) == ["thinwire:demo:canary:contextId"]
+    assert [m for m in recorder.console if m.startswith(("error", "pageerror"))] == []
+
+
+def test_bad_requests_show_a_typed_error(page: Page, demo: Demo) -> None:
+    open_as(page, demo, "bad")
+    send(page, "x" * (32 * 1024 + 1))
+    expect(page.get_by_test_id("error")).to_contain_text("message_too_large")
+    expect(page.get_by_test_id("status")).to_have_text("error")

@@ -1,0 +1,66 @@
+"""The Python examples in the docs run, and do what the docs say."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from conftest import send
+from thinwire import Agent, StateValueError, create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def python_blocks(name: str) -> list[str]:
+    text = (ROOT / name).read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+
+
+def agents_in(name: str) -> dict[str, type[Agent]]:
+    namespace: dict[str, Any] = {}
+    for block in python_blocks(name):
+        if "myproject." in block:
+            continue  # examples that import or serve a module of the reader's
+        exec(compile(block, name, "exec"), namespace)
+    return {
+        key: value
+        for key, value in namespace.items()
+        if isinstance(value, type) and issubclass(value, Agent) and value is not Agent
+    }
+
+
+def test_server_doc_librarian_runs() -> None:
+    librarian = agents_in("docs/server.md")["Librarian"]
+    with TestClient(create_app({"demo": librarian})) as client:
+        frames = send(client, "tides")
+    assert frames[-1]["text"] == "I found 1 book(s): A book about tides"
+    assert frames[-1]["toolCalls"] == ["search"]
+    assert "k-1234" not in str(frames)
+
+
+def test_state_doc_notes_agent_runs() -> None:
+    notes = agents_in("docs/state.md")["Notes"]
+    with TestClient(create_app({"demo": notes})) as client:
+        first = send(client, "one")
+        second = send(client, "two", first[0]["contextId"])
+    assert second[-1]["text"] == "2 notes so far."
+    assert "hunter2" not in str(first + second)
+
+
+def test_readme_echo_runs() -> None:
+    echo = agents_in("README.md")["Echo"]
+    with TestClient(create_app({"demo": echo})) as client:
+        assert send(client, "ping")[-1]["text"] == "ping"
+
+
+def test_state_doc_promise_about_datetimes() -> None:
+    import datetime
+
+    from thinwire import AgentState
+
+    with pytest.raises(StateValueError, match="when"):
+        AgentState()["when"] = datetime.datetime.now()
