@@ -1,0 +1,466 @@
+import { describe, expect, it, vi } from "vitest";
+import { AgentClient } from "./agent-client.js";
+import { ThinwireError } from "./errors.js";
+import type { Frame } from "./generated/wire.js";
+import { MockTransport } from "./mock-transport.js";
+import type { Transport, TransportRunRequest } from "./transport.js";
+
+/** A frame stream the test pushes into by hand. */
+function channel() {
+  const queue: Array<{ frame?: Frame; error?: unknown; end?: true }> = [];
+  let wake: (() => void) | null = null;
+  const put = (item: (typeof queue)[number]) => {
+    queue.push(item);
+    wake?.();
+  };
+  return {
+    push: (frame: Frame) => put({ frame }),
+    end: () => put({ end: true }),
+    fail: (error: unknown) => put({ error }),
+    async *frames(): AsyncGenerator<Frame> {
+      for (;;) {
+        while (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+        const item = queue.shift()!;
+        if (item.end) return;
+        if (item.error) throw item.error;
+        yield item.frame!;
+      }
+    },
+  };
+}
+
+/** Builds the frames of one run with consecutive seqs. */
+function run(contextId: string, runId: string, firstSeq = 1) {
+  let seq = firstSeq;
+  const base = () => ({ contextId, runId, seq: seq++ });
+  return {
+    start: (): Frame => ({ ...base(), type: "run_start", agent: "demo" }),
+    thinking: (delta: string): Frame => ({ ...base(), type: "thinking", delta }),
+    call: (callId: string, name: string): Frame => ({ ...base(), type: "tool_call", callId, name }),
+    result: (callId: string, name: string, ok = true): Frame => ({ ...base(), type: "tool_result", callId, name, ok }),
+    token: (delta: string): Frame => ({ ...base(), type: "token", delta }),
+    done: (text: string, toolCalls: string[] = [], stopReason: "end" | "error" = "end"): Frame => ({
+      ...base(),
+      type: "done",
+      text,
+      toolCalls,
+      stopReason,
+    }),
+    error: (code: string, message: string): Frame => ({ ...base(), type: "error", code, message, retryable: false }),
+  };
+}
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+function jsonResponse(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}
+
+async function rejection(promise: Promise<unknown>): Promise<ThinwireError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(ThinwireError);
+    return error as ThinwireError;
+  }
+  throw new Error("expected a rejection");
+}
+
+describe("AgentClient.send", () => {
+  it("streams a whole run into the snapshot and resolves with the result", async () => {
+    const r = run("ctx-1", "run-1");
+    const transport = new MockTransport(() => [
+      r.start(),
+      r.thinking("Checking "),
+      r.thinking("the sky."),
+      r.call("c1", "weather"),
+      r.result("c1", "weather"),
+      r.token("Sun"),
+      r.token("ny."),
+      r.done("Sunny.", ["weather"]),
+    ]);
+    const onContext = vi.fn();
+    const client = new AgentClient({
+      agent: "demo bot",
+      baseUrl: "https://api.test/tw/",
+      transport,
+      headers: { authorization: "Bearer t" },
+      onContext,
+    });
+    const listener = vi.fn();
+    client.subscribe(listener);
+
+    const result = await client.send("Weather?");
+
+    expect(result).toEqual({
+      text: "Sunny.",
+      toolCalls: ["weather"],
+      contextId: "ctx-1",
+      runId: "run-1",
+      stopReason: "end",
+    });
+    const request = transport.requests[0]!;
+    expect(request.url).toBe("https://api.test/tw/agents/demo%20bot/runs");
+    expect(request.body).toEqual({ message: { text: "Weather?" } });
+    expect(request.headers).toEqual({ authorization: "Bearer t", "Thinwire-Protocol": "1" });
+    expect(onContext.mock.calls).toEqual([["ctx-1"]]);
+    // one notification for the optimistic turns, then one per frame
+    expect(listener).toHaveBeenCalledTimes(1 + 8);
+    const snapshot = client.getSnapshot();
+    expect(snapshot).toEqual({
+      contextId: "ctx-1",
+      status: "idle",
+      error: null,
+      thinking: "Checking the sky.",
+      activity: [{ callId: "c1", name: "weather", state: "ok" }],
+      turns: [
+        { id: expect.any(String), role: "user", text: "Weather?", toolCalls: [], streaming: false },
+        { id: expect.any(String), role: "assistant", text: "Sunny.", toolCalls: ["weather"], streaming: false },
+      ],
+    });
+    expect(client.getSnapshot()).toBe(snapshot);
+  });
+
+  it("shows the reply while it streams, with a new snapshot per frame", async () => {
+    const stream = channel();
+    const client = new AgentClient({ agent: "demo", transport: new MockTransport(() => stream.frames()) });
+    const r = run("ctx-1", "run-1");
+    const sent = client.send("Hi");
+    expect(client.getSnapshot().status).toBe("streaming");
+    expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.streaming])).toEqual([
+      ["user", "Hi", false],
+      ["assistant", "", true],
+    ]);
+    stream.push(r.start());
+    stream.push(r.token("Hel"));
+    await tick();
+    const partial = client.getSnapshot();
+    expect(partial.turns[1]?.text).toBe("Hel");
+    stream.push(r.call("c1", "search"));
+    await tick();
+    expect(client.getSnapshot().activity).toEqual([{ callId: "c1", name: "search", state: "running" }]);
+    expect(partial.activity).toEqual([]);
+    stream.push(r.result("c1", "search", false));
+    stream.push(r.token("lo"));
+    await tick();
+    expect(client.getSnapshot().activity[0]?.state).toBe("error");
+    expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Hello", streaming: true });
+    stream.push(r.done("Hello", ["search"]));
+    await sent;
+    expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Hello", streaming: false, toolCalls: ["search"] });
+  });
+
+  it("reads the stream to its end after done instead of cancelling the request", async () => {
+    const stream = channel();
+    let finished: "ended" | "cancelled" | null = null;
+    async function* frames(): AsyncGenerator<Frame> {
+      let ended = false;
+      try {
+        yield* stream.frames();
+        ended = true;
+      } finally {
+        finished = ended ? "ended" : "cancelled";
+      }
+    }
+    const client = new AgentClient({ agent: "demo", transport: new MockTransport(() => frames()) });
+    const r = run("ctx-1", "run-1");
+    const sent = client.send("Hi");
+    stream.push(r.start());
+    stream.push(r.done("Hello"));
+    expect((await sent).text).toBe("Hello");
+    expect(finished).toBeNull();
+    stream.end();
+    await tick();
+    expect(finished).toBe("ended");
+  });
+
+  it("continues the conversation with the context id and clears the last run's view", async () => {
+    let count = 0;
+    const transport = new MockTransport(() => {
+      const r = run("ctx-1", `run-${++count}`, count * 10);
+      return [r.start(), r.thinking("hmm"), r.call("c", "t"), r.result("c", "t"), r.done(`reply ${count}`, ["t"])];
+    });
+    const onContext = vi.fn();
+    const client = new AgentClient({ agent: "demo", transport, onContext });
+    await client.send("one");
+    const second = client.send("two");
+    expect(client.getSnapshot().thinking).toBe("");
+    expect(client.getSnapshot().activity).toEqual([]);
+    await second;
+    expect(transport.requests[1]!.body).toEqual({ contextId: "ctx-1", message: { text: "two" } });
+    expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["one", "reply 1", "two", "reply 2"]);
+    expect(new Set(client.getSnapshot().turns.map((turn) => turn.id)).size).toBe(4);
+    expect(onContext).toHaveBeenCalledTimes(1);
+  });
+
+  it("drops frames whose seq was already seen", async () => {
+    const r = run("ctx-1", "run-1");
+    const start = r.start();
+    const hello = r.token("Hello");
+    const world = r.token(" world");
+    const transport = new MockTransport(() => [start, hello, hello, start, world, hello, world, r.done("Hello world")]);
+    const client = new AgentClient({ agent: "demo", transport });
+    const seen: string[] = [];
+    client.subscribe(() => seen.push(client.getSnapshot().turns[1]?.text ?? ""));
+    await client.send("hi");
+    expect(seen).toEqual(["", "", "Hello", "Hello world", "Hello world"]);
+  });
+
+  it("ignores unknown frame types and frames of other runs", async () => {
+    const r = run("ctx-1", "run-1");
+    const stranger = run("ctx-1", "run-0", 100);
+    const unknown = { contextId: "ctx-1", runId: "run-1", seq: 50, type: "telemetry", cpu: 3 } as unknown as Frame;
+    const transport = new MockTransport(() => [
+      r.start(),
+      unknown,
+      stranger.token("intruder"),
+      r.token("ok"),
+      r.done("ok"),
+    ]);
+    const client = new AgentClient({ agent: "demo", transport });
+    const listener = vi.fn();
+    client.subscribe(listener);
+    await client.send("hi");
+    expect(client.getSnapshot().turns[1]?.text).toBe("ok");
+    expect(listener).toHaveBeenCalledTimes(1 + 3);
+  });
+
+  it("rejects an HTTP error with the typed error and leaves no trace of the request", async () => {
+    const transport = new MockTransport(() => {
+      throw new ThinwireError("message_too_large", "Too long.", { status: 413 });
+    });
+    const client = new AgentClient({ agent: "demo", transport, contextId: "ctx-1" });
+    const error = await rejection(client.send("x".repeat(10)));
+    expect(error).toMatchObject({ code: "message_too_large", status: 413, retryable: false });
+    expect(client.getSnapshot()).toMatchObject({
+      status: "error",
+      turns: [],
+      contextId: "ctx-1",
+      error: { code: "message_too_large", message: "Too long.", retryable: false },
+    });
+  });
+
+  it("resolves a run that failed on the server with stop reason error", async () => {
+    const r = run("ctx-1", "run-1");
+    const transport = new MockTransport(() => [r.start(), r.error("agent_crashed", "The agent failed."), r.done("", [], "error")]);
+    const client = new AgentClient({ agent: "demo", transport });
+    const result = await client.send("hi");
+    expect(result.stopReason).toBe("error");
+    expect(client.getSnapshot().status).toBe("error");
+    expect(client.getSnapshot().error).toEqual({ code: "agent_crashed", message: "The agent failed.", retryable: false });
+  });
+
+  it("rejects with stream_interrupted when the stream ends before done", async () => {
+    const r = run("ctx-1", "run-1");
+    const transport = new MockTransport(() => [r.start(), r.token("Half a rep")]);
+    const client = new AgentClient({ agent: "demo", transport });
+    const error = await rejection(client.send("hi"));
+    expect(error.code).toBe("stream_interrupted");
+    expect(error.retryable).toBe(true);
+    const snapshot = client.getSnapshot();
+    expect(snapshot.status).toBe("error");
+    expect(snapshot.error?.code).toBe("stream_interrupted");
+    expect(snapshot.contextId).toBe("ctx-1");
+    expect(snapshot.turns.map((turn) => [turn.text, turn.streaming])).toEqual([
+      ["hi", false],
+      ["Half a rep", false],
+    ]);
+  });
+
+  it("wraps a transport failure as a retryable network error", async () => {
+    const transport = new MockTransport(() => {
+      throw new TypeError("Failed to fetch");
+    });
+    const client = new AgentClient({ agent: "demo", transport });
+    const error = await rejection(client.send("hi"));
+    expect(error).toMatchObject({ code: "network_error", retryable: true });
+    expect(client.getSnapshot().error?.code).toBe("network_error");
+  });
+
+  it("rejects empty text and a second concurrent send without a request", async () => {
+    const stream = channel();
+    const transport = new MockTransport(() => stream.frames());
+    const client = new AgentClient({ agent: "demo", transport });
+    expect((await rejection(client.send("   \n"))).code).toBe("invalid_request");
+    expect(transport.requests).toHaveLength(0);
+    expect(client.getSnapshot().turns).toEqual([]);
+
+    const first = client.send("one");
+    const busy = await rejection(client.send("two"));
+    expect(busy.code).toBe("context_busy");
+    expect(client.getSnapshot().turns.filter((turn) => turn.role === "user")).toHaveLength(1);
+    const r = run("ctx-1", "run-1");
+    stream.push(r.start());
+    stream.push(r.done("ok"));
+    await first;
+    await tick();
+    expect(transport.requests).toHaveLength(1);
+  });
+});
+
+describe("AgentClient.start (hydration)", () => {
+  const transcript = {
+    contextId: "ctx-7",
+    agent: "demo",
+    turns: [
+      { role: "user", text: "Hello", toolCalls: [] },
+      { role: "assistant", text: "Hi there", toolCalls: ["greet"], internalNote: "ignored" },
+    ],
+  };
+
+  it("loads the transcript of a resumed conversation", async () => {
+    const fetch = vi.fn(async (..._args: Parameters<typeof globalThis.fetch>) => jsonResponse(200, transcript));
+    const client = new AgentClient({ agent: "demo", baseUrl: "/api", contextId: "ctx-7", fetch });
+    const started = client.start();
+    expect(client.getSnapshot().status).toBe("hydrating");
+    expect(client.start()).toBe(started);
+    await started;
+    expect(fetch).toHaveBeenCalledTimes(1);
+    const [url, init] = fetch.mock.calls[0]!;
+    expect(url).toBe("/api/agents/demo/contexts/ctx-7");
+    expect(new Headers(init?.headers).get("Thinwire-Protocol")).toBe("1");
+    expect(client.getSnapshot()).toEqual({
+      contextId: "ctx-7",
+      status: "idle",
+      error: null,
+      thinking: "",
+      activity: [],
+      turns: [
+        { id: expect.any(String), role: "user", text: "Hello", toolCalls: [], streaming: false },
+        { id: expect.any(String), role: "assistant", text: "Hi there", toolCalls: ["greet"], streaming: false },
+      ],
+    });
+  });
+
+  it("does nothing without a context id", async () => {
+    const fetch = vi.fn();
+    const client = new AgentClient({ agent: "demo", fetch });
+    const before = client.getSnapshot();
+    await client.start();
+    expect(fetch).not.toHaveBeenCalled();
+    expect(client.getSnapshot()).toBe(before);
+  });
+
+  it("forgets an id the server does not know, quietly", async () => {
+    const fetch = vi.fn(async () =>
+      jsonResponse(404, { error: { code: "context_not_found", message: "No such context." } }),
+    );
+    const onContext = vi.fn();
+    const client = new AgentClient({ agent: "demo", contextId: "ctx-gone", fetch, onContext });
+    await client.start();
+    expect(client.getSnapshot()).toMatchObject({ contextId: null, status: "idle", error: null, turns: [] });
+    expect(onContext.mock.calls).toEqual([[null]]);
+  });
+
+  it("shows other failures as an error", async () => {
+    const fetch = vi.fn(async () => new Response("<html>bad gateway</html>", { status: 502 }));
+    const onContext = vi.fn();
+    const client = new AgentClient({ agent: "demo", contextId: "ctx-7", fetch, onContext });
+    await client.start();
+    expect(client.getSnapshot()).toMatchObject({
+      contextId: "ctx-7",
+      status: "error",
+      error: { code: "http_error", retryable: true },
+    });
+    expect(onContext).not.toHaveBeenCalled();
+  });
+
+  it("lets a send wait for the hydration it would otherwise race", async () => {
+    let answer!: (response: Response) => void;
+    const fetch = vi.fn(() => new Promise<Response>((resolve) => (answer = resolve)));
+    const r = run("ctx-7", "run-2", 40);
+    const transport = new MockTransport(() => [r.start(), r.done("Again")]);
+    const client = new AgentClient({ agent: "demo", contextId: "ctx-7", fetch, transport });
+    void client.start();
+    const sent = client.send("More");
+    await tick();
+    expect(transport.requests).toHaveLength(0);
+    answer(jsonResponse(200, transcript));
+    await sent;
+    expect(transport.requests[0]!.body.contextId).toBe("ctx-7");
+    expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["Hello", "Hi there", "More", "Again"]);
+  });
+});
+
+describe("AgentClient.reset and dispose", () => {
+  it("reset aborts the run in flight and starts an empty conversation", async () => {
+    const stream = channel();
+    let signal: AbortSignal | undefined;
+    const transport = new MockTransport((request: TransportRunRequest) => {
+      signal = request.signal;
+      return stream.frames();
+    });
+    const onContext = vi.fn();
+    const client = new AgentClient({ agent: "demo", transport, onContext });
+    const r = run("ctx-1", "run-1");
+    const sent = client.send("hi");
+    stream.push(r.start());
+    stream.push(r.thinking("hmm"));
+    await tick();
+    expect(client.getSnapshot().contextId).toBe("ctx-1");
+
+    client.reset();
+    expect(signal?.aborted).toBe(true);
+    expect(client.getSnapshot()).toEqual({
+      contextId: null,
+      status: "idle",
+      error: null,
+      thinking: "",
+      activity: [],
+      turns: [],
+    });
+    expect(onContext.mock.calls).toEqual([["ctx-1"], [null]]);
+    stream.push(r.token("late"));
+    expect((await rejection(sent)).code).toBe("aborted");
+    expect(client.getSnapshot().turns).toEqual([]);
+    expect(client.getSnapshot().status).toBe("idle");
+  });
+
+  it("reset settles a send even when the transport ignores the signal", async () => {
+    const transport: Transport = {
+      async *run() {
+        await new Promise(() => undefined); // never yields, never looks at the signal
+      },
+    };
+    const client = new AgentClient({ agent: "demo", transport });
+    const sent = client.send("hi");
+    await tick();
+    client.reset();
+    expect((await rejection(sent)).code).toBe("aborted");
+    expect(client.getSnapshot().turns).toEqual([]);
+  });
+
+  it("reset starts a new context on the next send", async () => {
+    let count = 0;
+    const transport = new MockTransport(() => {
+      count += 1;
+      const r = run(`ctx-${count}`, `run-${count}`);
+      return [r.start(), r.done("ok")];
+    });
+    const client = new AgentClient({ agent: "demo", transport });
+    await client.send("a");
+    client.reset();
+    await client.send("b");
+    expect(transport.requests[1]!.body).toEqual({ message: { text: "b" } });
+    expect(client.getSnapshot().contextId).toBe("ctx-2");
+    expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["b", "ok"]);
+  });
+
+  it("dispose drops listeners and aborts hydration", async () => {
+    let hydrationSignal: AbortSignal | undefined;
+    const fetch = vi.fn((_url: RequestInfo | URL, init?: RequestInit) => {
+      hydrationSignal = init?.signal ?? undefined;
+      return new Promise<Response>(() => undefined);
+    });
+    const client = new AgentClient({ agent: "demo", contextId: "ctx-1", fetch });
+    const listener = vi.fn();
+    client.subscribe(listener);
+    void client.start();
+    expect(listener).toHaveBeenCalledTimes(1);
+    client.dispose();
+    expect(hydrationSignal?.aborted).toBe(true);
+    client.reset();
+    expect(listener).toHaveBeenCalledTimes(1);
+    expect((await rejection(client.send("hi"))).code).toBe("disposed");
+  });
+});

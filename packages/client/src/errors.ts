@@ -1,0 +1,45 @@
+/**
+ * The one error type of the client.
+ *
+ * `code` is stable and machine-readable: the server's wire error codes
+ * (`context_busy`, `context_not_found`, `invalid_request`, ...) pass through
+ * unchanged, and the client adds its own for failures it detects itself:
+ *
+ * - `network_error`       the request or the stream failed below HTTP (retryable)
+ * - `stream_interrupted`  the stream ended before its `done` frame (retryable)
+ * - `aborted`             `reset()` or `dispose()` cancelled the work
+ * - `disposed`            the client was used after `dispose()`
+ * - `protocol_mismatch`   the server speaks another protocol version
+ * - `protocol_error`      the server sent something that is not a frame
+ * - `http_error`          a non-2xx response without a typed error body
+ */
+export class ThinwireError extends Error {
+  override readonly name = "ThinwireError";
+  readonly code: string;
+  readonly status?: number;
+  readonly retryable: boolean;
+
+  constructor(
+    code: string,
+    message: string,
+    options: { status?: number; retryable?: boolean; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    if (options.status !== undefined) this.status = options.status;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** Maps whatever `fetch` or a body read threw to a ThinwireError. */
+export function toThinwireError(error: unknown, signal?: AbortSignal): ThinwireError {
+  if (error instanceof ThinwireError) return error;
+  if (signal?.aborted || (error instanceof Error && error.name === "AbortError")) {
+    return new ThinwireError("aborted", "The request was cancelled.", { cause: error });
+  }
+  const detail = error instanceof Error ? error.message : String(error);
+  return new ThinwireError("network_error", `Network failure: ${detail}`, {
+    retryable: true,
+    cause: error,
+  });
+}

@@ -1,0 +1,150 @@
+// @generated — DO NOT EDIT. Produced from server/thinwire/wire.py by `make schema`.
+
+export const PROTOCOL_VERSION = "1";
+export const PROTOCOL_HEADER = "Thinwire-Protocol";
+
+/** Last frame of a run. */
+export interface DoneFrame {
+  /** The conversation this frame belongs to. */
+  contextId: string;
+  /** The run that emitted this frame. */
+  runId: string;
+  /** Monotonic per context; the SSE `id:`. */
+  seq: number;
+  type: "done";
+  /** The final reply text (the concatenated token deltas). */
+  text: string;
+  /** Tool names in call order. */
+  toolCalls: string[];
+  stopReason: "end" | "stopped" | "interrupted" | "error";
+}
+
+/** Body of every 4xx response. */
+export interface ErrorBody {
+  error: ErrorDetail;
+}
+
+export interface ErrorDetail {
+  /** Stable, machine-readable error code. */
+  code: string;
+  /** Human-readable explanation. */
+  message: string;
+}
+
+/** The run failed; a `done` with stop reason `error` follows. */
+export interface ErrorFrame {
+  /** The conversation this frame belongs to. */
+  contextId: string;
+  /** The run that emitted this frame. */
+  runId: string;
+  /** Monotonic per context; the SSE `id:`. */
+  seq: number;
+  type: "error";
+  code: string;
+  message: string;
+  retryable: boolean;
+}
+
+/** A user message. */
+export interface Message {
+  /** What the user typed; never empty. */
+  text: string;
+}
+
+/** Body of `POST /agents/{agent}/runs`: start a run, in a new or an existing context. */
+export interface RunRequest {
+  /** Continue this conversation; omit to start a new one (the server mints the id). */
+  contextId?: string | null;
+  message: Message;
+}
+
+/** First frame of every run: announces the context id (minted or given) and run id. */
+export interface RunStartFrame {
+  /** The conversation this frame belongs to. */
+  contextId: string;
+  /** The run that emitted this frame. */
+  runId: string;
+  /** Monotonic per context; the SSE `id:`. */
+  seq: number;
+  type: "run_start";
+  agent: string;
+}
+
+/** A delta of the agent's public reasoning. */
+export interface ThinkingFrame {
+  /** The conversation this frame belongs to. */
+  contextId: string;
+  /** The run that emitted this frame. */
+  runId: string;
+  /** Monotonic per context; the SSE `id:`. */
+  seq: number;
+  type: "thinking";
+  delta: string;
+}
+
+/** A delta of the reply text. */
+export interface TokenFrame {
+  /** The conversation this frame belongs to. */
+  contextId: string;
+  /** The run that emitted this frame. */
+  runId: string;
+  /** Monotonic per context; the SSE `id:`. */
+  seq: number;
+  type: "token";
+  delta: string;
+}
+
+/** The agent started a tool. Arguments stay on the server. */
+export interface ToolCallFrame {
+  /** The conversation this frame belongs to. */
+  contextId: string;
+  /** The run that emitted this frame. */
+  runId: string;
+  /** Monotonic per context; the SSE `id:`. */
+  seq: number;
+  type: "tool_call";
+  callId: string;
+  name: string;
+}
+
+/** A tool finished. Its output stays on the server; only success is public. */
+export interface ToolResultFrame {
+  /** The conversation this frame belongs to. */
+  contextId: string;
+  /** The run that emitted this frame. */
+  runId: string;
+  /** Monotonic per context; the SSE `id:`. */
+  seq: number;
+  type: "tool_result";
+  callId: string;
+  name: string;
+  ok: boolean;
+}
+
+/** Body of `GET /agents/{agent}/contexts/{contextId}`: what a resumed UI shows. */
+export interface Transcript {
+  contextId: string;
+  agent: string;
+  turns: TranscriptTurn[];
+}
+
+/** One public turn of a conversation: what the user said or what the agent replied. */
+export interface TranscriptTurn {
+  role: "user" | "assistant";
+  text: string;
+  /** Tool names the agent called for this reply. */
+  toolCalls: string[];
+}
+
+/** Every frame the server sends, discriminated by `type`. */
+export type Frame =
+  | RunStartFrame
+  | ThinkingFrame
+  | ToolCallFrame
+  | ToolResultFrame
+  | TokenFrame
+  | DoneFrame
+  | ErrorFrame;
+
+export type FrameType = Frame["type"];
+export type StopReason = DoneFrame["stopReason"];

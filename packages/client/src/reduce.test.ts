@@ -1,0 +1,98 @@
+import { describe, expect, it } from "vitest";
+import type { Frame } from "./generated/wire.js";
+import { initialReducerState, reduceFrame, reduceFrames } from "./reduce.js";
+import { emptySnapshot } from "./snapshot.js";
+
+const ids = { contextId: "ctx-1", runId: "run-1" };
+
+const RUN: Frame[] = [
+  { ...ids, seq: 1, type: "run_start", agent: "demo" },
+  { ...ids, seq: 2, type: "thinking", delta: "Let me " },
+  { ...ids, seq: 3, type: "thinking", delta: "check." },
+  { ...ids, seq: 4, type: "tool_call", callId: "c1", name: "weather" },
+  { ...ids, seq: 5, type: "tool_call", callId: "c2", name: "calendar" },
+  { ...ids, seq: 6, type: "tool_result", callId: "c1", name: "weather", ok: true },
+  { ...ids, seq: 7, type: "tool_result", callId: "c2", name: "calendar", ok: false },
+  { ...ids, seq: 8, type: "token", delta: "Sunny" },
+  { ...ids, seq: 9, type: "token", delta: " today." },
+  { ...ids, seq: 10, type: "done", text: "Sunny today.", toolCalls: ["weather", "calendar"], stopReason: "end" },
+];
+
+describe("reduceFrame", () => {
+  it("reduces a whole run to the view state", () => {
+    const { snapshot, runId, lastSeq } = reduceFrames(initialReducerState(), RUN);
+    expect(runId).toBe("run-1");
+    expect(lastSeq).toBe(10);
+    expect(snapshot).toEqual({
+      contextId: "ctx-1",
+      status: "idle",
+      error: null,
+      thinking: "Let me check.",
+      activity: [
+        { callId: "c1", name: "weather", state: "ok" },
+        { callId: "c2", name: "calendar", state: "error" },
+      ],
+      turns: [
+        {
+          id: "reply:run-1",
+          role: "assistant",
+          text: "Sunny today.",
+          toolCalls: ["weather", "calendar"],
+          streaming: false,
+        },
+      ],
+    });
+  });
+
+  it("streams token deltas into the open reply", () => {
+    const state = reduceFrames(initialReducerState(), RUN.slice(0, 9));
+    const reply = state.snapshot.turns.at(-1);
+    expect(reply).toMatchObject({ role: "assistant", text: "Sunny today.", streaming: true });
+    expect(state.snapshot.status).toBe("streaming");
+  });
+
+  it("returns the same state for duplicates, unknown types and other runs", () => {
+    const state = reduceFrames(initialReducerState(), RUN.slice(0, 8));
+    expect(reduceFrame(state, RUN[7]!)).toBe(state);
+    expect(reduceFrame(state, { ...ids, seq: 3, type: "token", delta: "old" })).toBe(state);
+    expect(reduceFrame(state, { ...ids, seq: 20, type: "interrupt_v9", prompt: "?" } as unknown as Frame)).toBe(state);
+    expect(reduceFrame(state, { contextId: "ctx-1", runId: "run-0", seq: 30, type: "token", delta: "x" })).toBe(state);
+    const next = reduceFrame(state, RUN[8]!);
+    expect(next).not.toBe(state);
+    expect(next.snapshot.turns).not.toBe(state.snapshot.turns);
+    expect(state.snapshot.turns.at(-1)?.text).toBe("Sunny"); // the old snapshot is untouched
+  });
+
+  it("records an error frame and ends in the error status", () => {
+    const state = reduceFrames(initialReducerState(), [
+      RUN[0]!,
+      { ...ids, seq: 2, type: "error", code: "agent_failed", message: "Boom", retryable: true },
+      { ...ids, seq: 3, type: "done", text: "", toolCalls: [], stopReason: "error" },
+    ]);
+    expect(state.snapshot.status).toBe("error");
+    expect(state.snapshot.error).toEqual({ code: "agent_failed", message: "Boom", retryable: true });
+  });
+
+  it("appends to the streaming reply instead of starting another", () => {
+    const open = {
+      ...emptySnapshot("ctx-1"),
+      turns: [
+        { id: "u", role: "user" as const, text: "hi", toolCalls: [], streaming: false },
+        { id: "a", role: "assistant" as const, text: "", toolCalls: [], streaming: true },
+      ],
+    };
+    const state = reduceFrames(initialReducerState(open), RUN);
+    expect(state.snapshot.turns.map((turn) => [turn.id, turn.text])).toEqual([
+      ["u", "hi"],
+      ["a", "Sunny today."],
+    ]);
+  });
+
+  it("accepts a lower seq once the context changes", () => {
+    const first = reduceFrames(initialReducerState(), RUN);
+    const other = { contextId: "ctx-2", runId: "run-9" };
+    const next = reduceFrame({ ...first, runId: null }, { ...other, seq: 1, type: "run_start", agent: "demo" });
+    expect(next.snapshot.contextId).toBe("ctx-2");
+    expect(next.lastSeq).toBe(1);
+  });
+});

@@ -1,0 +1,117 @@
+/**
+ * The pure frame → view-state reducer. `AgentClient` drives it; conformance
+ * tests feed it recorded streams. A frame that changes nothing returns the very
+ * same state object.
+ */
+import type { Frame } from "./generated/wire.js";
+import { emptySnapshot, type Activity, type Snapshot, type Turn } from "./snapshot.js";
+
+export interface ReducerState {
+  readonly snapshot: Snapshot;
+  /** The run being read; frames of any other run are ignored. Null until the first frame. */
+  readonly runId: string | null;
+  /** Highest `seq` applied for `snapshot.contextId`; frames at or below it are duplicates. */
+  readonly lastSeq: number | null;
+}
+
+export function initialReducerState(snapshot: Snapshot = emptySnapshot()): ReducerState {
+  return { snapshot, runId: null, lastSeq: null };
+}
+
+const KNOWN_TYPES: ReadonlySet<string> = new Set([
+  "run_start",
+  "thinking",
+  "tool_call",
+  "tool_result",
+  "token",
+  "done",
+  "error",
+]);
+
+/** Whether the frame is new, of a known type and of the run being read. */
+export function acceptsFrame(state: ReducerState, frame: Frame): boolean {
+  if (!KNOWN_TYPES.has(frame.type)) return false;
+  if (state.runId !== null && frame.runId !== state.runId) return false;
+  const sameContext = frame.contextId === state.snapshot.contextId;
+  if (sameContext && state.lastSeq !== null && typeof frame.seq === "number" && frame.seq <= state.lastSeq) {
+    return false;
+  }
+  return true;
+}
+
+export function reduceFrame(state: ReducerState, frame: Frame): ReducerState {
+  if (!acceptsFrame(state, frame)) return state;
+  return {
+    snapshot: applyFrame(state.snapshot, frame),
+    runId: state.runId ?? frame.runId,
+    lastSeq: typeof frame.seq === "number" ? frame.seq : state.lastSeq,
+  };
+}
+
+/** Applies every frame in order: `reduceFrames(initialReducerState(), frames).snapshot`. */
+export function reduceFrames(state: ReducerState, frames: Iterable<Frame>): ReducerState {
+  for (const frame of frames) state = reduceFrame(state, frame);
+  return state;
+}
+
+function applyFrame(snapshot: Snapshot, frame: Frame): Snapshot {
+  switch (frame.type) {
+    case "run_start":
+      return { ...snapshot, contextId: frame.contextId, status: "streaming" };
+    case "thinking":
+      return { ...snapshot, thinking: snapshot.thinking + frame.delta };
+    case "tool_call":
+      if (snapshot.activity.some((item) => item.callId === frame.callId)) return snapshot;
+      return {
+        ...snapshot,
+        activity: [...snapshot.activity, { callId: frame.callId, name: frame.name, state: "running" }],
+      };
+    case "tool_result": {
+      const state: Activity["state"] = frame.ok ? "ok" : "error";
+      const known = snapshot.activity.some((item) => item.callId === frame.callId);
+      const activity = known
+        ? snapshot.activity.map((item) => (item.callId === frame.callId ? { ...item, state } : item))
+        : [...snapshot.activity, { callId: frame.callId, name: frame.name, state }];
+      return { ...snapshot, activity };
+    }
+    case "token":
+      return {
+        ...snapshot,
+        turns: updateReply(snapshot.turns, frame.runId, (turn) => ({ ...turn, text: turn.text + frame.delta })),
+      };
+    case "done": {
+      const failed = frame.stopReason === "error";
+      return {
+        ...snapshot,
+        turns: updateReply(snapshot.turns, frame.runId, (turn) => ({
+          ...turn,
+          text: frame.text,
+          toolCalls: [...frame.toolCalls],
+          streaming: false,
+        })),
+        status: failed ? "error" : "idle",
+        error:
+          failed && snapshot.error === null
+            ? { code: "run_failed", message: "The run failed.", retryable: false }
+            : snapshot.error,
+      };
+    }
+    case "error":
+      return {
+        ...snapshot,
+        error: { code: frame.code, message: frame.message, retryable: frame.retryable },
+      };
+    default:
+      return snapshot;
+  }
+}
+
+/** Updates the streaming reply, or starts one when the stream began without it. */
+function updateReply(turns: readonly Turn[], runId: string, update: (turn: Turn) => Turn): Turn[] {
+  const last = turns[turns.length - 1];
+  if (last && last.role === "assistant" && last.streaming) {
+    return [...turns.slice(0, -1), update(last)];
+  }
+  const fresh: Turn = { id: `reply:${runId}`, role: "assistant", text: "", toolCalls: [], streaming: true };
+  return [...turns, update(fresh)];
+}

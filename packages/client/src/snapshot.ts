@@ -1,0 +1,42 @@
+/** The view state a UI renders. Every change makes a new object; nothing is mutated. */
+
+export type Status = "idle" | "hydrating" | "streaming" | "error";
+
+export interface Turn {
+  /** Stable within one client, for React keys. */
+  id: string;
+  role: "user" | "assistant";
+  text: string;
+  /** Tool names the agent called for this reply, in call order. */
+  toolCalls: readonly string[];
+  /** True while the reply is still arriving. */
+  streaming: boolean;
+}
+
+/** A tool call of the current run. */
+export interface Activity {
+  callId: string;
+  name: string;
+  state: "running" | "ok" | "error";
+}
+
+export interface AgentErrorInfo {
+  code: string;
+  message: string;
+  retryable: boolean;
+}
+
+export interface Snapshot {
+  turns: readonly Turn[];
+  /** The public reasoning of the current run. */
+  thinking: string;
+  activity: readonly Activity[];
+  status: Status;
+  error: AgentErrorInfo | null;
+  /** The only thing the client remembers about the conversation. */
+  contextId: string | null;
+}
+
+export function emptySnapshot(contextId: string | null = null): Snapshot {
+  return { turns: [], thinking: "", activity: [], status: "idle", error: null, contextId };
+}

@@ -1,0 +1,160 @@
+import { describe, expect, it, vi } from "vitest";
+import { ThinwireError } from "./errors.js";
+import type { Frame, RunRequest } from "./generated/wire.js";
+import { SseTransport } from "./sse-transport.js";
+
+const encoder = new TextEncoder();
+
+function eventStream(text: string, headers: Record<string, string> = {}): Response {
+  const bytes = encoder.encode(text);
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      // Three uneven chunks, so frames straddle chunk boundaries.
+      controller.enqueue(bytes.slice(0, 7));
+      controller.enqueue(bytes.slice(7, 61));
+      controller.enqueue(bytes.slice(61));
+      controller.close();
+    },
+  });
+  return new Response(body, { status: 200, headers: { "content-type": "text/event-stream", ...headers } });
+}
+
+function sse(frames: object[]): string {
+  return frames.map((frame, index) => `id: ${index + 1}\ndata: ${JSON.stringify(frame)}\n\n`).join(": ping\n\n");
+}
+
+const ids = { contextId: "ctx-1", runId: "run-1" };
+const FRAMES: Frame[] = [
+  { ...ids, seq: 1, type: "run_start", agent: "demo" },
+  { ...ids, seq: 2, type: "token", delta: "Grüße 👋" },
+  { ...ids, seq: 3, type: "done", text: "Grüße 👋", toolCalls: [], stopReason: "end" },
+];
+
+function request(overrides: Partial<{ body: RunRequest; signal: AbortSignal }> = {}) {
+  return {
+    url: "/agents/demo/runs",
+    body: { contextId: "ctx-1", message: { text: "hi" } },
+    headers: { "Thinwire-Protocol": "1", authorization: "Bearer t" },
+    signal: new AbortController().signal,
+    ...overrides,
+  };
+}
+
+async function collect(frames: AsyncIterable<Frame>): Promise<Frame[]> {
+  const out: Frame[] = [];
+  for await (const frame of frames) out.push(frame);
+  return out;
+}
+
+async function failure(frames: AsyncIterable<Frame>): Promise<ThinwireError> {
+  try {
+    await collect(frames);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ThinwireError);
+    return error as ThinwireError;
+  }
+  throw new Error("expected the stream to fail");
+}
+
+describe("SseTransport", () => {
+  it("POSTs the request with the protocol header and yields the frames", async () => {
+    const fetch = vi.fn(async (..._args: Parameters<typeof globalThis.fetch>) => eventStream(sse(FRAMES)));
+    const transport = new SseTransport({ fetch });
+    const signal = new AbortController().signal;
+    expect(await collect(transport.run(request({ signal })))).toEqual(FRAMES);
+
+    const [url, init] = fetch.mock.calls[0]!;
+    expect(url).toBe("/agents/demo/runs");
+    expect(init?.method).toBe("POST");
+    expect(init?.signal).toBe(signal);
+    const headers = new Headers(init?.headers);
+    expect(headers.get("Thinwire-Protocol")).toBe("1");
+    expect(headers.get("authorization")).toBe("Bearer t");
+    expect(headers.get("content-type")).toBe("application/json");
+    expect(headers.get("accept")).toBe("text/event-stream");
+    expect(JSON.parse(String(init?.body))).toEqual({ contextId: "ctx-1", message: { text: "hi" } });
+  });
+
+  it("passes unknown frame types and fields through and fills a missing seq from the id", async () => {
+    const text = 'id: 4\ndata: {"type":"mystery","contextId":"c","runId":"r","extra":1}\n\n';
+    const transport = new SseTransport({ fetch: async () => eventStream(text) });
+    expect(await collect(transport.run(request()))).toEqual([
+      { type: "mystery", contextId: "c", runId: "r", extra: 1, seq: 4 },
+    ]);
+  });
+
+  it("turns an error body into a typed ThinwireError", async () => {
+    const fetch = async () =>
+      new Response(JSON.stringify({ error: { code: "context_busy", message: "A run is active." } }), {
+        status: 409,
+        headers: { "content-type": "application/json" },
+      });
+    const error = await failure(new SseTransport({ fetch }).run(request()));
+    expect(error).toMatchObject({ code: "context_busy", message: "A run is active.", status: 409, retryable: true });
+  });
+
+  it("keeps a generic error for a body that is not JSON", async () => {
+    const fetch = async () => new Response("<h1>Bad request</h1>", { status: 400 });
+    const error = await failure(new SseTransport({ fetch }).run(request()));
+    expect(error).toMatchObject({ code: "http_error", status: 400, retryable: false });
+  });
+
+  it("reports a failed fetch as a retryable network error", async () => {
+    const fetch = async (): Promise<Response> => {
+      throw new TypeError("fetch failed");
+    };
+    const error = await failure(new SseTransport({ fetch }).run(request()));
+    expect(error).toMatchObject({ code: "network_error", retryable: true });
+  });
+
+  it("reports an aborted request as aborted", async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const fetch = async (_url: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+      throw init?.signal?.reason ?? new DOMException("Aborted", "AbortError");
+    };
+    const error = await failure(new SseTransport({ fetch }).run(request({ signal: controller.signal })));
+    expect(error.code).toBe("aborted");
+  });
+
+  it("reports a stream that breaks mid-way as a network error", async () => {
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(encoder.encode(sse(FRAMES.slice(0, 1))));
+      },
+      pull(controller) {
+        controller.error(new TypeError("socket hang up"));
+      },
+    });
+    const fetch = async () => new Response(body, { headers: { "content-type": "text/event-stream" } });
+    const frames: Frame[] = [];
+    const error = await failure(
+      (async function* () {
+        for await (const frame of new SseTransport({ fetch }).run(request())) {
+          frames.push(frame);
+          yield frame;
+        }
+      })(),
+    );
+    expect(frames).toEqual(FRAMES.slice(0, 1));
+    expect(error).toMatchObject({ code: "network_error", retryable: true });
+  });
+
+  it("refuses another protocol version and a response that is not an event stream", async () => {
+    const mismatch = await failure(
+      new SseTransport({ fetch: async () => eventStream(sse(FRAMES), { "Thinwire-Protocol": "2" }) }).run(request()),
+    );
+    expect(mismatch.code).toBe("protocol_mismatch");
+    const html = await failure(
+      new SseTransport({
+        fetch: async () => new Response("<html></html>", { headers: { "content-type": "text/html" } }),
+      }).run(request()),
+    );
+    expect(html.code).toBe("protocol_error");
+  });
+
+  it("rejects an event whose data is not a JSON frame", async () => {
+    const error = await failure(new SseTransport({ fetch: async () => eventStream("data: {oops\n\n") }).run(request()));
+    expect(error.code).toBe("protocol_error");
+  });
+});

@@ -1,0 +1,11 @@
+export { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";
+export type {
+  Activity,
+  AgentErrorInfo,
+  SendResult,
+  Snapshot,
+  Status,
+  Transport,
+  Turn,
+} from "@thinwire/client";
+export { ThinwireError } from "@thinwire/client";

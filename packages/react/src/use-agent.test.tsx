@@ -1,0 +1,321 @@
+import { act, render, renderHook, waitFor } from "@testing-library/react";
+import { MockTransport, type Frame, type Transcript } from "@thinwire/client";
+import { Activity } from "react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";
+
+/** A frame stream the test pushes into by hand. */
+function channel() {
+  const queue: Array<Frame | null> = [];
+  let wake: (() => void) | null = null;
+  return {
+    push(frame: Frame | null) {
+      queue.push(frame);
+      wake?.();
+    },
+    async *frames(): AsyncGenerator<Frame> {
+      for (;;) {
+        while (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+        const frame = queue.shift()!;
+        if (frame === null) return;
+        yield frame;
+      }
+    },
+  };
+}
+
+function frames(contextId: string, runId: string, reply: string, firstSeq = 1): Frame[] {
+  let seq = firstSeq;
+  const ids = () => ({ contextId, runId, seq: seq++ });
+  return [
+    { ...ids(), type: "run_start", agent: "demo" },
+    { ...ids(), type: "token", delta: reply },
+    { ...ids(), type: "done", text: reply, toolCalls: [], stopReason: "end" },
+  ];
+}
+
+/** A server stand-in: transcripts by context id, runs that mint ids in order. */
+function fakeServer(transcripts: Record<string, Transcript> = {}) {
+  let minted = 0;
+  const fetch = vi.fn(async (input: RequestInfo | URL) => {
+    const contextId = decodeURIComponent(String(input).split("/contexts/")[1] ?? "");
+    const transcript = transcripts[contextId];
+    if (!transcript) {
+      return new Response(JSON.stringify({ error: { code: "context_not_found", message: "Unknown." } }), {
+        status: 404,
+      });
+    }
+    return new Response(JSON.stringify(transcript), { headers: { "content-type": "application/json" } });
+  });
+  const transport: MockTransport = new MockTransport((request) => {
+    const contextId = request.body.contextId ?? `ctx-new-${++minted}`;
+    return frames(contextId, `run-${transport.requests.length}`, `echo: ${request.body.message.text}`, 100 * transport.requests.length);
+  });
+  return { fetch, transport };
+}
+
+function transcript(contextId: string, userText: string, reply: string): Transcript {
+  return {
+    contextId,
+    agent: "demo",
+    turns: [
+      { role: "user", text: userText, toolCalls: [] },
+      { role: "assistant", text: reply, toolCalls: [] },
+    ],
+  };
+}
+
+function storageContents(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let index = 0; index < localStorage.length; index++) {
+    const key = localStorage.key(index)!;
+    out[key] = localStorage.getItem(key)!;
+  }
+  return out;
+}
+
+beforeEach(() => localStorage.clear());
+afterEach(() => localStorage.clear());
+
+describe("useAgent", () => {
+  it("streams a reply into the turns", async () => {
+    const stream = channel();
+    const transport = new MockTransport(() => stream.frames());
+    const { result } = renderHook(() => useAgent({ agent: "demo", transport }), { reactStrictMode: true });
+    expect(result.current.status).toBe("idle");
+    expect(result.current.turns).toEqual([]);
+
+    let sent!: Promise<unknown>;
+    act(() => {
+      sent = result.current.send("Hello");
+    });
+    expect(result.current.status).toBe("streaming");
+    const [start, token, done] = frames("ctx-1", "run-1", "Hi!");
+    await act(async () => {
+      stream.push(start!);
+      stream.push(token!);
+    });
+    await waitFor(() => expect(result.current.turns[1]?.text).toBe("Hi!"));
+    expect(result.current.turns[1]?.streaming).toBe(true);
+    expect(result.current.contextRef.current).toBe("ctx-1");
+    await act(async () => {
+      stream.push(done!);
+      await sent;
+    });
+    expect(result.current.status).toBe("idle");
+    expect(result.current.turns.map((turn) => [turn.role, turn.text, turn.streaming])).toEqual([
+      ["user", "Hello", false],
+      ["assistant", "Hi!", false],
+    ]);
+    expect(transport.requests).toHaveLength(1);
+    expect(result.current).not.toHaveProperty("contextId");
+  });
+
+  it("persists only the id, under the per-user key", async () => {
+    const { transport, fetch } = fakeServer();
+    const { result } = renderHook(() =>
+      useAgent({ agent: "demo", transport, fetch, persist: { userId: "alice@example.com" } }),
+    );
+    expect(storageContents()).toEqual({});
+    await act(async () => {
+      await result.current.send("secret plans");
+    });
+    expect(storageContents()).toEqual({ "thinwire:demo:alice%40example.com:contextId": "ctx-new-1" });
+    expect(contextStorageKey("demo", "alice@example.com")).toBe("thinwire:demo:alice%40example.com:contextId");
+    expect(result.current.contextRef.current).toBe("ctx-new-1");
+    expect(fetch).not.toHaveBeenCalled();
+  });
+
+  it("resumes from storage: hydrates once, then continues the same context, under StrictMode", async () => {
+    localStorage.setItem(contextStorageKey("demo", "alice"), "ctx-a");
+    const { transport, fetch } = fakeServer({ "ctx-a": transcript("ctx-a", "Hi, I am Alice", "Hello Alice") });
+    const { result } = renderHook(
+      () => useAgent({ agent: "demo", transport, fetch, persist: { userId: "alice" } }),
+      { reactStrictMode: true },
+    );
+    expect(result.current.contextRef.current).toBe("ctx-a");
+    await waitFor(() => expect(result.current.status).toBe("idle"));
+    expect(result.current.turns.map((turn) => turn.text)).toEqual(["Hi, I am Alice", "Hello Alice"]);
+    expect(fetch).toHaveBeenCalledTimes(1);
+    expect(String(fetch.mock.calls[0]![0])).toBe("/agents/demo/contexts/ctx-a");
+
+    await act(async () => {
+      await result.current.send("again");
+    });
+    expect(transport.requests).toHaveLength(1);
+    expect(transport.requests[0]!.body).toEqual({ contextId: "ctx-a", message: { text: "again" } });
+    expect(result.current.turns.map((turn) => turn.text)).toEqual([
+      "Hi, I am Alice",
+      "Hello Alice",
+      "again",
+      "echo: again",
+    ]);
+    expect(storageContents()).toEqual({ "thinwire:demo:alice:contextId": "ctx-a" });
+  });
+
+  it("switches to the other user's conversation when the user changes", async () => {
+    localStorage.setItem(contextStorageKey("demo", "alice"), "ctx-a");
+    localStorage.setItem(contextStorageKey("demo", "bob"), "ctx-b");
+    const { transport, fetch } = fakeServer({
+      "ctx-a": transcript("ctx-a", "I am Alice", "Hi Alice"),
+      "ctx-b": transcript("ctx-b", "I am Bob", "Hi Bob"),
+    });
+    const { result, rerender } = renderHook(
+      ({ userId }: { userId: string }) => useAgent({ agent: "demo", transport, fetch, persist: { userId } }),
+      { initialProps: { userId: "alice" }, reactStrictMode: true },
+    );
+    await waitFor(() => expect(result.current.turns.map((turn) => turn.text)).toEqual(["I am Alice", "Hi Alice"]));
+
+    rerender({ userId: "bob" });
+    expect(result.current.contextRef.current).toBe("ctx-b");
+    await waitFor(() => expect(result.current.turns.map((turn) => turn.text)).toEqual(["I am Bob", "Hi Bob"]));
+    expect(fetch.mock.calls.map((call) => String(call[0]))).toEqual([
+      "/agents/demo/contexts/ctx-a",
+      "/agents/demo/contexts/ctx-b",
+    ]);
+
+    await act(async () => {
+      await result.current.send("bob again");
+    });
+    expect(transport.requests[0]!.body.contextId).toBe("ctx-b");
+
+    // A user without a conversation starts empty, and gets one on first send.
+    rerender({ userId: "carol" });
+    expect(result.current.turns).toEqual([]);
+    expect(result.current.contextRef.current).toBeNull();
+    await act(async () => {
+      await result.current.send("hello");
+    });
+    expect(storageContents()).toEqual({
+      "thinwire:demo:alice:contextId": "ctx-a",
+      "thinwire:demo:bob:contextId": "ctx-b",
+      "thinwire:demo:carol:contextId": "ctx-new-1",
+    });
+  });
+
+  it("reset clears the stored id and the view", async () => {
+    localStorage.setItem(contextStorageKey("demo", "alice"), "ctx-a");
+    const { transport, fetch } = fakeServer({ "ctx-a": transcript("ctx-a", "Hi", "Hello") });
+    const onContext = vi.fn();
+    const { result } = renderHook(() =>
+      useAgent({ agent: "demo", transport, fetch, persist: { userId: "alice" }, onContext }),
+    );
+    await waitFor(() => expect(result.current.turns).toHaveLength(2));
+    act(() => result.current.reset());
+    expect(storageContents()).toEqual({});
+    expect(result.current.turns).toEqual([]);
+    expect(result.current.contextRef.current).toBeNull();
+    expect(onContext.mock.calls).toEqual([[null]]);
+  });
+
+  it("forgets a stored id the server does not know", async () => {
+    localStorage.setItem(contextStorageKey("demo", "alice"), "ctx-gone");
+    const { transport, fetch } = fakeServer();
+    const { result } = renderHook(() => useAgent({ agent: "demo", transport, fetch, persist: { userId: "alice" } }));
+    await waitFor(() => expect(fetch).toHaveBeenCalledTimes(1));
+    await waitFor(() => expect(storageContents()).toEqual({}));
+    expect(result.current.status).toBe("idle");
+    expect(result.current.error).toBeNull();
+  });
+
+  it("uses a custom storage and the latest onContext callback", async () => {
+    const { transport, fetch } = fakeServer();
+    const storage = new Map<string, string>();
+    const fakeStorage = {
+      getItem: (key: string) => storage.get(key) ?? null,
+      setItem: (key: string, value: string) => void storage.set(key, value),
+      removeItem: (key: string) => void storage.delete(key),
+    } as Storage;
+    const first = vi.fn();
+    const second = vi.fn();
+    const { result, rerender } = renderHook(
+      ({ onContext }: { onContext: (id: string | null) => void }) =>
+        useAgent({ agent: "demo", transport, fetch, persist: { userId: "u1", storage: fakeStorage }, onContext }),
+      { initialProps: { onContext: first } },
+    );
+    const client = result.current.send;
+    rerender({ onContext: second });
+    expect(result.current.send).toBe(client); // same client across renders
+    await act(async () => {
+      await result.current.send("hi");
+    });
+    expect(first).not.toHaveBeenCalled();
+    expect(second.mock.calls).toEqual([["ctx-new-1"]]);
+    expect([...storage]).toEqual([["thinwire:demo:u1:contextId", "ctx-new-1"]]);
+    expect(storageContents()).toEqual({});
+  });
+
+  it("sends the latest headers and never stores anything without persist", async () => {
+    const { transport, fetch } = fakeServer();
+    const { result, rerender } = renderHook(
+      ({ token }: { token: string }) =>
+        useAgent({ agent: "demo", transport, fetch, headers: { authorization: `Bearer ${token}` } }),
+      { initialProps: { token: "one" } },
+    );
+    rerender({ token: "two" });
+    await act(async () => {
+      await result.current.send("hi");
+    });
+    expect(transport.requests[0]!.headers).toEqual({ authorization: "Bearer two", "Thinwire-Protocol": "1" });
+    expect(storageContents()).toEqual({});
+  });
+
+  it("resumes the same conversation when an <Activity> is hidden and shown again", async () => {
+    const { transport, fetch } = fakeServer({ "ctx-new-1": transcript("ctx-new-1", "hi", "echo: hi") });
+    let view: UseAgentResult | null = null;
+    function Chat() {
+      view = useAgent({ agent: "demo", transport, fetch });
+      return null;
+    }
+    const { rerender } = render(
+      <Activity mode="visible">
+        <Chat />
+      </Activity>,
+    );
+    await act(async () => {
+      await view!.send("hi");
+    });
+    rerender(
+      <Activity mode="hidden">
+        <Chat />
+      </Activity>,
+    );
+    await act(async () => {
+      await Promise.resolve();
+    });
+    rerender(
+      <Activity mode="visible">
+        <Chat />
+      </Activity>,
+    );
+    await waitFor(() => expect(view!.status).toBe("idle"));
+    expect(view!.contextRef.current).toBe("ctx-new-1");
+    // Hiding ran the effect cleanup; the replacement client hydrated from the server.
+    expect(fetch).toHaveBeenCalledTimes(1);
+    expect(view!.turns.map((turn) => turn.text)).toEqual(["hi", "echo: hi"]);
+    await act(async () => {
+      await view!.send("more");
+    });
+    expect(transport.requests[1]!.body.contextId).toBe("ctx-new-1");
+  });
+
+  it("aborts the run in flight on unmount", async () => {
+    const stream = channel();
+    let signal: AbortSignal | undefined;
+    const transport: MockTransport = new MockTransport((request) => {
+      signal = request.signal;
+      return stream.frames();
+    });
+    const { result, unmount } = renderHook((props: UseAgentOptions) => useAgent(props), {
+      initialProps: { agent: "demo", transport },
+      reactStrictMode: true,
+    });
+    let sent!: Promise<unknown>;
+    act(() => {
+      sent = result.current.send("hi");
+    });
+    unmount();
+    await expect(sent).rejects.toMatchObject({ code: "aborted" });
+    expect(signal?.aborted).toBe(true);
+  });
+});
