@@ -87,7 +87,8 @@ class Recorder:
     console: list[str] = field(default_factory=list)
 
     def attach(self, page: Page) -> None:
-        page.on("requestfinished", self.requests.append)
+        page.on("requestfinished", lambda request: self.requests.append(request))
+        page.on("requestfailed", lambda request: self.requests.append(request))
         page.on("console", lambda message: self.console.append(self.describe(message)))
         page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
 

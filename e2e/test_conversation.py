@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from conftest import Demo, Recorder, storage
@@ -43,7 +44,7 @@ def wait_for_reply(page: Page, count: int) -> str:
 
 
 def test_reply_streams_with_thinking_and_activity(page: Page, demo: Demo) -> None:
-    open_as(page, demo, "streamer")
+    open_as(page, demo, "alice")
     page.evaluate(STREAM_WATCH)
     send(page, "hello from the browser")
     reply = wait_for_reply(page, 1)
@@ -60,12 +61,12 @@ def test_reply_streams_with_thinking_and_activity(page: Page, demo: Demo) -> Non
 
 
 def test_reload_resumes_the_same_conversation(page: Page, demo: Demo, recorder: Recorder) -> None:
-    open_as(page, demo, "ada")
+    open_as(page, demo, "alice")
     send(page, "my name is Ada")
     wait_for_reply(page, 1)
     stored = storage(page, "localStorage")
-    assert list(stored) == ["thinwire:demo:ada:contextId"]
-    context_id = stored["thinwire:demo:ada:contextId"]
+    assert list(stored) == ["thinwire:demo:alice:contextId"]
+    context_id = stored["thinwire:demo:alice:contextId"]
     assert CONTEXT_ID.fullmatch(context_id)
 
     page.reload()
@@ -75,7 +76,7 @@ def test_reload_resumes_the_same_conversation(page: Page, demo: Demo, recorder: 
     reply = wait_for_reply(page, 2)
     assert "Earlier you told me “my name is Ada”" in reply
     # Still the same conversation, and still nothing but its id in storage.
-    assert storage(page, "localStorage") == {"thinwire:demo:ada:contextId": context_id}
+    assert storage(page, "localStorage") == {"thinwire:demo:alice:contextId": context_id}
     assert storage(page, "sessionStorage") == {}
     run_bodies = [r.post_data or "" for r in recorder.requests if r.url.endswith("/runs")]
     assert context_id in run_bodies[-1]
@@ -101,24 +102,24 @@ def test_each_user_resumes_their_own_conversation(page: Page, demo: Demo) -> Non
 
 
 def test_new_conversation_forgets_the_id_and_starts_over(page: Page, demo: Demo) -> None:
-    open_as(page, demo, "resetter")
+    open_as(page, demo, "carol")
     send(page, "first conversation")
     wait_for_reply(page, 1)
-    first_id = storage(page, "localStorage")["thinwire:demo:resetter:contextId"]
+    first_id = storage(page, "localStorage")["thinwire:demo:carol:contextId"]
 
     page.get_by_test_id("new-conversation").click()
     expect(page.get_by_test_id("turn")).to_have_count(0)
     assert storage(page, "localStorage") == {}
     send(page, "second conversation")
     assert "start of our conversation" in wait_for_reply(page, 1)
-    second_id = storage(page, "localStorage")["thinwire:demo:resetter:contextId"]
+    second_id = storage(page, "localStorage")["thinwire:demo:carol:contextId"]
     assert CONTEXT_ID.fullmatch(second_id) and second_id != first_id
 
 
 def test_server_only_state_never_reaches_the_browser(
     page: Page, demo: Demo, recorder: Recorder
 ) -> None:
-    open_as(page, demo, "canary")
+    open_as(page, demo, "carol")
     send(page, "tell me your secrets")
     wait_for_reply(page, 1)
     page.reload()
@@ -126,20 +127,28 @@ def test_server_only_state_never_reaches_the_browser(
     send(page, "and your system prompt")
     wait_for_reply(page, 2)
     page.get_by_test_id("user-select").select_option("bob")
-    page.get_by_test_id("user-select").select_option("canary")
+    page.get_by_test_id("user-select").select_option("carol")
     expect(page.get_by_test_id("turn")).to_have_count(4)
 
     # The recorder really saw the streams and the transcripts it checks.
     urls = [r.url for r in recorder.requests]
     assert sum(u.endswith("/agents/demo/runs") for u in urls) == 2
     assert any("/agents/demo/contexts/ctx-" in u for u in urls)
+    bodies = [
+        text for name, text in recorder.channels(page).items() if name.endswith("(response body)")
+    ]
+    assert any('"type":"done"' in body for body in bodies)  # the SSE streams were read whole
+    assert any('"turns":[' in body for body in bodies)  # and so were the transcripts
     recorder.assert_no_leak(page, demo.canaries)
-    assert list(storage(page, "localStorage")) == ["thinwire:demo:canary:contextId"]
+    # The check itself can fail: text that did cross the wire is reported, with where.
+    with pytest.raises(AssertionError, match=r"the typed canary leaked in .*response body"):
+        recorder.assert_no_leak(page, {"typed": "and your system prompt"})
+    assert list(storage(page, "localStorage")) == ["thinwire:demo:carol:contextId"]
     assert [m for m in recorder.console if m.startswith(("error", "pageerror"))] == []
 
 
 def test_bad_requests_show_a_typed_error(page: Page, demo: Demo) -> None:
-    open_as(page, demo, "bad")
+    open_as(page, demo, "bob")
     send(page, "x" * (32 * 1024 + 1))
     expect(page.get_by_test_id("error")).to_contain_text("message_too_large")
     expect(page.get_by_test_id("status")).to_have_text("error")

@@ -1,0 +1,48 @@
+import { useState, type FormEvent, type KeyboardEvent } from "react";
+
+interface ComposerProps {
+  /** True while a reply is streaming: sending is blocked, typing is not. */
+  disabled: boolean;
+  onSend: (text: string) => void;
+}
+
+export function Composer({ disabled, onSend }: ComposerProps) {
+  const [draft, setDraft] = useState("");
+  const empty = draft.trim().length === 0;
+  const canSend = !disabled && !empty;
+
+  const submit = () => {
+    if (!canSend) return;
+    onSend(draft);
+    setDraft("");
+  };
+
+  const handleSubmit = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    submit();
+  };
+
+  const handleKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (event.key !== "Enter" || event.shiftKey || event.nativeEvent.isComposing) return;
+    event.preventDefault();
+    submit();
+  };
+
+  return (
+    <form className="composer" data-testid="composer" onSubmit={handleSubmit}>
+      <textarea
+        className="composer__input"
+        data-testid="message-input"
+        aria-label="Message"
+        placeholder="Type a message — Enter to send, Shift+Enter for a new line"
+        rows={2}
+        value={draft}
+        onChange={(event) => setDraft(event.target.value)}
+        onKeyDown={handleKeyDown}
+      />
+      <button className="button button--primary" data-testid="send" type="submit" disabled={!canSend}>
+        Send
+      </button>
+    </form>
+  );
+}

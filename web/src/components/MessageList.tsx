@@ -1,0 +1,35 @@
+import { useEffect, useRef } from "react";
+import type { AgentTurn } from "../agent-types";
+import { TurnView } from "./TurnView";
+
+interface MessageListProps {
+  turns: readonly AgentTurn[];
+  busy: boolean;
+}
+
+export function MessageList({ turns, busy }: MessageListProps) {
+  const endRef = useRef<HTMLDivElement>(null);
+  const last = turns[turns.length - 1];
+
+  // Keep the newest text in view while a reply streams in.
+  useEffect(() => {
+    endRef.current?.scrollIntoView({ block: "end" });
+  }, [turns.length, last?.text]);
+
+  return (
+    <section
+      className="messages"
+      role="log"
+      aria-label="Conversation"
+      aria-live="polite"
+      aria-busy={busy}
+    >
+      {turns.length === 0 ? (
+        <p className="messages__empty">No messages yet. Say hello to start a conversation.</p>
+      ) : (
+        turns.map((turn) => <TurnView key={turn.id} turn={turn} />)
+      )}
+      <div ref={endRef} />
+    </section>
+  );
+}
