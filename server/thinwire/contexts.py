@@ -18,7 +18,7 @@ from thinwire.state import AgentState
 if TYPE_CHECKING:
     from thinwire.runs import RunLog
 
-__all__ = ["Context", "ContextRegistry"]
+__all__ = ["Context", "ContextRegistry", "new_context"]
 
 
 @dataclass(eq=False)
@@ -35,21 +35,26 @@ class Context:
     run: RunLog | None = None
 
 
+def new_context(context_id: str, agent_name: str, agent: Agent) -> Context:
+    """A fresh conversation: the system prompt in its history, the initial state copied."""
+    history: list[dict[str, Any]] = []
+    if agent.system_prompt:
+        history.append({"role": "system", "content": agent.system_prompt})
+    return Context(
+        id=context_id,
+        agent_name=agent_name,
+        agent=agent,
+        history=history,
+        state=AgentState(agent.initial_state),
+    )
+
+
 class ContextRegistry:
     def __init__(self) -> None:
         self._contexts: dict[str, Context] = {}
 
     def create(self, agent_name: str, agent: Agent) -> Context:
-        history: list[dict[str, Any]] = []
-        if agent.system_prompt:
-            history.append({"role": "system", "content": agent.system_prompt})
-        context = Context(
-            id=new_context_id(),
-            agent_name=agent_name,
-            agent=agent,
-            history=history,
-            state=AgentState(agent.initial_state),
-        )
+        context = new_context(new_context_id(), agent_name, agent)
         self._contexts[context.id] = context
         return context
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from thinwire import wire
+from thinwire.conformance import demo_run
 
 __all__ = ["generate", "main"]
 
@@ -124,6 +125,7 @@ def generate() -> dict[str, str]:
     return {
         "wire.schema.json": json.dumps(schema, indent=2, ensure_ascii=False) + "\n",
         "wire.ts": typescript(schema),
+        **demo_run(),
     }
 
 
