@@ -1,0 +1,216 @@
+"""The store conformance suite: every Store implementation must pass all of it."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from thinwire.stores import (
+    AlreadyExists,
+    AuditEntry,
+    ContextRecord,
+    MemoryStore,
+    SQLiteStore,
+    Store,
+    VersionConflict,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    instance: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "t.db")
+    yield instance
+    await instance.close()
+
+
+def record(context_id: str = "ctx-1", **changes: Any) -> ContextRecord:
+    base = ContextRecord(
+        id=context_id,
+        agent="demo",
+        owner="user:ada",
+        history=[{"role": "system", "content": "be brief"}],
+        state={"count": 0, "tags": ["a"], "nested": {"ok": True, "none": None}},
+        transcript=[],
+        created_at=1.5,
+        updated_at=1.5,
+    )
+    for name, value in changes.items():
+        setattr(base, name, value)
+    return base
+
+
+def entry(key: str, value: Any, source: str = "test") -> AuditEntry:
+    return AuditEntry(key=key, value=value, time=2.0, source=source)
+
+
+async def test_create_then_load_round_trips(store: Store) -> None:
+    original = record(transcript=[{"role": "user", "text": "héllo 👋\n", "toolCalls": []}])
+    await store.create(original)
+    loaded = await store.load("ctx-1")
+    assert loaded is not None
+    assert loaded.version == 1
+    original.version = 1
+    assert loaded == original
+
+
+async def test_load_of_an_unknown_id_is_none(store: Store) -> None:
+    assert await store.load("ctx-missing") is None
+
+
+async def test_create_refuses_an_existing_id(store: Store) -> None:
+    await store.create(record())
+    with pytest.raises(AlreadyExists):
+        await store.create(record(owner="user:mallory"))
+    loaded = await store.load("ctx-1")
+    assert loaded is not None and loaded.owner == "user:ada"
+
+
+async def test_loaded_records_are_copies(store: Store) -> None:
+    await store.create(record())
+    first = await store.load("ctx-1")
+    assert first is not None
+    first.state["tags"].append("mutated")
+    first.history.clear()
+    second = await store.load("ctx-1")
+    assert second is not None
+    assert second.state["tags"] == ["a"] and len(second.history) == 1
+
+
+async def test_save_is_compare_and_set(store: Store) -> None:
+    await store.create(record())
+    changed = record(state={"count": 1}, last_seq=7)
+    assert await store.save(changed, expected_version=1) == 2
+    with pytest.raises(VersionConflict) as conflict:
+        await store.save(record(state={"count": 99}), expected_version=1)
+    assert (conflict.value.expected, conflict.value.actual) == (1, 2)
+    loaded = await store.load("ctx-1")
+    assert loaded is not None
+    assert loaded.version == 2 and loaded.state == {"count": 1} and loaded.last_seq == 7
+
+
+async def test_save_of_a_missing_record_conflicts(store: Store) -> None:
+    with pytest.raises(VersionConflict) as conflict:
+        await store.save(record(), expected_version=1)
+    assert conflict.value.actual is None
+    assert await store.load("ctx-1") is None
+
+
+async def test_concurrent_saves_from_one_version_let_exactly_one_win(store: Store) -> None:
+    await store.create(record())
+    results = await asyncio.gather(
+        *(store.save(record(state={"writer": n}), expected_version=1) for n in range(8)),
+        return_exceptions=True,
+    )
+    winners = [r for r in results if r == 2]
+    assert len(winners) == 1
+    assert all(isinstance(r, VersionConflict) for r in results if r != 2)
+    loaded = await store.load("ctx-1")
+    assert loaded is not None and loaded.state["writer"] == results.index(2)
+
+
+async def test_audit_is_appended_with_the_save_it_belongs_to(store: Store) -> None:
+    await store.create(record(), audit=[entry("count", 0, "system")])
+    await store.save(record(), expected_version=1, audit=[entry("count", 1, "agent:demo")])
+    await store.save(
+        record(),
+        expected_version=2,
+        audit=[entry("count", 2, "operator:anna"), entry("tags", ["b"], "operator:anna")],
+    )
+    trail = await store.audit("ctx-1")
+    assert [(e.key, e.value, e.source, e.version) for e in trail] == [
+        ("count", 0, "system", 1),
+        ("count", 1, "agent:demo", 2),
+        ("count", 2, "operator:anna", 3),
+        ("tags", ["b"], "operator:anna", 3),
+    ]
+    assert [e.value for e in await store.audit("ctx-1", "tags")] == [["b"]]
+    assert await store.audit("ctx-other") == []
+
+
+async def test_a_conflicting_save_appends_no_audit(store: Store) -> None:
+    await store.create(record())
+    await store.save(record(), expected_version=1)
+    with pytest.raises(VersionConflict):
+        await store.save(record(), expected_version=1, audit=[entry("count", 5)])
+    assert await store.audit("ctx-1") == []
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, {1, 2}, b"bytes", object()])
+async def test_non_json_values_change_nothing(store: Store, bad: Any) -> None:
+    await store.create(record())
+    with pytest.raises((TypeError, ValueError)):
+        await store.save(record(state={"bad": bad}), expected_version=1)
+    with pytest.raises((TypeError, ValueError)):
+        await store.save(record(), expected_version=1, audit=[entry("bad", bad)])
+    loaded = await store.load("ctx-1")
+    assert loaded is not None and loaded.version == 1 and "bad" not in loaded.state
+    assert await store.audit("ctx-1") == []
+
+
+async def test_delete_removes_every_trace(store: Store) -> None:
+    await store.create(record(), audit=[entry("count", 0)])
+    await store.create(record("ctx-2"), audit=[entry("count", 0)])
+    assert await store.delete("ctx-1") is True
+    assert await store.load("ctx-1") is None
+    assert await store.audit("ctx-1") == []
+    assert await store.delete("ctx-1") is False
+    assert await store.load("ctx-2") is not None
+    assert len(await store.audit("ctx-2")) == 1
+
+
+# --- SQLite only: durability and atomicity on disk ------------------------------------
+
+
+async def test_sqlite_survives_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "t.db"
+    first = SQLiteStore(path)
+    await first.create(record(), audit=[entry("count", 0)])
+    await first.save(record(state={"count": 3}), expected_version=1)
+    await first.close()
+    second = SQLiteStore(path)
+    loaded = await second.load("ctx-1")
+    assert loaded is not None and loaded.version == 2 and loaded.state == {"count": 3}
+    assert len(await second.audit("ctx-1")) == 1
+    await second.close()
+
+
+async def test_sqlite_uses_wal(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    await store.create(record())
+    await store.close()
+    with sqlite3.connect(tmp_path / "t.db") as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_sqlite_failure_mid_save_leaves_the_old_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    await store.create(record())
+
+    def fail(*args: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    # The record row is already updated inside the transaction when the audit fails.
+    fail_audit: Callable[..., None] = fail
+    monkeypatch.setattr(store, "_append_audit", fail_audit)
+    with pytest.raises(sqlite3.OperationalError):
+        await store.save(record(state={"count": 1}), expected_version=1, audit=[entry("count", 1)])
+    monkeypatch.undo()
+    loaded = await store.load("ctx-1")
+    assert loaded is not None and loaded.version == 1 and loaded.state["count"] == 0
+    assert await store.save(record(state={"count": 2}), expected_version=1) == 2
+    await store.close()

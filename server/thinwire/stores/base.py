@@ -1,0 +1,142 @@
+"""The store interface: where every conversation's memory lives between runs.
+
+A store keeps one `ContextRecord` per context and an append-only audit trail of
+AgentState writes. The contract every implementation must meet (and the shared
+conformance suite in `server/tests/test_stores.py` checks):
+
+- `save` is compare-and-set on `version`: it lands whole, with its audit entries, or
+  not at all, and a stale `expected_version` raises `VersionConflict` — never a silent
+  overwrite.
+- A crash at any point leaves the old version or the new one, nothing in between.
+- Records and audit entries are plain JSON on the way in and out: what is loaded is
+  equal to what was saved, never aliased to it.
+- `delete` removes every trace of a context: its record and its audit trail.
+
+These map onto SQLite transactions and onto Redis (WATCH/MULTI or a script), so the
+same interface serves one process or several replicas.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "AlreadyExists",
+    "AuditEntry",
+    "ContextRecord",
+    "Store",
+    "StoreError",
+    "VersionConflict",
+]
+
+
+class StoreError(Exception):
+    """Base of the errors a store raises on purpose."""
+
+
+class VersionConflict(StoreError):
+    def __init__(self, context_id: str, expected: int, actual: int | None) -> None:
+        super().__init__(f"{context_id}: expected version {expected}, found {actual}")
+        self.context_id = context_id
+        self.expected = expected
+        self.actual = actual
+
+
+class AlreadyExists(StoreError):
+    pass
+
+
+@dataclass
+class ContextRecord:
+    """Everything the server remembers about one conversation."""
+
+    id: str
+    agent: str
+    owner: str
+    #: Bumped by every successful save; the compare-and-set token.
+    version: int = 0
+    #: The agent's internal messages (system prompt, user, tool, assistant).
+    history: list[dict[str, Any]] = field(default_factory=list)
+    #: AgentState: key -> JSON value.
+    state: dict[str, Any] = field(default_factory=dict)
+    #: The public projection of the history: {role, text, toolCalls, stopReason}.
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    #: Highest frame seq that may have been sent for this context.
+    last_seq: int = 0
+    #: Set while a run is in progress: {"runId", "seqLease"}. Found set on a context no
+    #: process is running, it marks a run that was killed.
+    active_run: dict[str, Any] | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "history": self.history,
+            "state": self.state,
+            "transcript": self.transcript,
+            "lastSeq": self.last_seq,
+            "activeRun": self.active_run,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+        }
+
+    @classmethod
+    def from_json(
+        cls, *, id: str, agent: str, owner: str, version: int, data: dict[str, Any]
+    ) -> ContextRecord:
+        return cls(
+            id=id,
+            agent=agent,
+            owner=owner,
+            version=version,
+            history=data["history"],
+            state=data["state"],
+            transcript=data["transcript"],
+            last_seq=data["lastSeq"],
+            active_run=data["activeRun"],
+            created_at=data["createdAt"],
+            updated_at=data["updatedAt"],
+        )
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One AgentState write: which key, the value written, when, and by whom."""
+
+    key: str
+    value: Any
+    time: float
+    source: str
+    #: The context version the write landed in.
+    version: int = 0
+
+
+class Store(abc.ABC):
+    @abc.abstractmethod
+    async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
+        """Store a new context at version 1; `AlreadyExists` if the id is taken."""
+
+    @abc.abstractmethod
+    async def load(self, context_id: str) -> ContextRecord | None:
+        """The stored record, or None."""
+
+    @abc.abstractmethod
+    async def save(
+        self, record: ContextRecord, *, expected_version: int, audit: Sequence[AuditEntry] = ()
+    ) -> int:
+        """Replace the record if its stored version is `expected_version`; return the new
+        version. The audit entries are appended in the same atomic step."""
+
+    @abc.abstractmethod
+    async def delete(self, context_id: str) -> bool:
+        """Remove the context and its audit trail; False if there was none."""
+
+    @abc.abstractmethod
+    async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:
+        """The audit trail of a context (of one key), oldest first."""
+
+    async def close(self) -> None:  # noqa: B027 - optional for stores with no resources
+        """Release connections and files."""

@@ -1,0 +1,71 @@
+"""An in-memory store for tests and throwaway demos. Nothing survives the process.
+
+Records are kept as JSON text, so the memory store refuses and copies exactly what a
+durable store would: no test passes here only because two objects were aliased.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+
+from thinwire.stores.base import AlreadyExists, AuditEntry, ContextRecord, Store, VersionConflict
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore(Store):
+    def __init__(self) -> None:
+        self._records: dict[str, tuple[str, str, int, str]] = {}
+        self._audit: dict[str, list[str]] = {}
+
+    async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
+        if record.id in self._records:
+            raise AlreadyExists(record.id)
+        self._write(record, 1, audit)
+
+    async def load(self, context_id: str) -> ContextRecord | None:
+        stored = self._records.get(context_id)
+        if stored is None:
+            return None
+        agent, owner, version, data = stored
+        return ContextRecord.from_json(
+            id=context_id, agent=agent, owner=owner, version=version, data=json.loads(data)
+        )
+
+    async def save(
+        self, record: ContextRecord, *, expected_version: int, audit: Sequence[AuditEntry] = ()
+    ) -> int:
+        stored = self._records.get(record.id)
+        actual = stored[2] if stored else None
+        if actual != expected_version:
+            raise VersionConflict(record.id, expected_version, actual)
+        return self._write(record, expected_version + 1, audit)
+
+    def _write(self, record: ContextRecord, version: int, audit: Sequence[AuditEntry]) -> int:
+        # Serialise everything before changing anything, so a bad value changes nothing.
+        data = json.dumps(record.to_json(), allow_nan=False)
+        entries = [encode_entry(replace(entry, version=version)) for entry in audit]
+        self._records[record.id] = (record.agent, record.owner, version, data)
+        self._audit.setdefault(record.id, []).extend(entries)
+        return version
+
+    async def delete(self, context_id: str) -> bool:
+        self._audit.pop(context_id, None)
+        return self._records.pop(context_id, None) is not None
+
+    async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:
+        entries = [decode_entry(text) for text in self._audit.get(context_id, [])]
+        return [entry for entry in entries if key is None or entry.key == key]
+
+
+def encode_entry(entry: AuditEntry) -> str:
+    return json.dumps(
+        [entry.key, entry.value, entry.time, entry.source, entry.version], allow_nan=False
+    )
+
+
+def decode_entry(text: str) -> AuditEntry:
+    key, value, time, source, version = json.loads(text)
+    return AuditEntry(key=key, value=value, time=time, source=source, version=version)
