@@ -3,6 +3,7 @@ recorder of every channel the browser sees."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
@@ -40,30 +41,68 @@ def chromium_path() -> str:
 
 @dataclass
 class Demo:
-    server: ServerProcess
+    """The demo served by `thinwire demo` on SQLite in its own data directory."""
+
+    data_dir: Path
     canaries: dict[str, str]
+    server: ServerProcess | None = None
 
     @property
     def url(self) -> str:
+        assert self.server is not None
         return self.server.url
 
+    @contextlib.contextmanager
+    def running(self, port: int | None = None) -> Iterator[ServerProcess]:
+        env = {
+            "THINWIRE_DEMO_CANARY_PROMPT": self.canaries["system_prompt"],
+            "THINWIRE_DEMO_CANARY_STATE": self.canaries["state"],
+            "THINWIRE_DEMO_CANARY_TOOL": self.canaries["tool_output"],
+        }
+        args = ("demo", "--delay", "0.02", "--data-dir", str(self.data_dir))
+        with serve(*args, port=port, env=env, log_dir=self.data_dir) as server:
+            self.server = server
+            yield server
 
-@pytest.fixture(scope="session")
-def demo() -> Iterator[Demo]:
-    # Fresh canaries per session, so a leak can't hide behind a value seen before.
-    canaries = {
+    def restart(self) -> None:
+        """SIGKILL the server and start a new one on the same port and data."""
+        assert self.server is not None
+        port = self.server.port
+        self.server.kill()
+        self._stack.close()
+        self._stack = contextlib.ExitStack()
+        self._stack.enter_context(self.running(port))
+
+    def __enter__(self) -> Demo:
+        self._stack = contextlib.ExitStack()
+        self._stack.enter_context(self.running())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+
+def fresh_canaries() -> dict[str, str]:
+    """New values per server, so a leak can't hide behind a value seen before."""
+    return {
         "system_prompt": f"tw-e2e-prompt-{secrets.token_hex(6)}",
         "state": f"tw-e2e-state-{secrets.token_hex(6)}",
         "tool_output": f"tw-e2e-tool-{secrets.token_hex(6)}",
     }
-    env = {
-        "THINWIRE_DEMO_CANARY_PROMPT": canaries["system_prompt"],
-        "THINWIRE_DEMO_CANARY_STATE": canaries["state"],
-        "THINWIRE_DEMO_CANARY_TOOL": canaries["tool_output"],
-    }
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     ARTIFACTS.mkdir(exist_ok=True)
-    with serve("demo", "--delay", "0.02", env=env, log_dir=ARTIFACTS) as server:
-        yield Demo(server, canaries)
+    with Demo(tmp_path_factory.mktemp("demo"), fresh_canaries()) as running:
+        yield running
+
+
+@pytest.fixture
+def own_demo(tmp_path: Path) -> Iterator[Demo]:
+    """A demo server of the test's own, which the test may restart."""
+    with Demo(tmp_path, fresh_canaries()) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")
@@ -80,17 +119,43 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 
 
 @dataclass
+class Exchange:
+    """One request and its response, captured as soon as the request finished."""
+
+    request: Request
+    request_headers: str
+    response_headers: str
+    response_body: str
+
+
+@dataclass
 class Recorder:
     """Everything that crossed into the browser during a test."""
 
-    requests: list[Request] = field(default_factory=list)
+    exchanges: list[Exchange] = field(default_factory=list)
     console: list[str] = field(default_factory=list)
 
+    @property
+    def requests(self) -> list[Request]:
+        return [exchange.request for exchange in self.exchanges]
+
     def attach(self, page: Page) -> None:
-        page.on("requestfinished", lambda request: self.requests.append(request))
-        page.on("requestfailed", lambda request: self.requests.append(request))
+        page.on("requestfinished", self.capture)
+        page.on("requestfailed", self.capture)
         page.on("console", lambda message: self.console.append(self.describe(message)))
         page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
+
+    def capture(self, request: Request) -> None:
+        # Read the body now: the browser may drop it after a reload or navigation.
+        response = request.response()
+        self.exchanges.append(
+            Exchange(
+                request=request,
+                request_headers=str(request.all_headers()),
+                response_headers=str(response.all_headers()) if response else "",
+                response_body=body_text(response) if response else "",
+            )
+        )
 
     @staticmethod
     def describe(message: ConsoleMessage) -> str:
@@ -99,14 +164,13 @@ class Recorder:
     def channels(self, page: Page) -> dict[str, str]:
         """Channel name -> everything it carried, as text."""
         seen: dict[str, str] = {}
-        for index, request in enumerate(self.requests):
+        for index, exchange in enumerate(self.exchanges):
+            request = exchange.request
             where = f"request {index} {request.method} {request.url}"
-            seen[f"{where} (request headers)"] = str(request.all_headers())
+            seen[f"{where} (request headers)"] = exchange.request_headers
             seen[f"{where} (request body)"] = request.post_data or ""
-            response = request.response()
-            if response is not None:
-                seen[f"{where} (response headers)"] = str(response.all_headers())
-                seen[f"{where} (response body)"] = body_text(response)
+            seen[f"{where} (response headers)"] = exchange.response_headers
+            seen[f"{where} (response body)"] = exchange.response_body
         seen["console"] = "\n".join(self.console)
         seen["cookies"] = str(page.context.cookies())
         seen["localStorage"] = str(storage(page, "localStorage"))

@@ -152,3 +152,38 @@ def test_bad_requests_show_a_typed_error(page: Page, demo: Demo) -> None:
     send(page, "x" * (32 * 1024 + 1))
     expect(page.get_by_test_id("error")).to_contain_text("message_too_large")
     expect(page.get_by_test_id("status")).to_have_text("error")
+
+
+def test_conversation_survives_a_server_restart(
+    page: Page, own_demo: Demo, recorder: Recorder
+) -> None:
+    open_as(page, own_demo, "alice")
+    send(page, "remember the lighthouse")
+    wait_for_reply(page, 1)
+    own_demo.restart()  # SIGKILL, then a new process on the same port and data
+    page.reload()
+    expect(page.get_by_test_id("turn")).to_have_count(2)
+    assert page.get_by_test_id("turn-text").first.text_content() == "remember the lighthouse"
+    send(page, "what was it?")
+    assert "Earlier you told me “remember the lighthouse”" in wait_for_reply(page, 2)
+    recorder.assert_no_leak(page, own_demo.canaries)
+
+
+def test_another_user_cannot_read_the_conversation(page: Page, demo: Demo) -> None:
+    open_as(page, demo, "alice")
+    send(page, "alice's secret plan")
+    wait_for_reply(page, 1)
+    alice_id = storage(page, "localStorage")["thinwire:demo:alice:contextId"]
+
+    page.get_by_test_id("user-select").select_option("bob")
+    expect(page.get_by_test_id("status")).to_have_text("idle")
+    # Bob's browser holds alice's id (say it leaked); the server still says no such thing.
+    probe = page.evaluate(
+        """async (id) => {
+            const response = await fetch(`/agents/demo/contexts/${id}`);
+            return [response.status, await response.text()];
+        }""",
+        alice_id,
+    )
+    assert probe[0] == 404 and "context_not_found" in probe[1]
+    assert "secret plan" not in probe[1]

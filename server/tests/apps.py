@@ -1,18 +1,23 @@
-"""An app for tests against a real uvicorn process (`thinwire serve apps:app`).
+"""Apps for tests against a real uvicorn process (`thinwire serve apps:app`).
 
-Its agent holds every run open until the test calls `POST /test/release`, so tests can
-act mid-run without sleeping.
+The gated agent holds every run open until the test calls `POST /test/release`, so tests
+can act mid-run without sleeping. `durable` keeps everything in SQLite under
+$THINWIRE_DATA_DIR, for tests that kill and restart the server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from thinwire import Agent, Run, create_app
+from thinwire import Agent, MemoryStore, Run, SQLiteStore, anonymous, create_app
+from thinwire.app import default_data_dir
+from thinwire.demo import DemoAgent
 
 gate = asyncio.Event()
 
@@ -30,5 +35,22 @@ async def release(request: Request) -> Response:
     return JSONResponse({"released": True})
 
 
-app = create_app({"gated": Gated}, heartbeat_interval=0.2)
-app.router.routes.append(Route("/test/release", release, methods=["POST"]))
+RELEASE = Route("/test/release", release, methods=["POST"])
+
+app = create_app(
+    {"gated": Gated},
+    identify=anonymous,
+    store=MemoryStore(),
+    heartbeat_interval=0.2,
+    routes=[RELEASE],
+)
+
+
+def durable() -> Starlette:
+    return create_app(
+        {"gated": Gated, "demo": DemoAgent},
+        identify=anonymous,
+        store=SQLiteStore.in_directory(default_data_dir()),
+        operator_token=os.environ["THINWIRE_OPERATOR_TOKEN"],
+        routes=[RELEASE],
+    )

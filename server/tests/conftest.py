@@ -2,11 +2,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
+from thinwire import MemoryStore, anonymous, create_app
+from thinwire.app import AgentFactory
+from thinwire.contexts import Context
 from thinwire.demo import CANARIES, create_demo_app
 
 
@@ -27,9 +31,25 @@ def parse_sse(text: str) -> list[dict[str, Any]]:
     return frames
 
 
+def app_for(agents: dict[str, AgentFactory], **options: Any) -> Any:
+    """An app over an in-memory store, in explicit anonymous mode unless told otherwise."""
+    options.setdefault("identify", anonymous)
+    options.setdefault("store", MemoryStore())
+    return create_app(agents, **options)
+
+
+def server_context(client: TestClient, context_id: str, agent: str = "demo") -> Context:
+    """The server's own view of a context, for asserting what stays on the server."""
+    registry = client.app.state.thinwire.contexts  # type: ignore[attr-defined]
+    assert client.portal is not None
+    context: Context = client.portal.call(registry.get_for_operator, agent, context_id)
+    return context
+
+
 @pytest.fixture
-def client() -> Iterator[TestClient]:
-    with TestClient(create_demo_app(delay=0)) as test_client:
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    app = create_demo_app(delay=0, store=MemoryStore(), data_dir=tmp_path)
+    with TestClient(app) as test_client:
         yield test_client
 
 

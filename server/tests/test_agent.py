@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import parse_sse, send
-from thinwire import Agent, Run, create_app
+from conftest import app_for, parse_sse, send, server_context
+from thinwire import Agent, Run
 
 SECRET = "tw-canary-exception-0c41"
 
@@ -53,7 +53,7 @@ class Scratch(Agent):
 
 def test_agent_exception_becomes_a_generic_typed_error(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR, "thinwire")
-    with TestClient(create_app({"demo": Failing})) as client:
+    with TestClient(app_for({"demo": Failing})) as client:
         response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
     frames = parse_sse(response.text)
     error, done = frames[-2], frames[-1]
@@ -70,7 +70,7 @@ def test_agent_exception_becomes_a_generic_typed_error(caplog: pytest.LogCapture
 
 
 def test_failed_tool_is_public_as_not_ok_only() -> None:
-    with TestClient(create_app({"demo": ToolFails})) as client:
+    with TestClient(app_for({"demo": ToolFails})) as client:
         frames = send(client, "hi")
     result = next(f for f in frames if f["type"] == "tool_result")
     assert result["name"] == "explode" and result["ok"] is False
@@ -80,7 +80,7 @@ def test_failed_tool_is_public_as_not_ok_only() -> None:
 
 def test_second_send_while_running_is_context_busy() -> None:
     Gate.opened = asyncio.Event()
-    with TestClient(create_app({"demo": Gate})) as client:
+    with TestClient(app_for({"demo": Gate})) as client:
         with client.stream("POST", "/agents/demo/runs", json={"message": {"text": "a"}}) as first:
             lines = first.iter_lines()
             head = "\n".join(iter(lambda: next(lines), ""))
@@ -98,12 +98,70 @@ def test_second_send_while_running_is_context_busy() -> None:
 
 
 def test_invocation_state_is_per_run_and_not_persisted() -> None:
-    with TestClient(create_app({"demo": Scratch})) as client:
+    with TestClient(app_for({"demo": Scratch})) as client:
         first = send(client, "one")
-        context = client.app.state.thinwire.contexts.get("demo", first[0]["contextId"])  # type: ignore[attr-defined]
+        context = server_context(client, first[0]["contextId"])
         assert context.state["invocation_keys"] == ["seen"]
         second = send(client, "two", first[0]["contextId"])
     # Each run starts with empty invocation state: the tool's write is the only key.
     assert second[-1]["text"] == "invocation state has ['seen']"
     tool_messages = [m for m in context.history if m["role"] == "tool"]
     assert [m["arguments"] for m in tool_messages] == [{"value": "one"}, {"value": "two"}]
+
+
+SHARED_CANARY = "tw-canary-shared-77ab"
+
+
+class Triage(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        run.shared_state["ticket"] = {"id": 42, "note": SHARED_CANARY}
+        run.invocation_state["triage_only"] = True
+        await run.say("Passing you to billing. ")
+        await run.handoff("billing", text)
+        await run.say(f" (billing saw {sorted(run.shared_state['seen_by'])})")
+
+
+class Billing(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        ticket = run.shared_state["ticket"]
+        run.shared_state["seen_by"] = ["billing"]
+        await run.tool("refund_lookup", self.lookup, ticket=ticket["id"])
+        await run.say(
+            f"Billing has ticket {ticket['id']}; own scratch: {sorted(run.invocation_state)}"
+        )
+
+    async def lookup(self, ticket: int) -> str:
+        return f"ticket {ticket}"
+
+
+def test_handoff_shares_shared_state_within_the_run_only() -> None:
+    with TestClient(app_for({"triage": Triage, "billing": Billing})) as client:
+        response = client.post("/agents/triage/runs", json={"message": {"text": "refund"}})
+        frames = parse_sse(response.text)
+        done = frames[-1]
+        assert done["text"] == (
+            "Passing you to billing. Billing has ticket 42; own scratch: [] (billing saw ['billing'])"
+        )
+        assert done["toolCalls"] == ["refund_lookup"]
+        assert SHARED_CANARY not in response.text
+        context = server_context(client, done["contextId"], agent="triage")
+        assert SHARED_CANARY not in str(context.record.to_json())  # never persisted either
+        transcript = client.get(f"/agents/triage/contexts/{done['contextId']}")
+        assert SHARED_CANARY not in transcript.text
+
+
+class Overreach(Agent):
+    writable_keys = frozenset({"allowed"})
+    initial_state: ClassVar[dict[str, Any]] = {"locked": "original"}
+
+    async def run(self, run: Run, text: str) -> None:
+        run.state["allowed"] = 1
+        run.state["locked"] = "changed"
+
+
+def test_agent_writes_outside_writable_keys_are_refused() -> None:
+    with TestClient(app_for({"demo": Overreach})) as client:
+        frames = send(client, "hi")
+        assert frames[-1]["stopReason"] == "error"
+        context = server_context(client, frames[0]["contextId"])
+        assert context.state["locked"] == "original"

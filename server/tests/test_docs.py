@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import send
-from thinwire import Agent, StateValueError, create_app
+from conftest import app_for, send
+from thinwire import Agent, StateValueError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,7 @@ def agents_in(name: str) -> dict[str, type[Agent]]:
 
 def test_server_doc_librarian_runs() -> None:
     librarian = agents_in("docs/server.md")["Librarian"]
-    with TestClient(create_app({"demo": librarian})) as client:
+    with TestClient(app_for({"demo": librarian})) as client:
         frames = send(client, "tides")
     assert frames[-1]["text"] == "I found 1 book(s): A book about tides"
     assert frames[-1]["toolCalls"] == ["search"]
@@ -44,7 +44,7 @@ def test_server_doc_librarian_runs() -> None:
 
 def test_state_doc_notes_agent_runs() -> None:
     notes = agents_in("docs/state.md")["Notes"]
-    with TestClient(create_app({"demo": notes})) as client:
+    with TestClient(app_for({"demo": notes})) as client:
         first = send(client, "one")
         second = send(client, "two", first[0]["contextId"])
     assert second[-1]["text"] == "2 notes so far."
@@ -53,7 +53,7 @@ def test_state_doc_notes_agent_runs() -> None:
 
 def test_readme_echo_runs() -> None:
     echo = agents_in("README.md")["Echo"]
-    with TestClient(create_app({"demo": echo})) as client:
+    with TestClient(app_for({"demo": echo})) as client:
         assert send(client, "ping")[-1]["text"] == "ping"
 
 

@@ -5,8 +5,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import send
-from thinwire.app import create_app
+from conftest import app_for, send
 from thinwire.demo import DemoAgent
 
 RUNS = "/agents/demo/runs"
@@ -64,7 +63,7 @@ def test_message_over_the_limit_gets_413(client: TestClient) -> None:
 
 
 def test_message_limit_is_configurable() -> None:
-    app = create_app({"demo": DemoAgent}, max_message_bytes=10)
+    app = app_for({"demo": DemoAgent}, max_message_bytes=10)
     with TestClient(app) as small:
         error_of(
             small.post(RUNS, json={"message": {"text": "eleven char"}}), 413, "message_too_large"
@@ -109,7 +108,7 @@ def test_unknown_agent_gets_404(client: TestClient) -> None:
 
 
 def test_context_of_another_agent_is_not_found() -> None:
-    app = create_app({"demo": DemoAgent, "other": DemoAgent})
+    app = app_for({"demo": DemoAgent, "other": DemoAgent})
     with TestClient(app) as client:
         context_id = send(client, "hi")[0]["contextId"]
         error_of(client.get(f"/agents/other/contexts/{context_id}"), 404, "context_not_found")

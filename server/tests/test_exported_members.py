@@ -8,9 +8,14 @@ def test_public_names_are_locked() -> None:
         "Agent",
         "AgentServer",
         "AgentState",
+        "MemoryStore",
         "Run",
+        "SQLiteStore",
         "StateValueError",
+        "Store",
         "ThinwireError",
+        "WriteDenied",
+        "anonymous",
         "create_app",
     ]
     for name in thinwire.__all__:

@@ -4,7 +4,7 @@ import re
 
 from starlette.testclient import TestClient
 
-from conftest import assert_no_canary, send
+from conftest import assert_no_canary, send, server_context
 from thinwire.demo import CANARIES
 
 
@@ -90,7 +90,13 @@ def test_transcript_is_the_public_projection(client: TestClient) -> None:
     assert body["contextId"] == context_id and body["agent"] == "demo"
     turns = body["turns"]
     assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant"]
-    assert turns[0] == {"role": "user", "text": "first message", "toolCalls": []}
+    assert turns[0] == {
+        "role": "user",
+        "text": "first message",
+        "toolCalls": [],
+        "stopReason": None,
+    }
+    assert turns[1]["stopReason"] == "end"
     assert turns[1]["text"] == first[-1]["text"]
     assert turns[1]["toolCalls"] == ["count_words"]
     assert set(body) == {"contextId", "agent", "turns"}
@@ -99,7 +105,7 @@ def test_transcript_is_the_public_projection(client: TestClient) -> None:
 def test_server_keeps_canaries_but_never_sends_them(client: TestClient) -> None:
     first = send(client, "hi")
     context_id = first[0]["contextId"]
-    context = client.app.state.thinwire.contexts.get("demo", context_id)  # type: ignore[attr-defined]
+    context = server_context(client, context_id)
     # The canaries really are in the server-only places...
     assert CANARIES["state"] in context.state.values()
     assert CANARIES["system_prompt"] in context.history[0]["content"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from thinwire.state import AgentState, StateValueError
+from thinwire.state import AgentState, StateValueError, WriteDenied
 
 
 @pytest.mark.parametrize(
@@ -59,3 +59,51 @@ def test_initial_state_is_checked_too() -> None:
 
 def test_repr_shows_keys_not_values() -> None:
     assert "hidden-value" not in repr(AgentState({"secret": "hidden-value"}))
+
+
+def test_writable_keys_is_an_allow_list_for_every_write() -> None:
+    state = AgentState({"secret": "s", "notes": []}, writable_keys={"notes"})
+    state["notes"] = ["ok"]
+    with pytest.raises(WriteDenied, match="'secret'"):
+        state["secret"] = "changed"
+    with pytest.raises(WriteDenied):
+        state["new_key"] = 1
+    with pytest.raises(WriteDenied):
+        del state["secret"]
+    assert state.to_json() == {"secret": "s", "notes": ["ok"]}
+
+
+def test_update_all_writes_every_key_or_none() -> None:
+    state = AgentState({"a": 1, "b": 2}, writable_keys={"a", "b"})
+    with pytest.raises(WriteDenied) as denied:
+        state.update_all({"a": 10, "c": 3, "d": 4})
+    assert denied.value.keys == ["c", "d"]
+    with pytest.raises(StateValueError):
+        state.update_all({"a": 10, "b": {1, 2}})
+    assert state.to_json() == {"a": 1, "b": 2}
+    assert state.take_audit() == []
+
+
+def test_every_write_is_audited_with_its_writer() -> None:
+    clock = iter([10.0, 20.0, 30.0])
+    state = AgentState(source="agent:demo", clock=lambda: next(clock))
+    state["count"] = 1
+    state.set("count", 2, source="operator:anna")
+    del state["count"]
+    assert [(e.key, e.value, e.time, e.source) for e in state.take_audit()] == [
+        ("count", 1, 10.0, "agent:demo"),
+        ("count", 2, 20.0, "operator:anna"),
+        ("count", None, 30.0, "agent:demo"),
+    ]
+    assert state.take_audit() == []  # handed over once
+
+
+def test_reads_are_copies_so_in_place_changes_cannot_skip_the_audit() -> None:
+    state = AgentState({"items": [1]})
+    state["items"].append(2)
+    assert state["items"] == [1]
+    written = [3]
+    state["items"] = written
+    written.append(4)
+    assert state["items"] == [3]
+    assert [e.value for e in state.take_audit()] == [[3]]

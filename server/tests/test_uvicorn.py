@@ -27,8 +27,9 @@ def gated() -> Iterator[ServerProcess]:
 
 
 @pytest.fixture(scope="module")
-def demo() -> Iterator[ServerProcess]:
-    with serve("demo", "--delay", "0") as server:
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    data = tmp_path_factory.mktemp("demo")
+    with serve("demo", "--delay", "0", "--data-dir", str(data)) as server:
         yield server
 
 
@@ -113,8 +114,8 @@ def test_closed_connection_does_not_stop_the_run(gated: ServerProcess) -> None:
         assert client.get(url).json()["turns"][1]["text"] == "before the gate. after the gate."
 
 
-def test_sigterm_stops_the_server_cleanly() -> None:
-    with serve("demo", "--delay", "0") as server:
+def test_sigterm_stops_the_server_cleanly(tmp_path: Path) -> None:
+    with serve("demo", "--delay", "0", "--data-dir", str(tmp_path)) as server:
         response = httpx.get(server.url + "/healthz", timeout=5)
         assert json.loads(response.text) == {"ok": True}
         # uvicorn finishes its shutdown, then re-raises the signal it was sent.

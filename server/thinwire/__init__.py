@@ -5,14 +5,21 @@ from __future__ import annotations
 from thinwire.agent import Agent, Run
 from thinwire.app import AgentServer, create_app
 from thinwire.errors import ThinwireError
-from thinwire.state import AgentState, StateValueError
+from thinwire.identity import anonymous
+from thinwire.state import AgentState, StateValueError, WriteDenied
+from thinwire.stores import MemoryStore, SQLiteStore, Store
 
 __all__ = [
     "Agent",
     "AgentServer",
     "AgentState",
+    "MemoryStore",
     "Run",
+    "SQLiteStore",
     "StateValueError",
+    "Store",
     "ThinwireError",
+    "WriteDenied",
+    "anonymous",
     "create_app",
 ]

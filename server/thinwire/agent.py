@@ -11,14 +11,15 @@ live context and, for every user message, passes a `Run` that gives the agent it
             await run.think("Repeating.")
             await run.say(text)
 
-Everything the agent keeps in `run.history`, `run.state` or `run.invocation_state` stays
-on the server. Only `think`, `say` and the names of tools passed to `tool` become frames.
+Everything the agent keeps in `run.history`, `run.state`, `run.invocation_state` or
+`run.shared_state` stays on the server. Only `think`, `say` and the names of tools passed
+to `tool` become frames.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from thinwire.state import AgentState
 
@@ -31,13 +32,22 @@ T = TypeVar("T")
 
 
 class Agent:
-    """Base class for agents. Override `run`; set `system_prompt` and `initial_state`."""
+    """Base class for agents. Override `run`; set the class attributes to configure it.
+
+    `initial_state` seeds each new context's AgentState (audited with source "system");
+    `writable_keys`, when not None, is the only set of keys anyone may write afterwards.
+    """
 
     system_prompt: ClassVar[str] = ""
     initial_state: ClassVar[Mapping[str, Any]] = {}
+    writable_keys: ClassVar[frozenset[str] | None] = None
 
     async def run(self, run: Run, text: str) -> None:
         raise NotImplementedError
+
+
+class Handoff(Protocol):
+    def __call__(self, agent_name: str, run: Run, text: str) -> Awaitable[None]: ...
 
 
 class Run:
@@ -51,6 +61,8 @@ class Run:
         history: list[dict[str, Any]],
         state: AgentState,
         log: RunLog,
+        handoff: Handoff,
+        shared_state: dict[str, Any] | None = None,
     ) -> None:
         self.context_id = context_id
         self.run_id = run_id
@@ -58,12 +70,30 @@ class Run:
         self.history = history
         #: Key-value AgentState of this context (server-only, persisted, JSON values).
         self.state = state
-        #: Scratch space shared by the tools of this run only; dropped when it ends.
+        #: Scratch space shared by the tools of this agent's run only; dropped when it ends.
         self.invocation_state: dict[str, Any] = {}
+        #: Shared, by reference, by every agent taking part in this run (see `handoff`);
+        #: dropped when the run ends.
+        self.shared_state: dict[str, Any] = {} if shared_state is None else shared_state
         self._log = log
+        self._handoff = handoff
         self._text: list[str] = []
         self._tool_calls: list[str] = []
-        self._call_count = 0
+
+    def handed_to(self) -> Run:
+        """The run another agent continues this one in: same reply, same shared state."""
+        other = Run(
+            context_id=self.context_id,
+            run_id=self.run_id,
+            history=self.history,
+            state=self.state,
+            log=self._log,
+            handoff=self._handoff,
+            shared_state=self.shared_state,
+        )
+        other._text = self._text
+        other._tool_calls = self._tool_calls
+        return other
 
     @property
     def text(self) -> str:
@@ -86,6 +116,14 @@ class Run:
             self._text.append(delta)
             self._log.token(delta)
 
+    async def handoff(self, agent_name: str, text: str) -> None:
+        """Let another agent of this server continue this run.
+
+        It streams into the same reply and shares this run's `shared_state`, the
+        conversation's history and AgentState; its `invocation_state` is its own.
+        """
+        await self._handoff(agent_name, self, text)
+
     async def tool(
         self, name: str, function: Callable[..., Awaitable[T]], /, **arguments: Any
     ) -> T:
@@ -95,8 +133,7 @@ class Run:
         are recorded in the history only. An exception propagates to the agent after the
         failure is shown.
         """
-        self._call_count += 1
-        call_id = f"call-{self._call_count}"
+        call_id = self._log.new_call_id()
         self._tool_calls.append(name)
         self._log.tool_call(call_id, name)
         try:

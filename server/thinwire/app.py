@@ -1,6 +1,6 @@
 """The app factory: a Starlette app that serves agents over the thinwire protocol.
 
-    app = create_app({"echo": Echo})
+    app = create_app({"echo": Echo}, identify=my_identify)
 
 Run it alone (`thinwire serve module:app`) or mount it inside another Starlette or
 FastAPI app. Every error leaves as `{"error": {"code", "message"}}` with a 4xx status.
@@ -10,31 +10,41 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from thinwire import wire
-from thinwire.agent import Agent
-from thinwire.contexts import Context, ContextRegistry
-from thinwire.errors import Conflict, MethodNotAllowed, NotFound, ThinwireError
-from thinwire.ids import new_run_id, validate_context_id
+from thinwire.admin import operator_routes
+from thinwire.contexts import AgentFactory, Context, ContextRegistry
+from thinwire.errors import MethodNotAllowed, NotFound, ThinwireError
+from thinwire.identity import Identify, principal_of
+from thinwire.ids import validate_context_id
 from thinwire.parsing import check_protocol, read_run_request
-from thinwire.runs import RunLog, execute
+from thinwire.runs import begin_run, execute
 from thinwire.sse import sse_response
+from thinwire.stores import SQLiteStore, Store
 from thinwire.web import web_routes
 
-__all__ = ["AgentServer", "create_app"]
+__all__ = ["AgentServer", "create_app", "default_data_dir"]
 
-logger = logging.getLogger("thinwire")
+PROTOCOL_HEADERS = {"Cache-Control": "no-store", wire.PROTOCOL_HEADER: wire.PROTOCOL_VERSION}
 
-AgentFactory = Callable[[], Agent]
+
+def default_data_dir() -> Path:
+    """Where the default SQLite store lives: $THINWIRE_DATA_DIR, else ./.thinwire."""
+    return Path(os.environ.get("THINWIRE_DATA_DIR") or ".thinwire")
+
+
+def json_response(body: Any, status_code: int = 200) -> Response:
+    return JSONResponse(body, status_code=status_code, headers=PROTOCOL_HEADERS)
 
 
 class AgentServer:
@@ -44,12 +54,17 @@ class AgentServer:
         self,
         agents: Mapping[str, AgentFactory],
         *,
+        identify: Identify,
+        store: Store,
+        max_contexts: int,
         max_message_bytes: int,
         max_body_bytes: int,
         heartbeat_interval: float | None,
     ) -> None:
         self.agents = dict(agents)
-        self.contexts = ContextRegistry()
+        self.identify = identify
+        self.store = store
+        self.contexts = ContextRegistry(store, self.agents, max_contexts=max_contexts)
         self.max_message_bytes = max_message_bytes
         self.max_body_bytes = max_body_bytes
         self.heartbeat_interval = heartbeat_interval
@@ -61,67 +76,95 @@ class AgentServer:
             raise NotFound("agent_not_found", f"no agent named {name[:64]!r}")
         return name
 
-    def _context(self, agent_name: str, context_id: str) -> Context:
-        return self.contexts.get(agent_name, validate_context_id(context_id))
+    async def _context(self, request: Request) -> Context:
+        """The context named in the path, if the caller's principal owns it."""
+        check_protocol(request)
+        agent_name = self._agent_name(request)
+        principal = await principal_of(request, self.identify)
+        context_id = validate_context_id(request.path_params["context_id"])
+        return await self.contexts.get(agent_name, context_id, principal)
 
     async def start_run(self, request: Request) -> Response:
         check_protocol(request)
         agent_name = self._agent_name(request)
+        principal = await principal_of(request, self.identify)
         body = await read_run_request(
             request,
             max_body_bytes=self.max_body_bytes,
             max_message_bytes=self.max_message_bytes,
         )
         if body.context_id is None:
-            context = self.contexts.create(agent_name, self.agents[agent_name]())
+            context = await self.contexts.create(agent_name, principal)
         else:
-            context = self._context(agent_name, body.context_id)
-        if context.run is not None:
-            raise Conflict("context_busy", f"a run is already in progress in {context.id}")
-        log = context.run = RunLog(context, new_run_id())
-        task = asyncio.create_task(execute(context, log, body.message.text))
+            context_id = validate_context_id(body.context_id)
+            context = await self.contexts.get(agent_name, context_id, principal)
+        log = await begin_run(self.contexts, context, body.message.text)
+        task = asyncio.create_task(execute(self.contexts, context, log, body.message.text))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return sse_response(log, heartbeat=self.heartbeat_interval)
 
     async def read_context(self, request: Request) -> Response:
-        check_protocol(request)
-        agent_name = self._agent_name(request)
-        context = self._context(agent_name, request.path_params["context_id"])
-        transcript = wire.Transcript(
-            context_id=context.id, agent=agent_name, turns=list(context.transcript)
-        )
-        return Response(
-            transcript.model_dump_json(by_alias=True),
-            media_type="application/json",
-            headers={"Cache-Control": "no-store", wire.PROTOCOL_HEADER: wire.PROTOCOL_VERSION},
-        )
+        context = await self._context(request)
+        return json_response(transcript(context))
+
+    async def clear_context(self, request: Request) -> Response:
+        """Drop the conversation history; keep AgentState, the audit trail and the id."""
+        context = await self._context(request)
+        with self.contexts.hold(context, "clear"):
+            record = context.record
+            record.history = [m for m in record.history if m["role"] == "system"]
+            record.transcript = []
+            await self.contexts.save(context)
+        return json_response(transcript(context))
+
+    async def forget_context(self, request: Request) -> Response:
+        """Remove every trace of the conversation from the store."""
+        context = await self._context(request)
+        await self.contexts.forget(context)
+        return Response(status_code=204, headers=PROTOCOL_HEADERS)
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"ok": True})
 
     async def shutdown(self) -> None:
-        """Cancel runs still in flight so each ends with a recorded `done`."""
+        """Bring runs in flight to a recorded end (`interrupted`), then close the store."""
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.store.close()
 
     def routes(self) -> list[BaseRoute]:
+        context = "/agents/{agent}/contexts/{context_id}"
         return [
             Route("/agents/{agent}/runs", self.start_run, methods=["POST"]),
-            Route("/agents/{agent}/contexts/{context_id}", self.read_context, methods=["GET"]),
+            Route(context, self.read_context, methods=["GET"]),
+            Route(context, self.forget_context, methods=["DELETE"]),
+            Route(f"{context}/clear", self.clear_context, methods=["POST"]),
             Route("/healthz", self.health, methods=["GET"]),
         ]
 
 
-def error_response(error: ThinwireError) -> JSONResponse:
+def transcript(context: Context) -> dict[str, Any]:
+    """The public projection of a context, built field by field."""
+    turns = [wire.TranscriptTurn.model_validate(turn) for turn in context.transcript]
+    body = wire.Transcript(context_id=context.id, agent=context.agent_name, turns=turns)
+    return body.model_dump(by_alias=True)
+
+
+def error_response(error: ThinwireError, headers: Mapping[str, str] | None = None) -> Response:
     body = wire.ErrorBody(error=wire.ErrorDetail(code=error.code, message=error.message))
-    return JSONResponse(body.model_dump(by_alias=True), status_code=error.status)
+    return JSONResponse(
+        body.model_dump(by_alias=True),
+        status_code=error.status,
+        headers={**PROTOCOL_HEADERS, **(headers or {})},
+    )
 
 
 async def on_thinwire_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ThinwireError)
-    return error_response(exc)
+    challenge = {"WWW-Authenticate": "Bearer"} if exc.code == "unauthorized" else None
+    return error_response(exc, challenge)
 
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
@@ -139,20 +182,32 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
 def create_app(
     agents: Mapping[str, AgentFactory],
     *,
+    identify: Identify,
+    store: Store | None = None,
+    max_contexts: int = 1000,
+    operator_token: str | None = None,
     max_message_bytes: int = 32 * 1024,
     max_body_bytes: int | None = None,
     heartbeat_interval: float | None = 15.0,
     web_dir: Path | None = None,
+    routes: Sequence[BaseRoute] = (),
     debug: bool = False,
 ) -> Starlette:
     """A Starlette app serving `agents` (name -> factory of a fresh agent per context).
 
-    `max_message_bytes` bounds a user message (UTF-8), `max_body_bytes` the request body
-    (default: room for a maximal message with JSON escaping). `web_dir` is a Vite build
-    to serve as the page at `/`.
+    `identify(connection)` names the principal a request acts for (see
+    `thinwire.identity`; `thinwire.anonymous` opts out of ownership explicitly). `store`
+    defaults to SQLite under `default_data_dir()`. `operator_token` enables the operator
+    API at `/admin`. `max_message_bytes` bounds a user message (UTF-8), `max_body_bytes`
+    the request body (default: room for a maximal message with JSON escaping). `web_dir`
+    is a Vite build to serve as the page at `/`; `routes` are the app's own, served
+    alongside.
     """
     server = AgentServer(
         agents,
+        identify=identify,
+        store=store or SQLiteStore.in_directory(default_data_dir()),
+        max_contexts=max_contexts,
         max_message_bytes=max_message_bytes,
         max_body_bytes=max_body_bytes or 6 * max_message_bytes + 4096,
         heartbeat_interval=heartbeat_interval,
@@ -163,10 +218,14 @@ def create_app(
         yield
         await server.shutdown()
 
-    routes = server.routes() + (web_routes(web_dir) if web_dir is not None else [])
+    all_routes = [*server.routes(), *routes]
+    if operator_token:
+        all_routes.append(Mount("/admin", routes=operator_routes(server.contexts, operator_token)))
+    if web_dir is not None:
+        all_routes += web_routes(web_dir)
     app = Starlette(
         debug=debug,
-        routes=routes,
+        routes=all_routes,
         lifespan=lifespan,
         exception_handlers={ThinwireError: on_thinwire_error, HTTPException: on_http_error},
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 import uvicorn
 
@@ -21,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
 
     demo = commands.add_parser("demo", help="serve the demo agent and page")
     demo.add_argument("--delay", type=float, default=0.03, help="seconds between streamed pieces")
+    demo.add_argument("--data-dir", type=Path, help="where the SQLite store lives")
 
     for command in (serve, demo):
         command.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -31,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         from thinwire.demo import create_demo_app
 
-        target: object = create_demo_app(delay=args.delay)
+        target: object = create_demo_app(delay=args.delay, data_dir=args.data_dir)
     else:
         target = args.app
     uvicorn.run(

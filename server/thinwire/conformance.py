@@ -13,10 +13,11 @@ import asyncio
 import json
 from typing import Any
 
-from thinwire.contexts import new_context
+from thinwire.contexts import ContextRegistry, new_record
 from thinwire.demo import DemoAgent
-from thinwire.runs import RunLog, execute
+from thinwire.runs import RunLog, begin_run, execute
 from thinwire.sse import HEARTBEAT, encode
+from thinwire.stores import MemoryStore
 
 __all__ = ["demo_run"]
 
@@ -26,11 +27,14 @@ MESSAGES = ("first message", "What did I say first?")
 
 
 async def run_demo() -> list[RunLog]:
-    context = new_context(CONTEXT_ID, "demo", DemoAgent())
+    store = MemoryStore()
+    registry = ContextRegistry(store, {"demo": DemoAgent})
+    await store.create(new_record(CONTEXT_ID, "demo", DemoAgent(), "conformance"))
+    context = await registry.get("demo", CONTEXT_ID, "conformance")
     logs = []
-    for index, text in enumerate(MESSAGES):
-        log = RunLog(context, f"{RUN_ID[:-1]}{index + 1}")
-        await execute(context, log, text)
+    for index, text in enumerate(MESSAGES, start=1):
+        log = await begin_run(registry, context, text, run_id=f"{RUN_ID[:-1]}{index}")
+        await execute(registry, context, log, text)
         logs.append(log)
     return logs
 
@@ -49,12 +53,13 @@ def expected_view(log: RunLog, text: str) -> dict[str, Any]:
             if f["type"] == "tool_result"
         ],
         "lastTurns": [
-            {"role": "user", "text": text, "toolCalls": [], "streaming": False},
+            {"role": "user", "text": text, "toolCalls": [], "streaming": False, "stopReason": None},
             {
                 "role": "assistant",
                 "text": done["text"],
                 "toolCalls": done["toolCalls"],
                 "streaming": False,
+                "stopReason": done["stopReason"],
             },
         ],
         "result": {

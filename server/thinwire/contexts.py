@@ -1,69 +1,223 @@
-"""Contexts: one conversation each, with everything the server remembers about it.
+"""Contexts: one conversation each, restored from the store and cached in an LRU.
 
-Held in memory for now; a store interface replaces this registry's dict when memory
-must survive restarts.
+The store is the truth; the registry keeps up to `max_contexts` live contexts (agent
+instance plus loaded record) so a busy conversation is not re-read on every message. An
+evicted context is simply loaded again, indistinguishable from one that stayed.
+
+A context belongs to the principal that created it. Any other principal gets
+`context_not_found`, exactly as for an id that does not exist.
+
+Whoever changes a context holds it first (`hold`): a run, an operator's patch, a clear, a
+forget. A second holder gets `context_busy`, so two runs never interleave and no write
+lands in the middle of a run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import asyncio
+import contextlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from thinwire import wire
 from thinwire.agent import Agent
-from thinwire.errors import NotFound
+from thinwire.errors import Conflict, NotFound
 from thinwire.ids import new_context_id
 from thinwire.state import AgentState
+from thinwire.stores import AuditEntry, ContextRecord, Store
 
 if TYPE_CHECKING:
     from thinwire.runs import RunLog
 
-__all__ = ["Context", "ContextRegistry", "new_context"]
+__all__ = ["Context", "ContextRegistry", "new_record"]
+
+AgentFactory = Callable[[], Agent]
+
+#: Frame seqs a run may use before its start is saved again. A killed run's context
+#: resumes numbering past the lease, so no seq a client may have seen is ever reused.
+SEQ_LEASE = 1_000_000
 
 
 @dataclass(eq=False)
 class Context:
-    id: str
-    agent_name: str
+    record: ContextRecord
     agent: Agent
-    history: list[dict[str, Any]]
     state: AgentState
-    #: The public projection of the history: the only part a client may read.
-    transcript: list[wire.TranscriptTurn] = field(default_factory=list)
-    last_seq: int = 0
     #: The run in progress, if any: at most one per context.
     run: RunLog | None = None
+    #: Who is changing the context right now ("run", "operator", "clear", "forget").
+    holder: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def agent_name(self) -> str:
+        return self.record.agent
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        return self.record.history
+
+    @property
+    def transcript(self) -> list[dict[str, Any]]:
+        return self.record.transcript
 
 
-def new_context(context_id: str, agent_name: str, agent: Agent) -> Context:
+def new_record(context_id: str, agent_name: str, agent: Agent, owner: str) -> ContextRecord:
     """A fresh conversation: the system prompt in its history, the initial state copied."""
+    now = time.time()
     history: list[dict[str, Any]] = []
     if agent.system_prompt:
         history.append({"role": "system", "content": agent.system_prompt})
-    return Context(
+    state = AgentState(agent.initial_state).to_json()
+    return ContextRecord(
         id=context_id,
-        agent_name=agent_name,
-        agent=agent,
+        agent=agent_name,
+        owner=owner,
         history=history,
-        state=AgentState(agent.initial_state),
+        state=state,
+        created_at=now,
+        updated_at=now,
     )
 
 
+def not_found(context_id: str) -> NotFound:
+    return NotFound("context_not_found", f"no context {context_id} for this agent")
+
+
 class ContextRegistry:
-    def __init__(self) -> None:
-        self._contexts: dict[str, Context] = {}
-
-    def create(self, agent_name: str, agent: Agent) -> Context:
-        context = new_context(new_context_id(), agent_name, agent)
-        self._contexts[context.id] = context
-        return context
-
-    def get(self, agent_name: str, context_id: str) -> Context:
-        """The context, or `context_not_found` — also when it belongs to another agent."""
-        context = self._contexts.get(context_id)
-        if context is None or context.agent_name != agent_name:
-            raise NotFound("context_not_found", f"no context {context_id} for this agent")
-        return context
+    def __init__(
+        self, store: Store, agents: Mapping[str, AgentFactory], *, max_contexts: int = 1000
+    ) -> None:
+        self.store = store
+        self.agents = agents
+        self.max_contexts = max_contexts
+        self._live: OrderedDict[str, Context] = OrderedDict()
+        self._loading: dict[str, asyncio.Lock] = {}
 
     def __len__(self) -> int:
-        return len(self._contexts)
+        return len(self._live)
+
+    def _context(self, record: ContextRecord) -> Context:
+        agent = self.agents[record.agent]()
+        state = AgentState(
+            record.state, writable_keys=agent.writable_keys, source=f"agent:{record.agent}"
+        )
+        return Context(record=record, agent=agent, state=state)
+
+    def _remember(self, context: Context) -> None:
+        self._live[context.id] = context
+        self._live.move_to_end(context.id)
+        idle = [c for c in self._live.values() if c.holder is None]
+        for stale in idle[: max(0, len(self._live) - self.max_contexts)]:
+            del self._live[stale.id]
+
+    def forget_cached(self, context: Context) -> None:
+        """Drop the cached copy; the next use reloads it from the store."""
+        if self._live.get(context.id) is context:
+            del self._live[context.id]
+
+    async def create(self, agent_name: str, owner: str) -> Context:
+        agent = self.agents[agent_name]()
+        record = new_record(new_context_id(), agent_name, agent, owner)
+        now = record.created_at
+        audit = [AuditEntry(key, value, now, "system") for key, value in record.state.items()]
+        await self.store.create(record, audit)
+        record.version = 1
+        context = self._context(record)
+        self._remember(context)
+        return context
+
+    async def get(self, agent_name: str, context_id: str, principal: str) -> Context:
+        """The context, or `context_not_found` — also when it belongs to another agent or
+        another principal."""
+        context = await self.get_for_operator(agent_name, context_id)
+        if context.record.owner != principal:
+            raise not_found(context_id)
+        return context
+
+    async def get_for_operator(self, agent_name: str, context_id: str) -> Context:
+        """The context whoever owns it: for the operator API only."""
+        context = self._live.get(context_id)
+        if context is None:
+            context = await self._load(context_id)
+        else:
+            self._live.move_to_end(context_id)
+        if context is None or context.agent_name != agent_name:
+            raise not_found(context_id)
+        return context
+
+    async def _load(self, context_id: str) -> Context | None:
+        lock = self._loading.setdefault(context_id, asyncio.Lock())
+        try:
+            async with lock:
+                if context_id in self._live:  # loaded while this call waited
+                    return self._live[context_id]
+                record = await self.store.load(context_id)
+                if record is None or record.agent not in self.agents:
+                    return None
+                context = self._context(record)
+                if record.active_run is not None:
+                    await self._record_killed_run(context)
+                self._remember(context)
+                return context
+        finally:
+            if not lock.locked():
+                self._loading.pop(context_id, None)
+
+    async def _record_killed_run(self, context: Context) -> None:
+        """A run was in progress when its process died: its turn ends as interrupted."""
+        record = context.record
+        assert record.active_run is not None
+        record.history.append({"role": "assistant", "content": "", "stopReason": "interrupted"})
+        record.transcript.append(
+            {"role": "assistant", "text": "", "toolCalls": [], "stopReason": "interrupted"}
+        )
+        record.last_seq = max(record.last_seq, record.active_run["seqLease"])
+        record.active_run = None
+        await self.save(context)
+
+    @contextlib.contextmanager
+    def hold(self, context: Context, holder: str) -> Iterator[None]:
+        """Exclusive use of the context for the block, or `context_busy`."""
+        self.acquire(context, holder)
+        try:
+            yield
+        finally:
+            self.release(context)
+
+    def acquire(self, context: Context, holder: str) -> None:
+        if context.holder is not None:
+            raise Conflict("context_busy", f"{context.id} is busy ({context.holder})")
+        context.holder = holder
+
+    def release(self, context: Context) -> None:
+        context.holder = None
+
+    async def save(self, context: Context) -> None:
+        """Save the context's record and pending audit entries, compare-and-set.
+
+        On any failure (a `VersionConflict` included) the cached copy is dropped, so the
+        next use sees the stored truth rather than changes that never landed.
+        """
+        record = context.record
+        record.state = context.state.to_json()
+        record.updated_at = time.time()
+        audit = context.state.take_audit()
+        try:
+            record.version = await self.store.save(
+                record, expected_version=record.version, audit=audit
+            )
+        except Exception:
+            self.forget_cached(context)
+            raise
+
+    async def forget(self, context: Context) -> None:
+        """Remove every trace of the context from the store and the cache."""
+        with self.hold(context, "forget"):
+            await self.store.delete(context.id)
+            self.forget_cached(context)

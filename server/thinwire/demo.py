@@ -1,9 +1,13 @@
-"""The scripted demo agent: deterministic, no model, exercises every public event kind.
+"""The scripted demo agent and the demo app: deterministic, no model, every event kind.
 
-It thinks, calls a tool, and streams a reply that quotes the first message of the
-conversation — proof that the memory is on the server. It also keeps canary values in
-its system prompt, its AgentState and its tool output: server-only places whose
-contents the end-to-end tests check never reach the browser.
+The agent thinks, calls a tool, and streams a reply that quotes the first message of the
+conversation — proof that the memory is on the server. It keeps canary values in its
+system prompt, its AgentState and its tool output: server-only places whose contents the
+end-to-end tests check never reach the browser.
+
+The app signs a cookie per demo user (`POST /demo/login`), so its user switcher
+exercises context ownership for real. Requests without the cookie act as the principal
+`demo:guest`, which keeps `curl` working.
 """
 
 from __future__ import annotations
@@ -11,15 +15,31 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import secrets
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.applications import Starlette
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from thinwire.agent import Agent, Run
-from thinwire.app import create_app
+from thinwire.app import create_app, default_data_dir
+from thinwire.errors import BadRequest
+from thinwire.identity import SignedValue
+from thinwire.parsing import describe, read_json
+from thinwire.stores import SQLiteStore, Store
 
-__all__ = ["CANARIES", "DemoAgent", "create_demo_app", "default_web_dir"]
+__all__ = [
+    "CANARIES",
+    "DEMO_USERS",
+    "DemoAgent",
+    "DemoIdentity",
+    "create_demo_app",
+    "default_web_dir",
+]
 
 #: Server-only values; none of them may ever appear on the wire, in storage or the DOM.
 CANARIES = {
@@ -27,6 +47,8 @@ CANARIES = {
     "state": os.environ.get("THINWIRE_DEMO_CANARY_STATE", "tw-canary-state-b27e05"),
     "tool_output": os.environ.get("THINWIRE_DEMO_CANARY_TOOL", "tw-canary-tool-93d6e8"),
 }
+DEMO_USERS = ("alice", "bob", "carol")
+COOKIE = "thinwire_demo_user"
 
 
 def first_user_message(history: list[dict[str, Any]]) -> str | None:
@@ -44,6 +66,7 @@ class DemoAgent(Agent):
         + CANARIES["system_prompt"]
     )
     initial_state: ClassVar[dict[str, Any]] = {"secret": CANARIES["state"], "messages_seen": 0}
+    writable_keys = frozenset({"messages_seen", "notes"})
 
     def __init__(self, delay: float = 0.0) -> None:
         self.delay = delay
@@ -74,6 +97,57 @@ class DemoAgent(Agent):
             await self.pause()
 
 
+class DemoIdentity:
+    """The demo's `identify`: the user named by a signed cookie, else `demo:guest`."""
+
+    def __init__(self, secret: bytes) -> None:
+        self.signer = SignedValue(secret)
+
+    def __call__(self, connection: HTTPConnection) -> str | None:
+        cookie = connection.cookies.get(COOKIE)
+        if cookie is None:
+            return "demo:guest"
+        user = self.signer.verify(cookie)
+        return f"demo:{user}" if user in DEMO_USERS else None  # forged: unauthenticated
+
+
+class Login(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    user: str
+
+
+def login_route(identity: DemoIdentity) -> Route:
+    async def login(request: Request) -> Response:
+        try:
+            body = Login.model_validate(await read_json(request, 1024))
+        except ValidationError as exc:
+            raise BadRequest("invalid_request", describe(exc)) from exc
+        if body.user not in DEMO_USERS:
+            raise BadRequest("invalid_request", f"user must be one of {', '.join(DEMO_USERS)}")
+        response = JSONResponse({"user": body.user})
+        response.set_cookie(
+            COOKIE, identity.signer.sign(body.user), httponly=True, samesite="strict"
+        )
+        return response
+
+    return Route("/demo/login", login, methods=["POST"])
+
+
+def demo_secret(data_dir: Path) -> bytes:
+    """$THINWIRE_DEMO_SECRET, else a random secret kept in the data directory so that
+    signed-in users stay signed in across restarts."""
+    configured = os.environ.get("THINWIRE_DEMO_SECRET")
+    if configured:
+        return configured.encode()
+    path = data_dir / "demo-secret"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(secrets.token_hex(32))
+    return path.read_text().strip().encode()
+
+
 def default_web_dir() -> Path:
     """The demo page's build: $THINWIRE_WEB_DIR, else web/dist of this checkout."""
     configured = os.environ.get("THINWIRE_WEB_DIR")
@@ -82,8 +156,22 @@ def default_web_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "web" / "dist"
 
 
-def create_demo_app(*, delay: float = 0.03, web_dir: Path | None = None) -> Starlette:
+def create_demo_app(
+    *,
+    delay: float = 0.03,
+    web_dir: Path | None = None,
+    data_dir: Path | None = None,
+    store: Store | None = None,
+) -> Starlette:
+    """The demo: SQLite under `data_dir` unless a `store` is given; the operator API when
+    $THINWIRE_OPERATOR_TOKEN is set."""
+    data_dir = data_dir or default_data_dir()
+    identity = DemoIdentity(demo_secret(data_dir))
     return create_app(
         {"demo": lambda: DemoAgent(delay=delay)},
+        identify=identity,
+        store=store or SQLiteStore.in_directory(data_dir),
+        operator_token=os.environ.get("THINWIRE_OPERATOR_TOKEN"),
         web_dir=web_dir if web_dir is not None else default_web_dir(),
+        routes=[login_route(identity)],
     )

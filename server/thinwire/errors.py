@@ -3,11 +3,14 @@
     ThinwireError                  500 (never raised on purpose at the boundary)
     ├── BadRequest                 400  invalid_json, invalid_request, invalid_context_id,
     │                                   protocol_mismatch
-    ├── UnsupportedMediaType       415  unsupported_media_type
-    ├── PayloadTooLarge            413  body_too_large, message_too_large
+    ├── Unauthorized               401  unauthenticated (UI), unauthorized (operator API)
+    ├── Forbidden                  403  write_denied
     ├── NotFound                   404  agent_not_found, context_not_found, not_found
     ├── MethodNotAllowed           405  method_not_allowed
-    └── Conflict                   409  context_busy
+    ├── Conflict                   409  context_busy, version_conflict
+    ├── PreconditionFailed         412  version_mismatch
+    ├── PayloadTooLarge            413  body_too_large, message_too_large
+    └── UnsupportedMediaType       415  unsupported_media_type
 
 Agent code failures are not in this tree: the runner catches them, logs them with an id
 and sends the client a generic `agent_error` frame that names only that id.
@@ -18,10 +21,13 @@ from __future__ import annotations
 __all__ = [
     "BadRequest",
     "Conflict",
+    "Forbidden",
     "MethodNotAllowed",
     "NotFound",
     "PayloadTooLarge",
+    "PreconditionFailed",
     "ThinwireError",
+    "Unauthorized",
     "UnsupportedMediaType",
 ]
 
@@ -37,6 +43,18 @@ class ThinwireError(Exception):
 
 class BadRequest(ThinwireError):
     status = 400
+
+
+class Unauthorized(ThinwireError):
+    status = 401
+
+
+class Forbidden(ThinwireError):
+    status = 403
+
+
+class PreconditionFailed(ThinwireError):
+    status = 412
 
 
 class UnsupportedMediaType(ThinwireError):

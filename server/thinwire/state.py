@@ -1,17 +1,26 @@
-"""AgentState: a per-context key-value store whose values must be JSON.
+"""AgentState: a per-context key-value store of JSON values, with an allow-list and an audit.
 
-A value that JSON cannot represent exactly (datetime, set, bytes, tuple, NaN, an object)
-is refused when it is written, never stringified on the way to storage.
+- Values must be JSON. A value JSON cannot represent exactly (datetime, set, bytes, tuple,
+  NaN, an object) is refused when it is written, never stringified on the way to storage.
+- `writable_keys` is an allow-list checked on every write, the agent's own included; None
+  means every key is writable. `initial_state` is the only way around it.
+- Every write is recorded as an audit entry `(key, value, time, source)` naming the
+  writer, and reaches the store in the same atomic save as the value itself.
+- Reads return copies, so changing a value in place cannot skip the audit: build the new
+  value and assign it.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator, Mapping, MutableMapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any
 
-__all__ = ["AgentState", "StateValueError", "check_json"]
+from thinwire.stores.base import AuditEntry
+
+__all__ = ["AgentState", "StateValueError", "WriteDenied", "check_json"]
 
 JSONValue = Any
 
@@ -20,11 +29,19 @@ class StateValueError(TypeError):
     """A value written to AgentState is not plain JSON."""
 
 
+class WriteDenied(PermissionError):
+    """A write to keys outside `writable_keys`."""
+
+    def __init__(self, keys: Iterable[str], writable: Iterable[str]) -> None:
+        self.keys = sorted(keys)
+        super().__init__(
+            f"not writable: {', '.join(map(repr, self.keys))}; writable keys are {sorted(writable)}"
+        )
+
+
 def check_json(value: object, path: str = "value") -> None:
     """Raise `StateValueError` unless `value` is plain JSON (dict keys must be strings)."""
-    if value is None or isinstance(value, bool | str):
-        return
-    if isinstance(value, int):
+    if value is None or isinstance(value, bool | int | str):
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -47,25 +64,67 @@ def check_json(value: object, path: str = "value") -> None:
 
 
 class AgentState(MutableMapping[str, JSONValue]):
-    """Server-only key-value state of one context. Never serialised onto the wire."""
+    """Server-only key-value state of one context. Never serialised onto the wire.
 
-    def __init__(self, initial: Mapping[str, JSONValue] | None = None) -> None:
+    `state[key] = value` records the write under this view's `source`;
+    `state.set(key, value, source="ops-anna")` names another writer.
+    """
+
+    def __init__(
+        self,
+        initial: Mapping[str, JSONValue] | None = None,
+        *,
+        writable_keys: Iterable[str] | None = None,
+        source: str = "agent",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.writable_keys = None if writable_keys is None else frozenset(writable_keys)
+        self.source = source
+        self._clock = clock
         self._data: dict[str, JSONValue] = {}
+        self._pending: list[AuditEntry] = []
         for key, value in (initial or {}).items():
-            # A copy: contexts must never share mutable initial values.
-            self[key] = copy.deepcopy(value)
+            self._check(key, value)
+            self._data[key] = copy.deepcopy(value)
 
-    def __getitem__(self, key: str) -> JSONValue:
-        return self._data[key]
-
-    def __setitem__(self, key: str, value: JSONValue) -> None:
+    def _check(self, key: object, value: object) -> None:
         if not isinstance(key, str):
             raise StateValueError(f"AgentState keys are strings, not {type(key).__name__}")
         check_json(value, f"AgentState[{key!r}]")
-        self._data[key] = value
+
+    def denied(self, keys: Iterable[str]) -> set[str]:
+        """The keys among `keys` that may not be written."""
+        if self.writable_keys is None:
+            return set()
+        return set(keys) - self.writable_keys
+
+    def update_all(self, changes: Mapping[str, JSONValue], *, source: str | None = None) -> None:
+        """Write several keys at once: all of them, or — on any refusal — none."""
+        denied = self.denied(changes)
+        if denied:
+            raise WriteDenied(denied, self.writable_keys or ())
+        for key, value in changes.items():
+            self._check(key, value)
+        now = self._clock()
+        for key, value in changes.items():
+            self._data[key] = copy.deepcopy(value)
+            self._pending.append(AuditEntry(key, copy.deepcopy(value), now, source or self.source))
+
+    def set(self, key: str, value: JSONValue, *, source: str | None = None) -> None:
+        self.update_all({key: value}, source=source)
+
+    def __getitem__(self, key: str) -> JSONValue:
+        return copy.deepcopy(self._data[key])
+
+    def __setitem__(self, key: str, value: JSONValue) -> None:
+        self.set(key, value)
 
     def __delitem__(self, key: str) -> None:
+        """Deleting a key is audited as writing null to it."""
+        if self.denied([key]):
+            raise WriteDenied([key], self.writable_keys or ())
         del self._data[key]
+        self._pending.append(AuditEntry(key, None, self._clock(), self.source))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)
@@ -75,3 +134,12 @@ class AgentState(MutableMapping[str, JSONValue]):
 
     def __repr__(self) -> str:
         return f"AgentState(keys={sorted(self._data)})"
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """A copy of every value, for storage."""
+        return copy.deepcopy(self._data)
+
+    def take_audit(self) -> list[AuditEntry]:
+        """The writes not yet saved, handed to the store with the next save."""
+        pending, self._pending = self._pending, []
+        return pending

@@ -160,6 +160,9 @@ class TranscriptTurn(WireModel):
     role: Literal["user", "assistant"]
     text: str
     tool_calls: list[str] = Field(description="Tool names the agent called for this reply.")
+    stop_reason: StopReason | None = Field(
+        default=None, description="Why the reply ended; null on user turns."
+    )
 
 
 class Transcript(WireModel):

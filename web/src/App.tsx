@@ -1,46 +1,35 @@
-import { useCallback, useEffect, useMemo, useState } from "react";
-import { useAgent } from "@thinwire/react";
-import { Header } from "./components/Header";
-import { MessageList } from "./components/MessageList";
-import { ThinkingPanel } from "./components/ThinkingPanel";
-import { ActivityList } from "./components/ActivityList";
-import { ErrorBanner } from "./components/ErrorBanner";
-import { Composer } from "./components/Composer";
-import { Footer } from "./components/Footer";
+import { useEffect, useState } from "react";
+import { Chat } from "./Chat";
+import { signIn } from "./session";
 import { initialUser, reflectUserInUrl, type DemoUser } from "./users";
 
 export function App() {
   const [user, setUser] = useState<DemoUser>(() => initialUser());
+  // The user the server's cookie names; the chat only mounts once it matches `user`.
+  const [signedIn, setSignedIn] = useState<DemoUser | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
 
   useEffect(() => {
+    let current = true;
     reflectUserInUrl(user);
+    setProblem(null);
+    signIn(user).then(
+      () => current && setSignedIn(user),
+      (error: unknown) => current && setProblem(String(error)),
+    );
+    return () => {
+      current = false;
+    };
   }, [user]);
 
-  const options = useMemo(() => ({ agent: "demo", persist: { userId: user } }), [user]);
-  const { turns, thinking, activity, status, error, send, reset } = useAgent(options);
-
-  const streaming = status === "streaming";
-
-  const handleSend = useCallback(
-    (text: string) => {
-      // Failures are surfaced through the hook's `error`; swallow the
-      // rejection here so it never becomes an unhandled rejection.
-      send(text).catch(() => undefined);
-    },
-    [send],
-  );
-
-  return (
-    <div className="app">
-      <Header user={user} status={status} onUserChange={setUser} onNewConversation={reset} />
-      <main className="conversation">
-        <MessageList turns={turns} busy={streaming} />
-        <ThinkingPanel text={thinking} />
-        <ActivityList items={activity} />
-        {error ? <ErrorBanner error={error} /> : null}
-      </main>
-      <Composer disabled={streaming} onSend={handleSend} />
-      <Footer />
-    </div>
-  );
+  if (signedIn !== user) {
+    return (
+      <div className="app">
+        <p className="status" role={problem ? "alert" : "status"} data-testid="signing-in">
+          {problem ?? `Signing in as ${user}…`}
+        </p>
+      </div>
+    );
+  }
+  return <Chat key={user} user={user} onUserChange={setUser} />;
 }

@@ -114,8 +114,15 @@ describe("AgentClient.send", () => {
       thinking: "Checking the sky.",
       activity: [{ callId: "c1", name: "weather", state: "ok" }],
       turns: [
-        { id: expect.any(String), role: "user", text: "Weather?", toolCalls: [], streaming: false },
-        { id: expect.any(String), role: "assistant", text: "Sunny.", toolCalls: ["weather"], streaming: false },
+        { id: expect.any(String), role: "user", text: "Weather?", toolCalls: [], streaming: false, stopReason: null },
+        {
+          id: expect.any(String),
+          role: "assistant",
+          text: "Sunny.",
+          toolCalls: ["weather"],
+          streaming: false,
+          stopReason: "end",
+        },
       ],
     });
     expect(client.getSnapshot()).toBe(snapshot);
@@ -303,8 +310,8 @@ describe("AgentClient.start (hydration)", () => {
     contextId: "ctx-7",
     agent: "demo",
     turns: [
-      { role: "user", text: "Hello", toolCalls: [] },
-      { role: "assistant", text: "Hi there", toolCalls: ["greet"], internalNote: "ignored" },
+      { role: "user", text: "Hello", toolCalls: [], stopReason: null },
+      { role: "assistant", text: "Hi there", toolCalls: ["greet"], stopReason: "interrupted", internalNote: "ignored" },
     ],
   };
 
@@ -326,8 +333,15 @@ describe("AgentClient.start (hydration)", () => {
       thinking: "",
       activity: [],
       turns: [
-        { id: expect.any(String), role: "user", text: "Hello", toolCalls: [], streaming: false },
-        { id: expect.any(String), role: "assistant", text: "Hi there", toolCalls: ["greet"], streaming: false },
+        { id: expect.any(String), role: "user", text: "Hello", toolCalls: [], streaming: false, stopReason: null },
+        {
+          id: expect.any(String),
+          role: "assistant",
+          text: "Hi there",
+          toolCalls: ["greet"],
+          streaming: false,
+          stopReason: "interrupted",
+        },
       ],
     });
   });

@@ -233,7 +233,7 @@ export class AgentClient {
       );
       if (signal.aborted) return;
       const turns = publicTurns(transcript.turns).map((turn) =>
-        this.#turn(turn.role, turn.text, false, turn.toolCalls),
+        this.#turn(turn.role, turn.text, false, turn.toolCalls, turn.stopReason ?? null),
       );
       this.#commit({ ...this.#state, snapshot: { ...this.#state.snapshot, turns, status: "idle" } });
     } catch (caught) {
@@ -266,9 +266,15 @@ export class AgentClient {
     this.#hydration?.controller.abort();
   }
 
-  #turn(role: Turn["role"], text: string, streaming: boolean, toolCalls: readonly string[] = []): Turn {
+  #turn(
+    role: Turn["role"],
+    text: string,
+    streaming: boolean,
+    toolCalls: readonly string[] = [],
+    stopReason: StopReason | null = null,
+  ): Turn {
     this.#turnCount += 1;
-    return { id: `${role}-${this.#turnCount}`, role, text, toolCalls, streaming };
+    return { id: `${role}-${this.#turnCount}`, role, text, toolCalls, streaming, stopReason };
   }
 
   #url(path: string): string {

@@ -66,6 +66,8 @@ export async function fetchTranscript(
   return body as Transcript;
 }
 
+const STOP_REASONS: ReadonlySet<string> = new Set(["end", "stopped", "interrupted", "error"]);
+
 /** Keeps the turns a UI can show; tolerant of unknown roles and missing fields. */
 export function publicTurns(turns: readonly TranscriptTurn[]): TranscriptTurn[] {
   return turns
@@ -74,5 +76,6 @@ export function publicTurns(turns: readonly TranscriptTurn[]): TranscriptTurn[] 
       role: turn.role,
       text: typeof turn.text === "string" ? turn.text : "",
       toolCalls: Array.isArray(turn.toolCalls) ? [...turn.toolCalls] : [],
+      stopReason: STOP_REASONS.has(turn.stopReason ?? "") ? turn.stopReason : null,
     }));
 }

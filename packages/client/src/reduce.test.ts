@@ -39,6 +39,7 @@ describe("reduceFrame", () => {
           text: "Sunny today.",
           toolCalls: ["weather", "calendar"],
           streaming: false,
+          stopReason: "end",
         },
       ],
     });
@@ -77,8 +78,8 @@ describe("reduceFrame", () => {
     const open = {
       ...emptySnapshot("ctx-1"),
       turns: [
-        { id: "u", role: "user" as const, text: "hi", toolCalls: [], streaming: false },
-        { id: "a", role: "assistant" as const, text: "", toolCalls: [], streaming: true },
+        { id: "u", role: "user" as const, text: "hi", toolCalls: [], streaming: false, stopReason: null },
+        { id: "a", role: "assistant" as const, text: "", toolCalls: [], streaming: true, stopReason: null },
       ],
     };
     const state = reduceFrames(initialReducerState(open), RUN);

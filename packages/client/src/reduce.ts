@@ -88,6 +88,7 @@ function applyFrame(snapshot: Snapshot, frame: Frame): Snapshot {
           text: frame.text,
           toolCalls: [...frame.toolCalls],
           streaming: false,
+          stopReason: frame.stopReason,
         })),
         status: failed ? "error" : "idle",
         error:
@@ -112,6 +113,13 @@ function updateReply(turns: readonly Turn[], runId: string, update: (turn: Turn)
   if (last && last.role === "assistant" && last.streaming) {
     return [...turns.slice(0, -1), update(last)];
   }
-  const fresh: Turn = { id: `reply:${runId}`, role: "assistant", text: "", toolCalls: [], streaming: true };
+  const fresh: Turn = {
+    id: `reply:${runId}`,
+    role: "assistant",
+    text: "",
+    toolCalls: [],
+    streaming: true,
+    stopReason: null,
+  };
   return [...turns, update(fresh)];
 }

@@ -1,4 +1,5 @@
 /** The view state a UI renders. Every change makes a new object; nothing is mutated. */
+import type { StopReason } from "./generated/wire.js";
 
 export type Status = "idle" | "hydrating" | "streaming" | "error";
 
@@ -11,6 +12,8 @@ export interface Turn {
   toolCalls: readonly string[];
   /** True while the reply is still arriving. */
   streaming: boolean;
+  /** Why the reply ended (`interrupted` for a run whose server died); null on user turns and while streaming. */
+  stopReason: StopReason | null;
 }
 
 /** A tool call of the current run. */

@@ -59,8 +59,8 @@ function transcript(contextId: string, userText: string, reply: string): Transcr
     contextId,
     agent: "demo",
     turns: [
-      { role: "user", text: userText, toolCalls: [] },
-      { role: "assistant", text: reply, toolCalls: [] },
+      { role: "user", text: userText, toolCalls: [], stopReason: null },
+      { role: "assistant", text: reply, toolCalls: [], stopReason: "end" },
     ],
   };
 }

@@ -1,7 +1,14 @@
 import type { AgentTurn } from "../agent-types";
 
+const ENDINGS: Partial<Record<NonNullable<AgentTurn["stopReason"]>, string>> = {
+  interrupted: "The server stopped before this reply was finished.",
+  stopped: "Stopped.",
+  error: "This reply failed.",
+};
+
 export function TurnView({ turn }: { turn: AgentTurn }) {
-  const { role, text, toolCalls, streaming } = turn;
+  const { role, text, toolCalls, streaming, stopReason } = turn;
+  const ending = stopReason ? ENDINGS[stopReason] : undefined;
   const author = role === "user" ? "You" : "Assistant";
   return (
     <article
@@ -16,6 +23,11 @@ export function TurnView({ turn }: { turn: AgentTurn }) {
         {text}
         {streaming ? <span className="turn__cursor" aria-hidden="true" /> : null}
       </div>
+      {ending ? (
+        <p className="turn__ending" data-testid="turn-ending" data-stop-reason={stopReason}>
+          {ending}
+        </p>
+      ) : null}
       {role === "assistant" && toolCalls.length > 0 ? (
         <p className="turn__tools" data-testid="turn-tools">
           Tools used: {toolCalls.join(", ")}

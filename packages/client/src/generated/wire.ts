@@ -134,6 +134,8 @@ export interface TranscriptTurn {
   text: string;
   /** Tool names the agent called for this reply. */
   toolCalls: string[];
+  /** Why the reply ended; null on user turns. */
+  stopReason: "end" | "stopped" | "interrupted" | "error" | null;
 }
 
 /** Every frame the server sends, discriminated by `type`. */

@@ -1,0 +1,168 @@
+"""The operator API: separately authenticated, atomic, versioned and audited."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from conftest import app_for, parse_sse, send
+from thinwire import Agent, Run, SQLiteStore
+from thinwire.demo import DemoAgent, create_demo_app
+
+TOKEN = "operator-token-for-tests"
+AUTH = {"authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    with TestClient(app_for({"demo": DemoAgent}, operator_token=TOKEN)) as test_client:
+        yield test_client
+
+
+def state_url(context_id: str, tail: str = "state") -> str:
+    return f"/admin/agents/demo/contexts/{context_id}/{tail}"
+
+
+def patch(client: TestClient, context_id: str, body: Any, **headers: str) -> Any:
+    return client.patch(state_url(context_id), json=body, headers={**AUTH, **headers})
+
+
+def test_read_state_with_version_and_writable_keys(client: TestClient) -> None:
+    context_id = send(client, "hi")[0]["contextId"]
+    response = client.get(state_url(context_id), headers=AUTH)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["state"]["messages_seen"] == 1
+    assert body["writableKeys"] == ["messages_seen", "notes"]
+    assert response.headers["etag"] == f'"{body["version"]}"'
+
+
+def test_patch_is_atomic_audited_and_versioned(client: TestClient) -> None:
+    context_id = send(client, "hi")[0]["contextId"]
+    version = client.get(state_url(context_id), headers=AUTH).json()["version"]
+
+    denied = patch(client, context_id, {"state": {"notes": ["x"], "secret": "stolen"}})
+    assert denied.status_code == 403 and denied.json()["error"]["code"] == "write_denied"
+    assert "secret" in denied.json()["error"]["message"]
+
+    stale = patch(client, context_id, {"state": {"notes": ["x"]}}, **{"if-match": '"999"'})
+    assert stale.status_code == 412 and stale.json()["error"]["code"] == "version_mismatch"
+
+    bad = client.patch(
+        state_url(context_id),
+        content=b'{"state": {"notes": NaN}}',
+        headers={**AUTH, "content-type": "application/json"},
+    )
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_state_value"
+
+    after_refusals = client.get(state_url(context_id), headers=AUTH).json()
+    assert after_refusals["version"] == version and "notes" not in after_refusals["state"]
+
+    ok = patch(
+        client,
+        context_id,
+        {"state": {"notes": ["call back"], "messages_seen": 5}, "source": "ops-anna"},
+        **{"if-match": f'"{version}"'},
+    )
+    assert ok.status_code == 200
+    assert ok.json()["version"] == version + 1 and ok.json()["updatedKeys"] == [
+        "messages_seen",
+        "notes",
+    ]
+    history = client.get(state_url(context_id, "state/notes/history"), headers=AUTH).json()
+    assert [(e["value"], e["source"]) for e in history["entries"]] == [
+        (["call back"], "operator:ops-anna")
+    ]
+    trail = client.get(state_url(context_id, "audit"), headers=AUTH).json()["entries"]
+    assert [(e["key"], e["source"]) for e in trail] == [
+        ("secret", "system"),
+        ("messages_seen", "system"),
+        ("messages_seen", "agent:demo"),
+        ("notes", "operator:ops-anna"),
+        ("messages_seen", "operator:ops-anna"),
+    ]
+    # The agent sees the operator's write on its next run, and its own write is audited.
+    send(client, "again", context_id)
+    assert client.get(state_url(context_id), headers=AUTH).json()["state"]["messages_seen"] == 6
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"state": {}}, {"state": {"notes": 1}, "source": "has spaces"}, {"state": [], "x": 1}],
+)
+def test_malformed_patches_are_typed(client: TestClient, body: Any) -> None:
+    context_id = send(client, "hi")[0]["contextId"]
+    response = patch(client, context_id, body)
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_request"
+
+
+def test_operator_api_needs_its_own_token(tmp_path: Path) -> None:
+    app = create_demo_app(delay=0, data_dir=tmp_path, store=SQLiteStore(tmp_path / "db"))
+    with TestClient(app) as demo:  # no operator token configured: no operator API at all
+        assert demo.get(state_url("ctx-" + "0" * 36), headers=AUTH).status_code == 404
+
+    with TestClient(app_for({"demo": DemoAgent}, operator_token=TOKEN)) as client:
+        context_id = send(client, "hi")[0]["contextId"]
+        for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": TOKEN}):
+            response = client.get(state_url(context_id), headers=headers)
+            assert response.status_code == 401
+            assert response.json()["error"]["code"] == "unauthorized"
+            assert response.headers["www-authenticate"] == "Bearer"
+
+
+def test_ui_credentials_do_not_open_the_operator_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("THINWIRE_OPERATOR_TOKEN", TOKEN)
+    app = create_demo_app(delay=0, data_dir=tmp_path, store=SQLiteStore(tmp_path / "db"))
+    with TestClient(app) as client:
+        assert client.post("/demo/login", json={"user": "alice"}).status_code == 200
+        context_id = send(client, "hi")[0]["contextId"]
+        assert client.get(state_url(context_id)).status_code == 401  # the cookie is not enough
+        assert client.get(state_url(context_id), headers=AUTH).status_code == 200
+        # ...and the operator token is no identity for the UI endpoints.
+        client.cookies.clear()
+        ui = client.get(f"/agents/demo/contexts/{context_id}", headers=AUTH)
+        assert ui.status_code == 404
+
+
+class Waiting(Agent):
+    release = asyncio.Event()
+
+    async def run(self, run: Run, text: str) -> None:
+        await type(self).release.wait()
+
+
+def test_patch_during_a_run_is_context_busy() -> None:
+    Waiting.release = asyncio.Event()
+    with TestClient(app_for({"demo": Waiting}, operator_token=TOKEN)) as client:
+        with client.stream("POST", "/agents/demo/runs", json={"message": {"text": "a"}}) as stream:
+            lines = stream.iter_lines()
+            context_id = parse_sse("\n".join(iter(lambda: next(lines), "")))[0]["contextId"]
+            busy = patch(client, context_id, {"state": {"k": 1}})
+            assert busy.status_code == 409 and busy.json()["error"]["code"] == "context_busy"
+            assert client.portal is not None
+            client.portal.call(Waiting.release.set)
+            "\n".join(lines)
+        assert patch(client, context_id, {"state": {"k": 1}}).status_code == 200
+
+
+def test_audit_survives_a_restart(tmp_path: Path) -> None:
+    def app() -> Any:
+        return app_for(
+            {"demo": DemoAgent}, operator_token=TOKEN, store=SQLiteStore(tmp_path / "db")
+        )
+
+    with TestClient(app()) as client:
+        context_id = send(client, "hi")[0]["contextId"]
+        patch(client, context_id, {"state": {"notes": ["kept"]}, "source": "anna"})
+    with TestClient(app()) as restarted:
+        state = restarted.get(state_url(context_id), headers=AUTH).json()
+        assert state["state"]["notes"] == ["kept"]
+        history = restarted.get(state_url(context_id, "state/notes/history"), headers=AUTH).json()
+        assert [e["source"] for e in history["entries"]] == ["operator:anna"]

@@ -1,0 +1,123 @@
+"""Live contexts: an LRU over the store, restore, killed runs, clear and forget."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from starlette.testclient import TestClient
+
+from conftest import app_for, parse_sse, send, server_context
+from thinwire import Agent, MemoryStore, Run
+from thinwire.contexts import SEQ_LEASE, ContextRegistry, new_record
+from thinwire.demo import DemoAgent
+from thinwire.runs import begin_run
+
+
+def test_evicted_context_is_restored_indistinguishably() -> None:
+    store = MemoryStore()
+    with TestClient(app_for({"demo": DemoAgent}, store=store, max_contexts=2)) as client:
+        first = send(client, "remember me")
+        context_id = first[0]["contextId"]
+        for text in ("two", "three", "four"):
+            send(client, text)
+        registry = client.app.state.thinwire.contexts  # type: ignore[attr-defined]
+        assert len(registry) == 2 and context_id not in registry._live
+        again = send(client, "do you?", context_id)
+        assert server_context(client, context_id).state["messages_seen"] == 2
+    assert "Earlier you told me “remember me”" in again[-1]["text"]
+    assert again[0]["seq"] == first[-1]["seq"] + 1
+
+
+@pytest.mark.anyio
+async def test_concurrent_loads_share_one_live_context() -> None:
+    store = MemoryStore()
+    await store.create(new_record("ctx-a", "demo", DemoAgent(), "ada"))
+    registry = ContextRegistry(store, {"demo": DemoAgent})
+    contexts = await asyncio.gather(*(registry.get("demo", "ctx-a", "ada") for _ in range(5)))
+    assert all(context is contexts[0] for context in contexts)
+
+
+@pytest.mark.anyio
+async def test_a_killed_run_is_recorded_as_interrupted_on_next_load() -> None:
+    store = MemoryStore()
+    await store.create(new_record("ctx-a", "demo", DemoAgent(), "ada"))
+    first = ContextRegistry(store, {"demo": DemoAgent})
+    context = await first.get("demo", "ctx-a", "ada")
+    log = await begin_run(first, context, "hello")
+    log.run_start("demo")
+    log.token("half a rep")  # ...and the process dies here: nothing more is saved.
+
+    restarted = ContextRegistry(store, {"demo": DemoAgent})
+    recovered = await restarted.get("demo", "ctx-a", "ada")
+    assert recovered.transcript == [
+        {"role": "user", "text": "hello", "toolCalls": [], "stopReason": None},
+        {"role": "assistant", "text": "", "toolCalls": [], "stopReason": "interrupted"},
+    ]
+    assert recovered.record.active_run is None
+    # No seq that a client may have seen is ever used again.
+    assert recovered.record.last_seq >= SEQ_LEASE > log.frames[-1][0]
+    stored = await store.load("ctx-a")
+    assert (
+        stored is not None
+        and stored.active_run is None
+        and stored.transcript == recovered.transcript
+    )
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Busy(Agent):
+    release = asyncio.Event()
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("working")
+        await type(self).release.wait()
+
+
+def test_clear_drops_history_but_keeps_state_and_id(client: TestClient) -> None:
+    first = send(client, "forget this")
+    context_id = first[0]["contextId"]
+    cleared = client.post(f"/agents/demo/contexts/{context_id}/clear")
+    assert cleared.status_code == 200
+    assert cleared.json() == {"contextId": context_id, "agent": "demo", "turns": []}
+    context = server_context(client, context_id)
+    assert [m["role"] for m in context.history] == ["system"]
+    assert context.state["messages_seen"] == 1
+    after = send(client, "fresh start", context_id)
+    assert after[0]["contextId"] == context_id
+    assert "start of our conversation" in after[-1]["text"]
+    assert after[0]["seq"] > first[-1]["seq"]
+
+
+def test_forget_removes_every_trace() -> None:
+    store = MemoryStore()
+    with TestClient(app_for({"demo": DemoAgent}, store=store)) as client:
+        context_id = send(client, "delete me")[0]["contextId"]
+        assert client.delete(f"/agents/demo/contexts/{context_id}").status_code == 204
+        assert client.get(f"/agents/demo/contexts/{context_id}").status_code == 404
+        body = {"contextId": context_id, "message": {"text": "hi"}}
+        assert client.post("/agents/demo/runs", json=body).status_code == 404
+        assert client.delete(f"/agents/demo/contexts/{context_id}").status_code == 404
+        assert client.portal is not None
+        assert client.portal.call(store.load, context_id) is None
+        assert client.portal.call(store.audit, context_id) == []
+
+
+def test_clear_and_forget_wait_for_the_run() -> None:
+    Busy.release = asyncio.Event()
+    with TestClient(app_for({"demo": Busy})) as client:
+        with client.stream("POST", "/agents/demo/runs", json={"message": {"text": "a"}}) as stream:
+            lines = stream.iter_lines()
+            context_id = parse_sse("\n".join(iter(lambda: next(lines), "")))[0]["contextId"]
+            base = f"/agents/demo/contexts/{context_id}"
+            for response in (client.post(f"{base}/clear"), client.delete(base)):
+                assert response.status_code == 409
+                assert response.json()["error"]["code"] == "context_busy"
+            assert client.portal is not None
+            client.portal.call(Busy.release.set)
+            assert "done" in "\n".join(lines)
+        assert client.delete(base).status_code == 204

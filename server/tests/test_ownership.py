@@ -1,0 +1,90 @@
+"""A context belongs to the principal that created it; a context id is not identity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from starlette.requests import HTTPConnection
+from starlette.testclient import TestClient
+
+from conftest import app_for, parse_sse, server_context
+from thinwire.demo import DemoAgent
+
+
+def by_header(connection: HTTPConnection) -> str | None:
+    return connection.headers.get("x-user")
+
+
+async def by_header_async(connection: HTTPConnection) -> str | None:
+    return connection.headers.get("x-user")
+
+
+ADA = {"x-user": "ada"}
+EVE = {"x-user": "eve"}
+UNKNOWN = "ctx-" + "0" * 36
+
+
+@pytest.fixture(params=[by_header, by_header_async], ids=["sync", "async"])
+def client(request: pytest.FixtureRequest) -> Any:
+    with TestClient(app_for({"demo": DemoAgent}, identify=request.param)) as test_client:
+        yield test_client
+
+
+def start(client: TestClient, headers: dict[str, str]) -> str:
+    response = client.post(
+        "/agents/demo/runs", json={"message": {"text": "private"}}, headers=headers
+    )
+    assert response.status_code == 200
+    return str(parse_sse(response.text)[0]["contextId"])
+
+
+def probes(context_id: str) -> list[tuple[str, str, dict[str, Any] | None]]:
+    base = f"/agents/demo/contexts/{context_id}"
+    return [
+        ("GET", base, None),
+        ("POST", "/agents/demo/runs", {"contextId": context_id, "message": {"text": "hi"}}),
+        ("POST", f"{base}/clear", None),
+        ("DELETE", base, None),
+    ]
+
+
+def test_another_principal_gets_exactly_what_a_missing_id_gets(client: TestClient) -> None:
+    context_id = start(client, ADA)
+    for (method, url, body), (_, missing_url, missing_body) in zip(
+        probes(context_id), probes(UNKNOWN), strict=True
+    ):
+        foreign = client.request(method, url, json=body, headers=EVE)
+        missing = client.request(method, missing_url, json=missing_body, headers=EVE)
+        assert foreign.status_code == missing.status_code == 404, (method, url)
+        assert (
+            foreign.json()["error"]["code"]
+            == missing.json()["error"]["code"]
+            == "context_not_found"
+        )
+        assert set(foreign.headers) == set(missing.headers)
+    # The owner's conversation is untouched by all of that.
+    transcript = client.get(f"/agents/demo/contexts/{context_id}", headers=ADA).json()
+    assert transcript["turns"][0]["text"] == "private"
+    assert len(transcript["turns"]) == 2
+
+
+def test_unauthenticated_requests_are_401(client: TestClient) -> None:
+    context_id = start(client, ADA)
+    for method, url, body in probes(context_id):
+        response = client.request(method, url, json=body)
+        assert response.status_code == 401, (method, url)
+        assert response.json()["error"]["code"] == "unauthenticated"
+    response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
+    assert response.status_code == 401
+
+
+def test_contexts_record_their_owner(client: TestClient) -> None:
+    context_id = start(client, ADA)
+    assert server_context(client, context_id).record.owner == "ada"
+    second = client.post(
+        "/agents/demo/runs",
+        json={"contextId": context_id, "message": {"text": "again"}},
+        headers=ADA,
+    )
+    assert parse_sse(second.text)[-1]["stopReason"] == "end"

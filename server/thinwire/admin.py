@@ -1,0 +1,163 @@
+"""The operator control API: read and patch AgentState, read its audit trail.
+
+Mounted at `/admin` only when an operator token is configured, and authenticated by that
+bearer token alone: the UI's credentials (cookies, `identify`) open nothing here, and the
+token opens nothing outside it. Never used by the UI.
+
+    GET   /admin/agents/{agent}/contexts/{id}/state               state, writable keys, version
+    PATCH /admin/agents/{agent}/contexts/{id}/state               {"state": {...}, "source"?}
+    GET   /admin/agents/{agent}/contexts/{id}/state/{key}/history one key's audit trail
+    GET   /admin/agents/{agent}/contexts/{id}/audit               the whole audit trail
+
+A patch is atomic: every key lands, or — one key not writable (403 `write_denied`), one
+value not JSON (400 `invalid_state_value`), a stale `If-Match` version (412
+`version_mismatch`), a run in progress (409 `context_busy`) — none does. It is durable
+before it is acknowledged, audited as `operator:<source>`.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from thinwire.contexts import Context, ContextRegistry
+from thinwire.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    PreconditionFailed,
+    Unauthorized,
+)
+from thinwire.ids import validate_context_id
+from thinwire.parsing import describe, read_json
+from thinwire.state import StateValueError, WriteDenied
+from thinwire.stores import AuditEntry, VersionConflict
+
+__all__ = ["StatePatch", "operator_routes"]
+
+MAX_PATCH_BYTES = 1024 * 1024
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class StatePatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    state: dict[str, Any] = Field(min_length=1, description="Keys to write, with their values.")
+    source: str = Field(
+        default="api",
+        pattern=r"^[A-Za-z0-9_.@:-]{1,64}$",
+        description="Who is writing, recorded in the audit trail as operator:<source>.",
+    )
+
+
+def parse_if_match(request: Request) -> int | None:
+    header = request.headers.get("if-match")
+    if header is None:
+        return None
+    tag = header.strip().removeprefix("W/").strip('"')
+    if not tag.isdigit():
+        raise BadRequest("invalid_request", 'If-Match must be a context version, e.g. "3"')
+    return int(tag)
+
+
+def entry_json(entry: AuditEntry) -> dict[str, Any]:
+    return {
+        "key": entry.key,
+        "value": entry.value,
+        "time": entry.time,
+        "source": entry.source,
+        "version": entry.version,
+    }
+
+
+def state_json(context: Context) -> dict[str, Any]:
+    writable = context.state.writable_keys
+    return {
+        "contextId": context.id,
+        "agent": context.agent_name,
+        "owner": context.record.owner,
+        "version": context.record.version,
+        "state": context.state.to_json(),
+        "writableKeys": None if writable is None else sorted(writable),
+    }
+
+
+def versioned(body: dict[str, Any]) -> Response:
+    return JSONResponse(body, headers={"ETag": f'"{body["version"]}"', "Cache-Control": "no-store"})
+
+
+def operator_routes(registry: ContextRegistry, token: str) -> list[BaseRoute]:
+    expected = f"Bearer {token}".encode()
+
+    def authenticated(handler: Handler) -> Handler:
+        async def guarded(request: Request) -> Response:
+            given = request.headers.get("authorization", "").encode()
+            if not hmac.compare_digest(given, expected):
+                raise Unauthorized("unauthorized", "the operator API needs its bearer token")
+            return await handler(request)
+
+        return guarded
+
+    async def find(request: Request) -> Context:
+        agent_name: str = request.path_params["agent"]
+        if agent_name not in registry.agents:
+            raise NotFound("agent_not_found", f"no agent named {agent_name[:64]!r}")
+        context_id = validate_context_id(request.path_params["context_id"])
+        return await registry.get_for_operator(agent_name, context_id)
+
+    async def read_state(request: Request) -> Response:
+        return versioned(state_json(await find(request)))
+
+    async def patch_state(request: Request) -> Response:
+        context = await find(request)
+        expected_version = parse_if_match(request)
+        try:
+            patch = StatePatch.model_validate(await read_json(request, MAX_PATCH_BYTES))
+        except ValidationError as exc:
+            raise BadRequest("invalid_request", describe(exc)) from exc
+        with registry.hold(context, "operator"):
+            if expected_version is not None and expected_version != context.record.version:
+                raise PreconditionFailed(
+                    "version_mismatch",
+                    f"context is at version {context.record.version}, not {expected_version}",
+                )
+            try:
+                context.state.update_all(patch.state, source=f"operator:{patch.source}")
+            except WriteDenied as exc:
+                raise Forbidden("write_denied", str(exc)) from exc
+            except StateValueError as exc:
+                raise BadRequest("invalid_state_value", str(exc)) from exc
+            try:
+                await registry.save(context)
+            except VersionConflict as exc:
+                raise Conflict("version_conflict", str(exc)) from exc
+        body = state_json(context)
+        body["updatedKeys"] = sorted(patch.state)
+        return versioned(body)
+
+    async def key_history(request: Request) -> Response:
+        context = await find(request)
+        key: str = request.path_params["key"]
+        entries = await registry.store.audit(context.id, key)
+        return JSONResponse({"key": key, "entries": [entry_json(e) for e in entries]})
+
+    async def audit(request: Request) -> Response:
+        context = await find(request)
+        entries = await registry.store.audit(context.id)
+        return JSONResponse({"entries": [entry_json(e) for e in entries]})
+
+    base = "/agents/{agent}/contexts/{context_id}"
+    return [
+        Route(f"{base}/state", authenticated(read_state), methods=["GET"]),
+        Route(f"{base}/state", authenticated(patch_state), methods=["PATCH"]),
+        Route(f"{base}/state/{{key}}/history", authenticated(key_history), methods=["GET"]),
+        Route(f"{base}/audit", authenticated(audit), methods=["GET"]),
+    ]
