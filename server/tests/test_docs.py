@@ -10,7 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from conftest import app_for, send
-from thinwire import Agent, StateValueError
+from thinwire import Agent, AgentState, StateValueError, WriteDenied
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,6 +49,9 @@ def test_state_doc_notes_agent_runs() -> None:
         second = send(client, "two", first[0]["contextId"])
     assert second[-1]["text"] == "2 notes so far."
     assert "hunter2" not in str(first + second)
+    state = AgentState(notes.initial_state, writable_keys=notes.writable_keys)
+    with pytest.raises(WriteDenied):
+        state["archive"] = "open"  # the doc's promise: "archive" can only be seeded
 
 
 def test_readme_echo_runs() -> None:
@@ -59,8 +62,6 @@ def test_readme_echo_runs() -> None:
 
 def test_state_doc_promise_about_datetimes() -> None:
     import datetime
-
-    from thinwire import AgentState
 
     with pytest.raises(StateValueError, match="when"):
         AgentState()["when"] = datetime.datetime.now()
