@@ -27,7 +27,12 @@ __all__ = ["generate", "main"]
 REGENERATE = "make schema"
 BANNER = f"@generated — DO NOT EDIT. Produced from server/thinwire/wire.py by `{REGENERATE}`."
 
-REQUESTS: list[type[BaseModel]] = [wire.RunRequest]
+REQUESTS: list[type[BaseModel]] = [
+    wire.RunRequest,
+    wire.SendCommand,
+    wire.AttachCommand,
+    wire.StopCommand,
+]
 RESPONSES: list[type[BaseModel]] = [
     wire.RunStartFrame,
     wire.ThinkingFrame,
@@ -37,7 +42,9 @@ RESPONSES: list[type[BaseModel]] = [
     wire.DoneFrame,
     wire.ErrorFrame,
     wire.Transcript,
+    wire.StopResult,
     wire.ErrorBody,
+    wire.RejectedFrame,
 ]
 
 TS_TEMPLATE = """\
@@ -56,6 +63,9 @@ export const PROTOCOL_HEADER = {{ header | tojson }};
 export type Frame =
 {% for name in frames %}  | {{ name }}{{ ";" if loop.last else "" }}
 {% endfor %}
+/** Every WebSocket command a client sends, discriminated by `type`. */
+export type Command = SendCommand | AttachCommand | StopCommand;
+
 export type FrameType = Frame["type"];
 export type StopReason = DoneFrame["stopReason"];
 """

@@ -18,15 +18,21 @@ from pydantic.alias_generators import to_camel
 __all__ = [
     "PROTOCOL_HEADER",
     "PROTOCOL_VERSION",
+    "AttachCommand",
+    "Command",
     "DoneFrame",
     "ErrorBody",
     "ErrorDetail",
     "ErrorFrame",
     "Frame",
     "Message",
+    "RejectedFrame",
     "RunRequest",
     "RunStartFrame",
+    "SendCommand",
+    "StopCommand",
     "StopReason",
+    "StopResult",
     "ThinkingFrame",
     "TokenFrame",
     "ToolCallFrame",
@@ -72,6 +78,32 @@ class RunRequest(WireModel):
         "the id).",
     )
     message: Message
+
+
+class SendCommand(WireModel):
+    """WebSocket: start a run, like `POST /agents/{agent}/runs`."""
+
+    type: Literal["send"]
+    context_id: str | None = None
+    message: Message
+
+
+class AttachCommand(WireModel):
+    """WebSocket: follow the latest run of a context, like `GET …/events`."""
+
+    type: Literal["attach"]
+    context_id: str
+    after: int = Field(default=0, ge=0, description="Send only frames with a greater seq.")
+
+
+class StopCommand(WireModel):
+    """WebSocket: stop the run in progress, like `POST …/stop`."""
+
+    type: Literal["stop"]
+    context_id: str
+
+
+Command = Annotated[SendCommand | AttachCommand | StopCommand, Field(discriminator="type")]
 
 
 # --- frames (server -> client) --------------------------------------------------------
@@ -139,6 +171,19 @@ class ErrorFrame(FrameBase):
     retryable: bool
 
 
+class RejectedFrame(WireModel):
+    """WebSocket: a command the server refused — the equivalent of an HTTP 4xx.
+
+    `no_run` answers an attach when there is nothing to follow.
+    """
+
+    type: Literal["rejected"] = "rejected"
+    code: str
+    message: str
+    command: Literal["send", "attach", "stop"] | None = None
+    context_id: str | None = None
+
+
 Frame = Annotated[
     RunStartFrame
     | ThinkingFrame
@@ -171,6 +216,18 @@ class Transcript(WireModel):
     context_id: str
     agent: str
     turns: list[TranscriptTurn]
+    active_run_id: str | None = Field(
+        default=None,
+        description="The run in progress, if any: attach to its events to follow it.",
+    )
+
+
+class StopResult(WireModel):
+    """Body of `POST …/stop`."""
+
+    context_id: str
+    run_id: str | None = Field(description="The run being stopped; null if none was running.")
+    stopping: bool
 
 
 class ErrorDetail(WireModel):

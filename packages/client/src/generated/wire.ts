@@ -3,6 +3,14 @@
 export const PROTOCOL_VERSION = "1";
 export const PROTOCOL_HEADER = "Thinwire-Protocol";
 
+/** WebSocket: follow the latest run of a context, like `GET …/events`. */
+export interface AttachCommand {
+  type: "attach";
+  contextId: string;
+  /** Send only frames with a greater seq. */
+  after?: number;
+}
+
 /** Last frame of a run. */
 export interface DoneFrame {
   /** The conversation this frame belongs to. */
@@ -51,6 +59,15 @@ export interface Message {
   text: string;
 }
 
+/** WebSocket: a command the server refused — the equivalent of an HTTP 4xx. `no_run` answers an attach when there is nothing to follow. */
+export interface RejectedFrame {
+  type: "rejected";
+  code: string;
+  message: string;
+  command: "send" | "attach" | "stop" | null;
+  contextId: string | null;
+}
+
 /** Body of `POST /agents/{agent}/runs`: start a run, in a new or an existing context. */
 export interface RunRequest {
   /** Continue this conversation; omit to start a new one (the server mints the id). */
@@ -68,6 +85,27 @@ export interface RunStartFrame {
   seq: number;
   type: "run_start";
   agent: string;
+}
+
+/** WebSocket: start a run, like `POST /agents/{agent}/runs`. */
+export interface SendCommand {
+  type: "send";
+  contextId?: string | null;
+  message: Message;
+}
+
+/** WebSocket: stop the run in progress, like `POST …/stop`. */
+export interface StopCommand {
+  type: "stop";
+  contextId: string;
+}
+
+/** Body of `POST …/stop`. */
+export interface StopResult {
+  contextId: string;
+  /** The run being stopped; null if none was running. */
+  runId: string | null;
+  stopping: boolean;
 }
 
 /** A delta of the agent's public reasoning. */
@@ -126,6 +164,8 @@ export interface Transcript {
   contextId: string;
   agent: string;
   turns: TranscriptTurn[];
+  /** The run in progress, if any: attach to its events to follow it. */
+  activeRunId: string | null;
 }
 
 /** One public turn of a conversation: what the user said or what the agent replied. */
@@ -146,7 +186,11 @@ export type Frame =
   | ToolResultFrame
   | TokenFrame
   | DoneFrame
-  | ErrorFrame;
+  | ErrorFrame
+  | RejectedFrame;
+
+/** Every WebSocket command a client sends, discriminated by `type`. */
+export type Command = SendCommand | AttachCommand | StopCommand;
 
 export type FrameType = Frame["type"];
 export type StopReason = DoneFrame["stopReason"];
