@@ -56,7 +56,7 @@ async def test_a_killed_run_is_recorded_as_interrupted_on_next_load() -> None:
     ]
     assert recovered.record.active_run is None
     # No seq that a client may have seen is ever used again.
-    assert recovered.record.last_seq >= SEQ_LEASE > log.frames[-1][0]
+    assert recovered.record.last_seq >= SEQ_LEASE > log.seqs[-1]
     stored = await store.load("ctx-a")
     assert (
         stored is not None
@@ -83,7 +83,12 @@ def test_clear_drops_history_but_keeps_state_and_id(client: TestClient) -> None:
     context_id = first[0]["contextId"]
     cleared = client.post(f"/agents/demo/contexts/{context_id}/clear")
     assert cleared.status_code == 200
-    assert cleared.json() == {"contextId": context_id, "agent": "demo", "turns": []}
+    assert cleared.json() == {
+        "contextId": context_id,
+        "agent": "demo",
+        "turns": [],
+        "activeRunId": None,
+    }
     context = server_context(client, context_id)
     assert [m["role"] for m in context.history] == ["system"]
     assert context.state["messages_seen"] == 1

@@ -15,6 +15,7 @@ from thinwire.stores import (
     AlreadyExists,
     AuditEntry,
     ContextRecord,
+    Event,
     MemoryStore,
     SQLiteStore,
     Store,
@@ -169,6 +170,46 @@ async def test_delete_removes_every_trace(store: Store) -> None:
     assert await store.delete("ctx-1") is False
     assert await store.load("ctx-2") is not None
     assert len(await store.audit("ctx-2")) == 1
+
+
+def event(seq: int, run_id: str = "run-1", time: float = 100.0) -> Event:
+    return Event(seq=seq, run_id=run_id, data=f'{{"seq":{seq},"text":"é\\n"}}', time=time)
+
+
+async def test_events_are_kept_once_in_seq_order(store: Store) -> None:
+    await store.create(record())
+    await store.append_events("ctx-1", [event(2), event(1)])
+    await store.append_events("ctx-1", [event(2), event(3)])  # a retried flush
+    assert await store.read_events("ctx-1") == [event(1), event(2), event(3)]
+    assert [e.seq for e in await store.read_events("ctx-1", after=2)] == [3]
+    assert await store.read_events("ctx-other") == []
+
+
+async def test_a_save_lands_its_events_with_it(store: Store) -> None:
+    await store.create(record())
+    await store.save(record(), expected_version=1, events=[event(1), event(2)])
+    with pytest.raises(VersionConflict):
+        await store.save(record(), expected_version=1, events=[event(3)])
+    assert [e.seq for e in await store.read_events("ctx-1")] == [1, 2]
+
+
+async def test_events_are_trimmed_and_expired(store: Store) -> None:
+    await store.create(record())
+    await store.create(record("ctx-2"))
+    await store.append_events("ctx-1", [event(n, time=100.0 + n) for n in range(1, 6)])
+    await store.append_events("ctx-2", [event(1, time=50.0)])
+    await store.trim_events("ctx-1", before_seq=3)
+    assert [e.seq for e in await store.read_events("ctx-1")] == [3, 4, 5]
+    assert await store.expire_events(before_time=104.5) == 3
+    assert [e.seq for e in await store.read_events("ctx-1")] == [5]
+    assert await store.read_events("ctx-2") == []
+
+
+async def test_delete_removes_events_too(store: Store) -> None:
+    await store.create(record())
+    await store.append_events("ctx-1", [event(1)])
+    await store.delete("ctx-1")
+    assert await store.read_events("ctx-1") == []
 
 
 # --- SQLite only: durability and atomicity on disk ------------------------------------

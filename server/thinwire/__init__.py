@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from thinwire.agent import Agent, Run
-from thinwire.app import AgentServer, create_app
+from thinwire.app import create_app
 from thinwire.errors import ThinwireError
 from thinwire.identity import anonymous
+from thinwire.server import AgentServer
 from thinwire.state import AgentState, StateValueError, WriteDenied
 from thinwire.stores import MemoryStore, SQLiteStore, Store
 

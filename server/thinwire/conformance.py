@@ -40,7 +40,7 @@ async def run_demo() -> list[RunLog]:
 
 
 def expected_view(log: RunLog, text: str) -> dict[str, Any]:
-    frames = [json.loads(data) for _, data in log.frames]
+    frames = [json.loads(data) for data in log.frames]
     done = frames[-1]
     return {
         "contextId": CONTEXT_ID,
@@ -74,7 +74,7 @@ def expected_view(log: RunLog, text: str) -> dict[str, Any]:
 
 def encode_with_noise(log: RunLog) -> str:
     out = []
-    for index, (seq, data) in enumerate(log.frames):
+    for index, (seq, data) in enumerate(zip(log.seqs, log.frames, strict=True)):
         out.append(encode(seq, data))
         if index == 0:
             out.append(HEARTBEAT)

@@ -18,15 +18,16 @@ import asyncio
 import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from thinwire import wire
 from thinwire.agent import Agent
 from thinwire.errors import Conflict, NotFound
 from thinwire.ids import new_context_id
 from thinwire.state import AgentState
-from thinwire.stores import AuditEntry, ContextRecord, Store
+from thinwire.stores import AuditEntry, ContextRecord, Event, Store
 
 if TYPE_CHECKING:
     from thinwire.runs import RunLog
@@ -170,16 +171,29 @@ class ContextRegistry:
                 self._loading.pop(context_id, None)
 
     async def _record_killed_run(self, context: Context) -> None:
-        """A run was in progress when its process died: its turn ends as interrupted."""
+        """A run was in progress when its process died: its turn ends as interrupted, and
+        its event log with a `done` saying so, numbered past anything it could have sent."""
         record = context.record
-        assert record.active_run is not None
+        active = record.active_run
+        assert active is not None
         record.history.append({"role": "assistant", "content": "", "stopReason": "interrupted"})
         record.transcript.append(
             {"role": "assistant", "text": "", "toolCalls": [], "stopReason": "interrupted"}
         )
-        record.last_seq = max(record.last_seq, record.active_run["seqLease"])
+        record.last_seq = max(record.last_seq, active["seqLease"])
         record.active_run = None
-        await self.save(context)
+        done = wire.DoneFrame(
+            context_id=record.id,
+            run_id=active["runId"],
+            seq=record.last_seq,
+            text="",
+            tool_calls=[],
+            stop_reason="interrupted",
+        )
+        event = Event(
+            record.last_seq, active["runId"], done.model_dump_json(by_alias=True), time.time()
+        )
+        await self.save(context, events=[event])
 
     @contextlib.contextmanager
     def hold(self, context: Context, holder: str) -> Iterator[None]:
@@ -198,7 +212,7 @@ class ContextRegistry:
     def release(self, context: Context) -> None:
         context.holder = None
 
-    async def save(self, context: Context) -> None:
+    async def save(self, context: Context, events: Sequence[Event] = ()) -> None:
         """Save the context's record and pending audit entries, compare-and-set.
 
         On any failure (a `VersionConflict` included) the cached copy is dropped, so the
@@ -210,7 +224,7 @@ class ContextRegistry:
         audit = context.state.take_audit()
         try:
             record.version = await self.store.save(
-                record, expected_version=record.version, audit=audit
+                record, expected_version=record.version, audit=audit, events=events
             )
         except Exception:
             self.forget_cached(context)

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from thinwire import wire
 from thinwire.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
-__all__ = ["check_protocol", "read_json", "read_run_request"]
+__all__ = ["check_message", "check_protocol", "describe", "read_json", "read_run_request"]
 
 
 def check_protocol(request: Request) -> None:
@@ -64,14 +64,17 @@ async def read_run_request(
         run_request = wire.RunRequest.model_validate(body)
     except ValidationError as exc:
         raise BadRequest("invalid_request", describe(exc)) from exc
-    if not run_request.message.text.strip():
+    check_message(run_request.message.text, max_message_bytes)
+    return run_request
+
+
+def check_message(text: str, max_bytes: int) -> None:
+    """A user message must say something, be valid Unicode and fit in `max_bytes`."""
+    if not text.strip():
         raise BadRequest("invalid_request", "message.text: must not be blank")
     try:
-        size = len(run_request.message.text.encode("utf-8"))
+        size = len(text.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise BadRequest("invalid_request", "message.text: not valid Unicode") from exc
-    if size > max_message_bytes:
-        raise PayloadTooLarge(
-            "message_too_large", f"message.text exceeds {max_message_bytes} bytes"
-        )
-    return run_request
+    if size > max_bytes:
+        raise PayloadTooLarge("message_too_large", f"message.text exceeds {max_bytes} bytes")

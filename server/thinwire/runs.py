@@ -1,20 +1,27 @@
 """Running an agent: the run log (the frames of one run) and the task that fills it.
 
 The run executes in its own task, not in the HTTP response: a client that disconnects
-does not stop the run, and any number of readers can follow the same log.
+does not stop the run, and any number of readers can follow the same log, from memory
+while the run lives in this process and from the store's event log after.
 
-Persistence happens at the two edges of a run. `begin_run` saves the user's message and
-marks the run active before the first frame is sent; `execute` saves the reply, the tool
-records and the AgentState writes (with their audit) in one atomic save, and only then
-sends `done`. A process killed in between leaves the marked run, which the registry
-records as interrupted on next load: completed turns intact, nothing half-written.
+Persistence happens at the two edges of a run, with the frames flushed in between.
+`begin_run` saves the user's message and marks the run active before the first frame is
+sent. While the run goes, its frames are appended to the store's event log in batches.
+`finish` saves the reply, the tool records, the AgentState writes (with their audit) and
+the last frames including `done` in one atomic save, and only then sends `done`. A
+process killed in between leaves the marked run, which the registry records as
+interrupted (with a `done` frame of its own) on next load: completed turns intact,
+nothing half-written.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
+import contextlib
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,17 +31,27 @@ from thinwire import wire
 from thinwire.agent import Run
 from thinwire.contexts import SEQ_LEASE, Context, ContextRegistry
 from thinwire.ids import new_run_id
+from thinwire.stores import Event
 
-__all__ = ["RunLog", "RunTooLong", "begin_run", "execute"]
+__all__ = ["RunLog", "RunTooLong", "begin_run", "execute", "stored_frames"]
 
 logger = logging.getLogger("thinwire.runs")
 
 #: Frames kept back at the end of a seq lease for the run's `error` and `done`.
 CLOSING_FRAMES = 3
+#: Seconds between flushes of a running run's frames to the store's event log.
+FLUSH_INTERVAL = 0.05
 
 
 class RunTooLong(RuntimeError):
     """A run emitted more frames than one seq lease allows."""
+
+
+def encode_frame(
+    model: type[BaseModel], context_id: str, run_id: str, seq: int, **fields: Any
+) -> str:
+    frame = model(context_id=context_id, run_id=run_id, seq=seq, **fields)
+    return frame.model_dump_json(by_alias=True)
 
 
 class RunLog:
@@ -44,8 +61,13 @@ class RunLog:
         self.context = context
         self.run_id = run_id
         self.seq_lease = seq_lease
-        self.frames: list[tuple[int, str]] = []
+        self.seqs: list[int] = []
+        self.frames: list[str] = []
+        #: Frames not yet in the store's event log, oldest first.
+        self.unflushed: list[Event] = []
         self.finished = False
+        #: Set by a stop, so the cancellation is recorded as `stopped`, not `interrupted`.
+        self.stop_requested = False
         self._changed = asyncio.Event()
         self._calls = 0
 
@@ -57,16 +79,25 @@ class RunLog:
         self.context.record.last_seq += 1
         return self.context.record.last_seq
 
-    def _append(self, model: type[BaseModel], seq: int | None = None, **fields: Any) -> None:
-        if seq is None:
-            closing = model in (wire.ErrorFrame, wire.DoneFrame)
-            if not closing and self.context.record.last_seq >= self.seq_lease - CLOSING_FRAMES:
-                raise RunTooLong(f"a run may send at most {SEQ_LEASE - CLOSING_FRAMES} frames")
-            seq = self.reserve_seq()
-        frame = model(context_id=self.context.id, run_id=self.run_id, seq=seq, **fields)
-        self.frames.append((seq, frame.model_dump_json(by_alias=True)))
+    def encode(self, model: type[BaseModel], seq: int, **fields: Any) -> Event:
+        data = encode_frame(model, self.context.id, self.run_id, seq, **fields)
+        return Event(seq=seq, run_id=self.run_id, data=data, time=time.time())
+
+    def publish(self, event: Event, *, stored: bool = False, last: bool = False) -> None:
+        """Hand a frame to the followers (and, unless `stored`, to the next flush)."""
+        self.seqs.append(event.seq)
+        self.frames.append(event.data)
+        if not stored:
+            self.unflushed.append(event)
+        self.finished = last
         self._changed.set()
         self._changed = asyncio.Event()
+
+    def _append(self, model: type[BaseModel], **fields: Any) -> None:
+        closing = model in (wire.ErrorFrame, wire.DoneFrame)
+        if not closing and self.context.record.last_seq >= self.seq_lease - CLOSING_FRAMES:
+            raise RunTooLong(f"a run may send at most {SEQ_LEASE - CLOSING_FRAMES} frames")
+        self.publish(self.encode(model, self.reserve_seq(), **fields))
 
     def run_start(self, agent: str) -> None:
         self._append(wire.RunStartFrame, agent=agent)
@@ -86,15 +117,13 @@ class RunLog:
     def error(self, code: str, message: str, *, retryable: bool) -> None:
         self._append(wire.ErrorFrame, code=code, message=message, retryable=retryable)
 
-    def done(
-        self,
-        text: str,
-        tool_calls: list[str],
-        stop_reason: wire.StopReason,
-        seq: int | None = None,
-    ) -> None:
-        self._append(wire.DoneFrame, seq, text=text, tool_calls=tool_calls, stop_reason=stop_reason)
-        self.finished = True
+    async def flush(self, registry: ContextRegistry) -> None:
+        """Append the unflushed frames to the event log. They leave `unflushed` only once
+        stored, so a flush cut short is simply repeated (appends are idempotent)."""
+        batch = list(self.unflushed)
+        if batch:
+            await registry.store.append_events(self.context.id, batch)
+            del self.unflushed[: len(batch)]
 
     async def follow(
         self, after: int = 0, heartbeat: float | None = None
@@ -103,20 +132,29 @@ class RunLog:
 
         Yields None when `heartbeat` seconds pass without a frame.
         """
-        index = 0
+        index = bisect.bisect_right(self.seqs, after)
         while True:
             changed = self._changed
             while index < len(self.frames):
-                seq, data = self.frames[index]
+                yield self.seqs[index], self.frames[index]
                 index += 1
-                if seq > after:
-                    yield seq, data
             if self.finished:
                 return
             try:
                 await asyncio.wait_for(changed.wait(), heartbeat)
             except TimeoutError:
                 yield None
+
+
+async def stored_frames(
+    registry: ContextRegistry, context: Context, after: int
+) -> list[tuple[int, str]]:
+    """The latest finished run's frames after `after`, from the store's event log."""
+    last_run = context.record.last_run
+    if last_run is None:
+        return []
+    events = await registry.store.read_events(context.id, max(after, last_run["firstSeq"] - 1))
+    return [(e.seq, e.data) for e in events if e.run_id == last_run["runId"]]
 
 
 async def begin_run(
@@ -127,17 +165,22 @@ async def begin_run(
     registry.acquire(context, "run")
     try:
         record = context.record
+        previous = record.last_run
         lease = record.last_seq + SEQ_LEASE
         record.history.append({"role": "user", "content": text})
         record.transcript.append(
             {"role": "user", "text": text, "toolCalls": [], "stopReason": None}
         )
         record.active_run = {"runId": run_id, "seqLease": lease}
+        record.last_run = {"runId": run_id, "firstSeq": record.last_seq + 1}
         await registry.save(context)
     except BaseException:
         registry.release(context)
         raise
     log = context.run = RunLog(context, run_id, lease)
+    if previous is not None:
+        # Keep the frames of this run and the one before it; older ones are done with.
+        await registry.store.trim_events(context.id, previous["firstSeq"])
     return log
 
 
@@ -146,6 +189,16 @@ def failure(log: RunLog, code: str, what: str) -> None:
     reference = "err-" + secrets.token_hex(6)
     logger.exception("%s in %s (%s)", what, log.context.id, reference)
     log.error(code, f"{what}. Reference: {reference}.", retryable=code == "store_error")
+
+
+async def flush_periodically(registry: ContextRegistry, log: RunLog) -> None:
+    while True:
+        await asyncio.sleep(FLUSH_INTERVAL)
+        try:
+            await log.flush(registry)
+        except Exception:
+            # The frames stay unflushed and go with the run's final save.
+            logger.warning("flushing frames of %s failed", log.context.id, exc_info=True)
 
 
 async def execute(registry: ContextRegistry, context: Context, log: RunLog, text: str) -> None:
@@ -165,12 +218,13 @@ async def execute(registry: ContextRegistry, context: Context, log: RunLog, text
         log=log,
         handoff=handoff,
     )
+    flusher = asyncio.create_task(flush_periodically(registry, log))
     stop_reason: wire.StopReason = "end"
     try:
         log.run_start(context.agent_name)
         await context.agent.run(run, text)
     except asyncio.CancelledError:
-        stop_reason = "interrupted"
+        stop_reason = "stopped" if log.stop_requested else "interrupted"
         raise
     except RunTooLong:
         failure(log, "run_too_long", "The run sent too many frames")
@@ -180,6 +234,9 @@ async def execute(registry: ContextRegistry, context: Context, log: RunLog, text
         failure(log, "agent_error", "The agent failed")
         stop_reason = "error"
     finally:
+        flusher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await flusher
         await finish(registry, context, log, run, stop_reason)
 
 
@@ -190,6 +247,7 @@ async def finish(
     run: Run,
     stop_reason: wire.StopReason,
 ) -> None:
+    """Save the run's outcome and its last frames in one step, then send `done`."""
     record = context.record
     record.history.append({"role": "assistant", "content": run.text, "stopReason": stop_reason})
     if run.text or run.tool_calls or stop_reason != "end":
@@ -202,16 +260,32 @@ async def finish(
             }
         )
     record.active_run = None
-    done_seq = log.reserve_seq()
+    done = log.encode(
+        wire.DoneFrame,
+        log.reserve_seq(),
+        text=run.text,
+        tool_calls=run.tool_calls,
+        stop_reason=stop_reason,
+    )
     try:
-        await registry.save(context)
+        await registry.save(context, events=[*log.unflushed, done])
     except Exception:
-        # Nothing of this run landed; the stored run stays marked and is recorded as
-        # interrupted when the context is next loaded.
+        # Nothing of this run's end landed; the stored run stays marked and is recorded
+        # as interrupted when the context is next loaded.
         failure(log, "store_error", "The reply could not be saved")
-        log.done(run.text, run.tool_calls, "error")
+        log.publish(
+            log.encode(
+                wire.DoneFrame,
+                log.reserve_seq(),
+                text=run.text,
+                tool_calls=run.tool_calls,
+                stop_reason="error",
+            ),
+            last=True,
+        )
     else:
-        log.done(run.text, run.tool_calls, stop_reason, seq=done_seq)
+        log.unflushed.clear()
+        log.publish(done, stored=True, last=True)
     finally:
         context.run = None
         registry.release(context)

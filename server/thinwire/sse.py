@@ -1,15 +1,28 @@
-"""Server-sent events: the encoding of frames and the streaming response that carries them."""
+"""Server-sent events: the encoding of frames and the response that streams them.
+
+The response races two tasks: one writes frames, one listens for the client leaving;
+whichever ends first cancels the other. Closing the stream never touches the run.
+
+A client that stops reading cannot make the server buffer for it: frames are read from
+the run's log, not queued per client, and each write must complete within
+`send_timeout`, or the slow consumer is disconnected. It can reattach from the log with
+`Last-Event-ID` and lose nothing.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 
-from starlette.responses import StreamingResponse
+import anyio
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from thinwire import wire
-from thinwire.runs import RunLog
 
-__all__ = ["SSE_HEADERS", "encode", "sse_response"]
+__all__ = ["SSE_HEADERS", "EventStream", "encode"]
+
+logger = logging.getLogger("thinwire.sse")
 
 SSE_HEADERS = {
     "Cache-Control": "no-store",
@@ -19,18 +32,52 @@ SSE_HEADERS = {
 }
 HEARTBEAT = b": heartbeat\n\n"
 
+Frames = AsyncIterator[tuple[int, str] | None]
+
 
 def encode(seq: int, data: str) -> bytes:
     """One SSE event. `data` is compact JSON, so it never contains a newline."""
     return f"id: {seq}\ndata: {data}\n\n".encode()
 
 
-async def frames(log: RunLog, after: int, heartbeat: float | None) -> AsyncIterator[bytes]:
-    async for item in log.follow(after, heartbeat):
-        yield HEARTBEAT if item is None else encode(*item)
+class EventStream(Response):
+    """A response streaming `frames` (None: a heartbeat) as SSE."""
 
+    def __init__(self, frames: Frames, *, send_timeout: float, retry_ms: int | None = None) -> None:
+        # As StreamingResponse does: no body, so no content-length.
+        self.status_code = 200
+        self.media_type = "text/event-stream"
+        self.background = None
+        self.init_headers(SSE_HEADERS)
+        self.frames = frames
+        self.send_timeout = send_timeout
+        self.retry_ms = retry_ms
 
-def sse_response(log: RunLog, *, after: int = 0, heartbeat: float | None) -> StreamingResponse:
-    return StreamingResponse(
-        frames(log, after, heartbeat), media_type="text/event-stream", headers=SSE_HEADERS
-    )
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+
+        async def write(body: bytes, more: bool = True) -> None:
+            with anyio.fail_after(self.send_timeout):
+                await send({"type": "http.response.body", "body": body, "more_body": more})
+
+        async def stream(scope: anyio.CancelScope) -> None:
+            if self.retry_ms is not None:
+                await write(f"retry: {self.retry_ms}\n\n".encode())
+            async for item in self.frames:
+                await write(HEARTBEAT if item is None else encode(*item))
+            await write(b"", more=False)
+            scope.cancel()
+
+        async def listen(scope: anyio.CancelScope) -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            scope.cancel()
+
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(stream, group.cancel_scope)
+                group.start_soon(listen, group.cancel_scope)
+        except* TimeoutError:
+            # Ending the app without finishing the body makes the server drop the
+            # connection: the slow consumer goes, the run and its log stay.
+            logger.info("disconnected a client that stopped reading (%s)", scope.get("path"))

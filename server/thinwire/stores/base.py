@@ -10,7 +10,9 @@ conformance suite in `server/tests/test_stores.py` checks):
 - A crash at any point leaves the old version or the new one, nothing in between.
 - Records and audit entries are plain JSON on the way in and out: what is loaded is
   equal to what was saved, never aliased to it.
-- `delete` removes every trace of a context: its record and its audit trail.
+- `delete` removes every trace of a context: its record, its audit trail, its events.
+- Events (the frames of a context's recent runs) are kept by seq, once each: appending
+  an event again is a no-op, so a retried flush never duplicates a frame.
 
 These map onto SQLite transactions and onto Redis (WATCH/MULTI or a script), so the
 same interface serves one process or several replicas.
@@ -27,6 +29,7 @@ __all__ = [
     "AlreadyExists",
     "AuditEntry",
     "ContextRecord",
+    "Event",
     "Store",
     "StoreError",
     "VersionConflict",
@@ -69,6 +72,8 @@ class ContextRecord:
     #: Set while a run is in progress: {"runId", "seqLease"}. Found set on a context no
     #: process is running, it marks a run that was killed.
     active_run: dict[str, Any] | None = None
+    #: The latest run: {"runId", "firstSeq"}; its events are what a reattach replays.
+    last_run: dict[str, Any] | None = None
     created_at: float = 0.0
     updated_at: float = 0.0
 
@@ -79,6 +84,7 @@ class ContextRecord:
             "transcript": self.transcript,
             "lastSeq": self.last_seq,
             "activeRun": self.active_run,
+            "lastRun": self.last_run,
             "createdAt": self.created_at,
             "updatedAt": self.updated_at,
         }
@@ -97,6 +103,7 @@ class ContextRecord:
             transcript=data["transcript"],
             last_seq=data["lastSeq"],
             active_run=data["activeRun"],
+            last_run=data.get("lastRun"),
             created_at=data["createdAt"],
             updated_at=data["updatedAt"],
         )
@@ -114,6 +121,16 @@ class AuditEntry:
     version: int = 0
 
 
+@dataclass(frozen=True)
+class Event:
+    """One frame as it went on the wire: its seq, its run and its JSON."""
+
+    seq: int
+    run_id: str
+    data: str
+    time: float
+
+
 class Store(abc.ABC):
     @abc.abstractmethod
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
@@ -125,14 +142,35 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def save(
-        self, record: ContextRecord, *, expected_version: int, audit: Sequence[AuditEntry] = ()
+        self,
+        record: ContextRecord,
+        *,
+        expected_version: int,
+        audit: Sequence[AuditEntry] = (),
+        events: Sequence[Event] = (),
     ) -> int:
         """Replace the record if its stored version is `expected_version`; return the new
-        version. The audit entries are appended in the same atomic step."""
+        version. The audit entries and events are appended in the same atomic step."""
+
+    @abc.abstractmethod
+    async def append_events(self, context_id: str, events: Sequence[Event]) -> None:
+        """Keep these frames; a seq already kept is left as it is."""
+
+    @abc.abstractmethod
+    async def read_events(self, context_id: str, after: int = 0) -> list[Event]:
+        """The kept frames with seq > `after`, in seq order."""
+
+    @abc.abstractmethod
+    async def trim_events(self, context_id: str, before_seq: int) -> None:
+        """Drop the frames with seq < `before_seq`."""
+
+    @abc.abstractmethod
+    async def expire_events(self, before_time: float) -> int:
+        """Drop frames of every context kept since before `before_time`; return how many."""
 
     @abc.abstractmethod
     async def delete(self, context_id: str) -> bool:
-        """Remove the context and its audit trail; False if there was none."""
+        """Remove the context, its audit trail and its events; False if there was none."""
 
     @abc.abstractmethod
     async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:

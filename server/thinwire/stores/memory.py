@@ -10,7 +10,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 
-from thinwire.stores.base import AlreadyExists, AuditEntry, ContextRecord, Store, VersionConflict
+from thinwire.stores.base import (
+    AlreadyExists,
+    AuditEntry,
+    ContextRecord,
+    Event,
+    Store,
+    VersionConflict,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -19,6 +26,7 @@ class MemoryStore(Store):
     def __init__(self) -> None:
         self._records: dict[str, tuple[str, str, int, str]] = {}
         self._audit: dict[str, list[str]] = {}
+        self._events: dict[str, dict[int, Event]] = {}
 
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
         if record.id in self._records:
@@ -35,13 +43,46 @@ class MemoryStore(Store):
         )
 
     async def save(
-        self, record: ContextRecord, *, expected_version: int, audit: Sequence[AuditEntry] = ()
+        self,
+        record: ContextRecord,
+        *,
+        expected_version: int,
+        audit: Sequence[AuditEntry] = (),
+        events: Sequence[Event] = (),
     ) -> int:
         stored = self._records.get(record.id)
         actual = stored[2] if stored else None
         if actual != expected_version:
             raise VersionConflict(record.id, expected_version, actual)
-        return self._write(record, expected_version + 1, audit)
+        version = self._write(record, expected_version + 1, audit)
+        self._keep(record.id, events)
+        return version
+
+    def _keep(self, context_id: str, events: Sequence[Event]) -> None:
+        kept = self._events.setdefault(context_id, {})
+        for event in events:
+            kept.setdefault(event.seq, event)
+
+    async def append_events(self, context_id: str, events: Sequence[Event]) -> None:
+        self._keep(context_id, events)
+
+    async def read_events(self, context_id: str, after: int = 0) -> list[Event]:
+        kept = self._events.get(context_id, {})
+        return [kept[seq] for seq in sorted(kept) if seq > after]
+
+    async def trim_events(self, context_id: str, before_seq: int) -> None:
+        kept = self._events.get(context_id, {})
+        for seq in [seq for seq in kept if seq < before_seq]:
+            del kept[seq]
+
+    async def expire_events(self, before_time: float) -> int:
+        dropped = 0
+        for kept in self._events.values():
+            old = [seq for seq, event in kept.items() if event.time < before_time]
+            for seq in old:
+                del kept[seq]
+            dropped += len(old)
+        return dropped
 
     def _write(self, record: ContextRecord, version: int, audit: Sequence[AuditEntry]) -> int:
         # Serialise everything before changing anything, so a bad value changes nothing.
@@ -53,6 +94,7 @@ class MemoryStore(Store):
 
     async def delete(self, context_id: str) -> bool:
         self._audit.pop(context_id, None)
+        self._events.pop(context_id, None)
         return self._records.pop(context_id, None) is not None
 
     async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:

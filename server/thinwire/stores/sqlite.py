@@ -17,7 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from thinwire.stores.base import AlreadyExists, AuditEntry, ContextRecord, Store, VersionConflict
+from thinwire.stores.base import (
+    AlreadyExists,
+    AuditEntry,
+    ContextRecord,
+    Event,
+    Store,
+    VersionConflict,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -41,6 +48,15 @@ CREATE TABLE IF NOT EXISTS audit (
     version INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS audit_by_context ON audit (context_id, key, seq);
+CREATE TABLE IF NOT EXISTS events (
+    context_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    run_id TEXT NOT NULL,
+    data TEXT NOT NULL,
+    time REAL NOT NULL,
+    PRIMARY KEY (context_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS events_by_time ON events (time);
 """
 
 
@@ -101,7 +117,12 @@ class SQLiteStore(Store):
         return await self._run(load)
 
     async def save(
-        self, record: ContextRecord, *, expected_version: int, audit: Sequence[AuditEntry] = ()
+        self,
+        record: ContextRecord,
+        *,
+        expected_version: int,
+        audit: Sequence[AuditEntry] = (),
+        events: Sequence[Event] = (),
     ) -> int:
         data = encode_record(record)
         version = expected_version + 1
@@ -118,9 +139,56 @@ class SQLiteStore(Store):
                     ).fetchone()
                     raise VersionConflict(record.id, expected_version, row[0] if row else None)
                 self._append_audit(connection, record.id, version, audit)
+                self._insert_events(connection, record.id, events)
             return version
 
         return await self._run(save)
+
+    def _insert_events(
+        self, connection: sqlite3.Connection, context_id: str, events: Sequence[Event]
+    ) -> None:
+        connection.executemany(
+            "INSERT OR IGNORE INTO events (context_id, seq, run_id, data, time) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(context_id, e.seq, e.run_id, e.data, e.time) for e in events],
+        )
+
+    async def append_events(self, context_id: str, events: Sequence[Event]) -> None:
+        def append(connection: sqlite3.Connection) -> None:
+            with transaction(connection):
+                self._insert_events(connection, context_id, events)
+
+        if events:
+            await self._run(append)
+
+    async def read_events(self, context_id: str, after: int = 0) -> list[Event]:
+        def read(connection: sqlite3.Connection) -> list[Event]:
+            rows = connection.execute(
+                "SELECT seq, run_id, data, time FROM events "
+                "WHERE context_id = ? AND seq > ? ORDER BY seq",
+                (context_id, after),
+            ).fetchall()
+            return [Event(seq=q, run_id=r, data=d, time=t) for q, r, d, t in rows]
+
+        return await self._run(read)
+
+    async def trim_events(self, context_id: str, before_seq: int) -> None:
+        def trim(connection: sqlite3.Connection) -> None:
+            with transaction(connection):
+                connection.execute(
+                    "DELETE FROM events WHERE context_id = ? AND seq < ?", (context_id, before_seq)
+                )
+
+        await self._run(trim)
+
+    async def expire_events(self, before_time: float) -> int:
+        def expire(connection: sqlite3.Connection) -> int:
+            with transaction(connection):
+                return connection.execute(
+                    "DELETE FROM events WHERE time < ?", (before_time,)
+                ).rowcount
+
+        return await self._run(expire)
 
     def _append_audit(
         self,
@@ -149,6 +217,7 @@ class SQLiteStore(Store):
         def delete(connection: sqlite3.Connection) -> bool:
             with transaction(connection):
                 connection.execute("DELETE FROM audit WHERE context_id = ?", (context_id,))
+                connection.execute("DELETE FROM events WHERE context_id = ?", (context_id,))
                 deleted = connection.execute(
                     "DELETE FROM contexts WHERE id = ?", (context_id,)
                 ).rowcount

@@ -1,0 +1,164 @@
+"""AgentServer: what the server can do, whatever the transport.
+
+HTTP routes (`routes.py`) and the WebSocket endpoint (`websocket.py`) both translate
+requests into these operations, so SSE and WebSocket clients get exactly the same
+behaviour: start a run, follow one, stop one, read, clear or forget a conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from starlette.requests import HTTPConnection
+
+from thinwire import wire
+from thinwire.contexts import AgentFactory, Context, ContextRegistry
+from thinwire.errors import NotFound
+from thinwire.identity import Identify, principal_of
+from thinwire.ids import validate_context_id
+from thinwire.runs import RunLog, begin_run, execute, stored_frames
+from thinwire.sse import Frames
+from thinwire.stores import Store
+
+__all__ = ["AgentServer"]
+
+logger = logging.getLogger("thinwire")
+
+
+class AgentServer:
+    """The state behind one app: its agents, its contexts and the runs in flight."""
+
+    def __init__(
+        self,
+        agents: Mapping[str, AgentFactory],
+        *,
+        identify: Identify,
+        store: Store,
+        max_contexts: int,
+        max_message_bytes: int,
+        max_body_bytes: int,
+        heartbeat_interval: float | None,
+        send_timeout: float,
+        event_ttl: float,
+        allowed_origins: Sequence[str] = (),
+    ) -> None:
+        self.agents = dict(agents)
+        self.identify = identify
+        self.store = store
+        self.contexts = ContextRegistry(store, self.agents, max_contexts=max_contexts)
+        self.max_message_bytes = max_message_bytes
+        self.max_body_bytes = max_body_bytes
+        self.heartbeat_interval = heartbeat_interval
+        self.send_timeout = send_timeout
+        self.event_ttl = event_ttl
+        #: Pages of other origins whose WebSockets may act with this site's cookies.
+        self.allowed_origins = tuple(allowed_origins)
+        self._runs: dict[str, asyncio.Task[None]] = {}
+        self._janitor: asyncio.Task[None] | None = None
+
+    def agent_name(self, name: str) -> str:
+        if name not in self.agents:
+            raise NotFound("agent_not_found", f"no agent named {name[:64]!r}")
+        return name
+
+    async def principal(self, connection: HTTPConnection) -> str:
+        return await principal_of(connection, self.identify)
+
+    async def context(self, agent_name: str, context_id: str, principal: str) -> Context:
+        """The context, if `principal` owns it; `context_not_found` otherwise."""
+        return await self.contexts.get(agent_name, validate_context_id(context_id), principal)
+
+    async def start(
+        self, agent_name: str, principal: str, context_id: str | None, text: str
+    ) -> RunLog:
+        """Start a run; it goes on whether or not anyone follows it."""
+        if context_id is None:
+            context = await self.contexts.create(agent_name, principal)
+        else:
+            context = await self.context(agent_name, context_id, principal)
+        log = await begin_run(self.contexts, context, text)
+        task = asyncio.create_task(execute(self.contexts, context, log, text))
+        self._runs[log.run_id] = task
+        task.add_done_callback(lambda _: self._runs.pop(log.run_id, None))
+        return log
+
+    async def follow(self, context: Context, after: int) -> Frames | None:
+        """The latest run's frames after `after`, then live ones until `done`; None when
+        there is nothing to send."""
+        log = context.run
+        if log is not None:
+            return log.follow(after, self.heartbeat_interval)
+        frames = await stored_frames(self.contexts, context, after)
+        if not frames:
+            return None
+
+        async def replay() -> AsyncIterator[tuple[int, str] | None]:
+            for frame in frames:
+                yield frame
+
+        return replay()
+
+    def stop(self, context: Context) -> dict[str, Any]:
+        """Cancel the run in progress; it ends with stop reason `stopped`."""
+        log = context.run
+        task = self._runs.get(log.run_id) if log else None
+        if log is not None and task is not None and not log.finished:
+            log.stop_requested = True
+            task.cancel()
+        result = wire.StopResult(
+            context_id=context.id,
+            run_id=log.run_id if log else None,
+            stopping=bool(log and log.stop_requested),
+        )
+        return result.model_dump(by_alias=True)
+
+    def transcript(self, context: Context) -> dict[str, Any]:
+        """The public projection of a context, built field by field."""
+        turns = [wire.TranscriptTurn.model_validate(turn) for turn in context.transcript]
+        body = wire.Transcript(
+            context_id=context.id,
+            agent=context.agent_name,
+            turns=turns,
+            active_run_id=context.run.run_id if context.run else None,
+        )
+        return body.model_dump(by_alias=True)
+
+    async def clear(self, context: Context) -> None:
+        """Drop the conversation history; keep AgentState, the audit trail and the id."""
+        with self.contexts.hold(context, "clear"):
+            record = context.record
+            record.history = [m for m in record.history if m["role"] == "system"]
+            record.transcript = []
+            await self.contexts.save(context)
+
+    async def forget(self, context: Context) -> None:
+        await self.contexts.forget(context)
+
+    async def startup(self) -> None:
+        self._janitor = asyncio.create_task(self._expire_events())
+
+    async def _expire_events(self) -> None:
+        """Event logs outlive connections and restarts, but not `event_ttl`."""
+        while True:
+            try:
+                await self.store.expire_events(time.time() - self.event_ttl)
+            except Exception:
+                logger.warning("expiring old events failed", exc_info=True)
+            await asyncio.sleep(min(3600.0, self.event_ttl / 4))
+
+    async def shutdown(self) -> None:
+        """Bring runs in flight to a recorded end (`interrupted`), then close the store."""
+        if self._janitor is not None:
+            self._janitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._janitor
+        runs = list(self._runs.values())
+        for task in runs:
+            task.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
+        await self.store.close()

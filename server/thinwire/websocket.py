@@ -1,0 +1,185 @@
+"""The WebSocket transport: the same frames and the same commands as HTTP, one socket.
+
+    client -> server   {"type": "send" | "attach" | "stop", ...}   (wire.Command)
+    server -> client   frames of every run the socket follows, and `rejected` for a
+                       command the server refused (the equivalent of an HTTP 4xx)
+
+A socket may follow several contexts; frames carry their `contextId`. Closing the socket
+stops nothing: runs go on and can be attached again.
+
+Hostile input is answered, then the socket is closed with the code that says why —
+binary data 1003, text that is not a JSON command 1007, a message over the size limit
+1009, another protocol version 1002, no principal 4401 — and nobody else is affected.
+A cookie-authenticated socket from another site's page is refused at the handshake
+(cross-site WebSocket hijacking): the Origin must be this host or an allowed one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import TypeAdapter, ValidationError
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from thinwire import wire
+from thinwire.errors import BadRequest, PayloadTooLarge, ThinwireError, Unauthorized
+from thinwire.parsing import check_message, describe
+from thinwire.server import AgentServer
+from thinwire.sse import Frames
+
+__all__ = ["SUBPROTOCOL", "agent_socket"]
+
+logger = logging.getLogger("thinwire.websocket")
+
+SUBPROTOCOL = f"thinwire.v{wire.PROTOCOL_VERSION}"
+COMMANDS: TypeAdapter[wire.SendCommand | wire.AttachCommand | wire.StopCommand] = TypeAdapter(
+    wire.Command
+)
+
+
+class Closing(Exception):
+    """Answer with `rejected`, then close the socket with `code`."""
+
+    def __init__(self, code: int, error: ThinwireError) -> None:
+        self.code = code
+        self.error = error
+
+
+def same_origin(websocket: WebSocket, allowed: Sequence[str]) -> bool:
+    origin = websocket.headers.get("origin")
+    if origin is None:  # not a browser page: cookies are not ambient there
+        return True
+    if origin in allowed:
+        return True
+    return urlsplit(origin).netloc == websocket.headers.get("host")
+
+
+def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:
+    async def endpoint(websocket: WebSocket) -> None:
+        if not same_origin(websocket, server.allowed_origins):
+            await websocket.close(code=4403)  # before accept: the handshake fails with 403
+            return
+        offered = websocket.scope.get("subprotocols", [])
+        await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
+        session = Session(server, websocket)
+        try:
+            if offered and SUBPROTOCOL not in offered:
+                raise Closing(
+                    1002,
+                    BadRequest("protocol_mismatch", f"this server speaks {SUBPROTOCOL}"),
+                )
+            agent_name = server.agent_name(websocket.path_params["agent"])
+            try:
+                principal = await server.principal(websocket)
+            except Unauthorized as exc:
+                raise Closing(4401, exc) from exc
+            await session.serve(agent_name, principal)
+        except Closing as closing:
+            await session.reject(closing.error)
+            await websocket.close(code=closing.code)
+        except ThinwireError as exc:  # an unknown agent
+            await session.reject(exc)
+            await websocket.close(code=4404)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            session.end()
+
+    return endpoint
+
+
+class Session:
+    """One socket: its commands in, the frames of the runs it follows out."""
+
+    def __init__(self, server: AgentServer, websocket: WebSocket) -> None:
+        self.server = server
+        self.websocket = websocket
+        self.followers: set[asyncio.Task[None]] = set()
+        self.send_lock = asyncio.Lock()
+
+    async def send(self, text: str) -> None:
+        async with self.send_lock:
+            await asyncio.wait_for(self.websocket.send_text(text), self.server.send_timeout)
+
+    async def reject(self, error: ThinwireError, command: wire.Command | None = None) -> None:
+        frame = wire.RejectedFrame(
+            code=error.code,
+            message=error.message,
+            command=command.type if command else None,
+            context_id=command.context_id if command else None,
+        )
+        with contextlib.suppress(Exception):
+            await self.send(frame.model_dump_json(by_alias=True))
+
+    async def serve(self, agent_name: str, principal: str) -> None:
+        while True:
+            message = await self.websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            command = self.parse(message)
+            if command is None:
+                continue
+            try:
+                await self.handle(command, agent_name, principal)
+            except ThinwireError as exc:
+                await self.reject(exc, command)
+
+    def parse(self, message: Mapping[str, Any]) -> wire.Command | None:
+        if message.get("bytes") is not None:
+            raise Closing(1003, BadRequest("binary_not_supported", "send JSON text messages"))
+        text: str = message.get("text") or ""
+        if len(text) > self.server.max_body_bytes:  # chars <= bytes: a cheap first bound
+            raise Closing(1009, PayloadTooLarge("body_too_large", "message too large"))
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise Closing(1007, BadRequest("invalid_json", "messages must be JSON")) from exc
+        try:
+            return COMMANDS.validate_python(data)
+        except ValidationError as exc:
+            raise Closing(1007, BadRequest("invalid_request", describe(exc))) from exc
+
+    async def handle(self, command: wire.Command, agent_name: str, principal: str) -> None:
+        server = self.server
+        if isinstance(command, wire.SendCommand):
+            text = command.message.text
+            check_message(text, server.max_message_bytes)
+            log = await server.start(agent_name, principal, command.context_id, text)
+            self.forward(log.follow(0, None))
+            return
+        context = await server.context(agent_name, command.context_id, principal)
+        if isinstance(command, wire.StopCommand):
+            server.stop(context)
+            return
+        frames = await server.follow(context, command.after)
+        if frames is None:
+            raise ThinwireError("no_run", "there is no run to attach to")
+        self.forward(frames)
+
+    def forward(self, frames: Frames) -> None:
+        async def pump() -> None:
+            try:
+                async for item in frames:
+                    if item is not None:
+                        await self.send(item[1])
+            except TimeoutError:
+                logger.info("closing a WebSocket that stopped reading")
+                with contextlib.suppress(Exception):
+                    await self.websocket.close(code=1013)
+            except Exception:  # the socket went away; the run goes on
+                pass
+
+        task = asyncio.create_task(pump())
+        self.followers.add(task)
+        task.add_done_callback(self.followers.discard)
+
+    def end(self) -> None:
+        """Stop forwarding; the runs themselves go on."""
+        for task in list(self.followers):
+            task.cancel()
