@@ -46,6 +46,18 @@ app = create_app(
 )
 
 
+class Flood(Agent):
+    """Streams 16 MB as fast as it can."""
+
+    async def run(self, run: Run, text: str) -> None:
+        for n in range(4000):
+            await run.say(f"{n:08d}" + "x" * 4088)
+
+
+#: A server that drops clients which take no frame for 0.3 s.
+impatient = create_app({"flood": Flood}, identify=anonymous, store=MemoryStore(), send_timeout=0.3)
+
+
 def durable() -> Starlette:
     return create_app(
         {"gated": Gated, "demo": DemoAgent},

@@ -29,7 +29,8 @@ def durable(tmp_path: Path) -> Iterator[Any]:
     }
 
     def start() -> AbstractContextManager[ServerProcess]:
-        return serve("serve", "--factory", "apps:durable", env=env, log_dir=tmp_path)
+        args = ("serve", "--factory", "apps:durable", "--shutdown-timeout", "0.5")
+        return serve(*args, env=env, log_dir=tmp_path)
 
     yield start
 
@@ -110,3 +111,53 @@ def test_a_run_killed_midway_is_recorded_as_interrupted(durable: Any) -> None:
             assert restart is not None and restart["seq"] > token["seq"]
             client.post("/test/release")
             assert [f for f in stream if f is not None][-1]["stopReason"] == "end"
+
+
+def test_sigterm_mid_run_records_it_and_reattach_after_restart_loses_nothing(
+    durable: Any,
+) -> None:
+    with (
+        durable() as server,
+        httpx.Client(base_url=server.url, timeout=10) as client,
+        client.stream("POST", "/agents/gated/runs", json={"message": {"text": "hi"}}) as response,
+    ):
+        stream = events(response)
+        seen = [next(stream), next(stream)]
+        assert server.stop() in (0, -15)  # SIGTERM while the run waits at its gate
+    assert "Application shutdown complete" in server.log()
+    start, token = seen
+    assert start is not None and token is not None
+
+    with durable() as server, httpx.Client(base_url=server.url, timeout=10) as client:
+        base = f"/agents/gated/contexts/{start['contextId']}"
+        rest = parse_sse(
+            client.get(f"{base}/events", headers={"Last-Event-ID": str(token["seq"])}).text
+        )
+        assert [f["type"] for f in rest] == ["done"]
+        assert rest[0]["stopReason"] == "interrupted" and rest[0]["text"] == "before the gate. "
+        assert rest[0]["seq"] == token["seq"] + 1  # nothing the client had was lost or repeated
+        turns = client.get(base).json()["turns"]
+        assert turns[-1]["text"] == "before the gate. " and turns[-1]["stopReason"] == "interrupted"
+
+
+def test_reattach_after_sigkill_ends_the_killed_run(durable: Any) -> None:
+    with (
+        durable() as server,
+        httpx.Client(base_url=server.url, timeout=10) as client,
+        client.stream("POST", "/agents/gated/runs", json={"message": {"text": "hi"}}) as response,
+    ):
+        stream = events(response)
+        seen = [next(stream), next(stream)]
+        server.kill()
+    start, token = seen
+    assert start is not None and token is not None
+    with durable() as server, httpx.Client(base_url=server.url, timeout=10) as client:
+        base = f"/agents/gated/contexts/{start['contextId']}/events"
+        rest = parse_sse(client.get(base, headers={"Last-Event-ID": str(token["seq"])}).text)
+        assert [(f["type"], f["stopReason"]) for f in rest] == [("done", "interrupted")]
+        assert rest[0]["seq"] > token["seq"]
+        # Whatever was flushed before the kill replays unchanged, in order, once.
+        replay = parse_sse(client.get(base).text)
+        seqs = [f["seq"] for f in replay]
+        assert seqs == sorted(set(seqs)) and replay[-1] == rest[0]
+        assert all(f in seen for f in replay[:-1])

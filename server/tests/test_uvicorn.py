@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,3 +124,41 @@ def test_sigterm_stops_the_server_cleanly(tmp_path: Path) -> None:
         # uvicorn finishes its shutdown, then re-raises the signal it was sent.
         assert server.stop() in (0, -signal.SIGTERM)
         assert "Application shutdown complete" in server.log()
+
+
+@pytest.fixture(scope="module")
+def impatient() -> Iterator[ServerProcess]:
+    env = {"PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    with serve("serve", "apps:impatient", env=env) as server:
+        yield server
+
+
+def test_a_reader_that_stops_reading_is_dropped_and_can_reattach(impatient: ServerProcess) -> None:
+    body = json.dumps({"message": {"text": "flood"}}).encode()
+    request = (
+        b"POST /agents/flood/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    with socket.socket() as stalled:
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stalled.connect(("127.0.0.1", impatient.port))
+        stalled.sendall(request)
+        head = stalled.recv(4096)  # the response starts...
+        assert head.startswith(b"HTTP/1.1 200")
+        context_id = re.search(rb'"contextId":"(ctx-[0-9a-f]{36})"', head + stalled.recv(4096))
+        assert context_id is not None
+        # ...then this client stops reading while 16 MB are sent.
+        wait_for(lambda: "stopped reading" in impatient.log(), timeout=30)
+        received = len(head)
+        stalled.settimeout(5)
+        with contextlib.suppress(OSError):
+            while chunk := stalled.recv(1 << 20):
+                received += len(chunk)
+    assert received < 8_000_000  # dropped long before the end of the stream
+
+    url = f"/agents/flood/contexts/{context_id.group(1).decode()}"
+    with httpx.Client(base_url=impatient.url, timeout=30) as client:
+        wait_for(lambda: client.get(url).json()["activeRunId"] is None, timeout=30)
+        frames = parse_sse(client.get(f"{url}/events?after=0").text)
+    assert len(frames) == 4002 and frames[-1]["stopReason"] == "end"
+    assert len(frames[-1]["text"]) == 4000 * 4096

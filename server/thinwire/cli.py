@@ -28,6 +28,12 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         command.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         command.add_argument("--log-level", default="info")
+        command.add_argument(
+            "--shutdown-timeout",
+            type=float,
+            default=5.0,
+            help="seconds open streams get on SIGTERM before runs are interrupted",
+        )
 
     args = parser.parse_args(argv)
     if args.command == "demo":
@@ -42,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         host=args.host,
         port=args.port,
         log_level=args.log_level,
-        timeout_graceful_shutdown=5,
+        timeout_graceful_shutdown=args.shutdown_timeout,
     )
     return 0
 

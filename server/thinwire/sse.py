@@ -80,4 +80,4 @@ class EventStream(Response):
         except* TimeoutError:
             # Ending the app without finishing the body makes the server drop the
             # connection: the slow consumer goes, the run and its log stay.
-            logger.info("disconnected a client that stopped reading (%s)", scope.get("path"))
+            logger.warning("disconnected a client that stopped reading (%s)", scope.get("path"))

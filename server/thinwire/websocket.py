@@ -169,7 +169,7 @@ class Session:
                     if item is not None:
                         await self.send(item[1])
             except TimeoutError:
-                logger.info("closing a WebSocket that stopped reading")
+                logger.warning("closing a WebSocket that stopped reading")
                 with contextlib.suppress(Exception):
                     await self.websocket.close(code=1013)
             except Exception:  # the socket went away; the run goes on

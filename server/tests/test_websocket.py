@@ -1,0 +1,162 @@
+"""The WebSocket transport: the same frames and commands as HTTP, and hostile input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
+from test_streams import Paced, open_gate
+
+from conftest import app_for
+from thinwire.demo import DemoAgent
+
+URL = "/agents/demo/ws"
+PROTOCOL = ["thinwire.v1"]
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    import asyncio
+
+    Paced.gate = asyncio.Event()
+    Paced.effects = []
+    app = app_for({"demo": Paced, "talker": DemoAgent}, heartbeat_interval=None)
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def receive(socket: Any, count: int) -> list[dict[str, Any]]:
+    return [json.loads(socket.receive_text()) for _ in range(count)]
+
+
+def until_done(socket: Any) -> list[dict[str, Any]]:
+    frames = []
+    while not frames or frames[-1]["type"] != "done":
+        frames.append(json.loads(socket.receive_text()))
+    return frames
+
+
+def test_send_streams_the_same_frames_as_sse(client: TestClient) -> None:
+    open_gate(client)
+    with client.websocket_connect("/agents/talker/ws", subprotocols=PROTOCOL) as socket:
+        assert socket.accepted_subprotocol == "thinwire.v1"
+        socket.send_json({"type": "send", "message": {"text": "hello there"}})
+        frames = until_done(socket)
+        context_id = frames[0]["contextId"]
+        socket.send_json({"type": "send", "contextId": context_id, "message": {"text": "again"}})
+        second = until_done(socket)
+    assert frames[0]["type"] == "run_start"
+    assert [f["seq"] for f in frames + second] == list(range(1, len(frames) + len(second) + 1))
+    assert "Earlier you told me “hello there”" in second[-1]["text"]
+    sse = client.get(f"/agents/talker/contexts/{context_id}/events?after=0").text
+    assert [
+        json.loads(line[6:]) for line in sse.splitlines() if line.startswith("data: ")
+    ] == second
+
+
+def test_reattach_on_a_new_socket_without_gap_or_duplicate(client: TestClient) -> None:
+    with client.websocket_connect(URL, subprotocols=PROTOCOL) as socket:
+        socket.send_json({"type": "send", "message": {"text": "go"}})
+        seen = receive(socket, 3)
+    context_id = seen[0]["contextId"]
+    open_gate(client)
+    with client.websocket_connect(URL, subprotocols=PROTOCOL) as socket:
+        socket.send_json({"type": "attach", "contextId": context_id, "after": seen[-1]["seq"]})
+        rest = until_done(socket)
+    frames = seen + rest
+    assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
+    assert frames[-1]["text"] == "a0 a1 a2 a3 a4 b0 b1 b2 b3 b4 "
+
+
+def test_stop_and_typed_rejections(client: TestClient) -> None:
+    with client.websocket_connect(URL, subprotocols=PROTOCOL) as socket:
+        socket.send_json({"type": "send", "message": {"text": "go"}})
+        start = receive(socket, 6)[0]
+        socket.send_json(
+            {"type": "send", "contextId": start["contextId"], "message": {"text": "b"}}
+        )
+        busy = json.loads(socket.receive_text())
+        assert busy == {
+            "type": "rejected",
+            "code": "context_busy",
+            "message": busy["message"],
+            "command": "send",
+            "contextId": start["contextId"],
+        }
+        socket.send_json({"type": "stop", "contextId": start["contextId"]})
+        assert until_done(socket)[-1]["stopReason"] == "stopped"
+        socket.send_json({"type": "attach", "contextId": "ctx-" + "0" * 36})
+        assert json.loads(socket.receive_text())["code"] == "context_not_found"
+        socket.send_json({"type": "send", "message": {"text": "  "}})
+        assert json.loads(socket.receive_text())["code"] == "invalid_request"
+        socket.send_json({"type": "send", "message": {"text": "x" * (32 * 1024 + 1)}})
+        assert json.loads(socket.receive_text())["code"] == "message_too_large"
+        # After all of that the socket still works.
+        open_gate(client)
+        socket.send_json({"type": "attach", "contextId": start["contextId"], "after": 0})
+        assert until_done(socket)[-1]["stopReason"] == "stopped"
+    open_gate(client)
+    assert Paced.effects == []
+
+
+@pytest.mark.parametrize(
+    ("payload", "code", "error"),
+    [
+        (b"\x00\x01binary", 1003, "binary_not_supported"),
+        ("this is not json", 1007, "invalid_json"),
+        ('{"type": "dance"}', 1007, "invalid_request"),
+        ("[" * 50_000, 1007, "invalid_json"),
+        ('{"type": "send", "message": {"text": "' + "a" * 300_000 + '"}}', 1009, "body_too_large"),
+    ],
+)
+def test_hostile_messages_get_an_error_frame_and_a_close(
+    client: TestClient, payload: Any, code: int, error: str
+) -> None:
+    with client.websocket_connect(URL, subprotocols=PROTOCOL) as bystander:
+        with client.websocket_connect(URL, subprotocols=PROTOCOL) as socket:
+            if isinstance(payload, bytes):
+                socket.send_bytes(payload)
+            else:
+                socket.send_text(payload)
+            assert json.loads(socket.receive_text())["code"] == error
+            with pytest.raises(WebSocketDisconnect) as closed:
+                socket.receive_text()
+            assert closed.value.code == code
+        open_gate(client)
+        bystander.send_json({"type": "send", "message": {"text": "still fine"}})
+        assert until_done(bystander)[-1]["stopReason"] == "end"
+
+
+def test_handshake_checks(client: TestClient) -> None:
+    with (
+        pytest.raises(WebSocketDisconnect) as foreign,
+        client.websocket_connect(URL, headers={"origin": "https://evil.example"}),
+    ):
+        pass
+    assert foreign.value.code == 4403
+    with client.websocket_connect(URL, headers={"origin": "http://testserver"}) as same_site:
+        same_site.send_json({"type": "attach", "contextId": "ctx-" + "0" * 36})
+        assert json.loads(same_site.receive_text())["code"] == "context_not_found"
+    with client.websocket_connect(URL, subprotocols=["thinwire.v2"]) as newer:
+        assert json.loads(newer.receive_text())["code"] == "protocol_mismatch"
+        with pytest.raises(WebSocketDisconnect) as closed:
+            newer.receive_text()
+        assert closed.value.code == 1002
+    with client.websocket_connect("/agents/nobody/ws") as unknown:
+        assert json.loads(unknown.receive_text())["code"] == "agent_not_found"
+        with pytest.raises(WebSocketDisconnect) as closed:
+            unknown.receive_text()
+        assert closed.value.code == 4404
+
+
+def test_unauthenticated_socket_is_closed_4401() -> None:
+    app = app_for({"demo": DemoAgent}, identify=lambda connection: None)
+    with TestClient(app) as client, client.websocket_connect(URL) as socket:
+        assert json.loads(socket.receive_text())["code"] == "unauthenticated"
+        with pytest.raises(WebSocketDisconnect) as closed:
+            socket.receive_text()
+        assert closed.value.code == 4401
