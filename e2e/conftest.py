@@ -7,13 +7,22 @@ import contextlib
 import os
 import secrets
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, Request, sync_playwright
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Page,
+    Playwright,
+    Request,
+    WebSocket,
+    sync_playwright,
+)
 
 from thinwire.testing import ServerProcess, serve
 
@@ -45,6 +54,7 @@ class Demo:
 
     data_dir: Path
     canaries: dict[str, str]
+    delay: float = 0.02
     server: ServerProcess | None = None
 
     @property
@@ -59,7 +69,7 @@ class Demo:
             "THINWIRE_DEMO_CANARY_STATE": self.canaries["state"],
             "THINWIRE_DEMO_CANARY_TOOL": self.canaries["tool_output"],
         }
-        args = ("demo", "--delay", "0.02", "--data-dir", str(self.data_dir))
+        args = ("demo", "--delay", str(self.delay), "--data-dir", str(self.data_dir))
         with serve(*args, port=port, env=env, log_dir=self.data_dir) as server:
             self.server = server
             yield server
@@ -105,6 +115,13 @@ def own_demo(tmp_path: Path) -> Iterator[Demo]:
         yield running
 
 
+@pytest.fixture
+def slow_demo(tmp_path: Path) -> Iterator[Demo]:
+    """A demo whose replies take seconds, to act in the middle of one."""
+    with Demo(tmp_path, fresh_canaries(), delay=0.08) as running:
+        yield running
+
+
 @pytest.fixture(scope="session")
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as instance:
@@ -133,6 +150,7 @@ class Recorder:
     """Everything that crossed into the browser during a test."""
 
     exchanges: list[Exchange] = field(default_factory=list)
+    websocket_frames: list[str] = field(default_factory=list)
     console: list[str] = field(default_factory=list)
 
     @property
@@ -142,6 +160,7 @@ class Recorder:
     def attach(self, page: Page) -> None:
         page.on("requestfinished", self.capture)
         page.on("requestfailed", self.capture)
+        page.on("websocket", self.watch_socket)
         page.on("console", lambda message: self.console.append(self.describe(message)))
         page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
 
@@ -157,6 +176,13 @@ class Recorder:
             )
         )
 
+    def watch_socket(self, socket: WebSocket) -> None:
+        def record(direction: str) -> Callable[[str | bytes], None]:
+            return lambda payload: self.websocket_frames.append(f"{direction} {payload!s}")
+
+        socket.on("framesent", record("sent"))
+        socket.on("framereceived", record("received"))
+
     @staticmethod
     def describe(message: ConsoleMessage) -> str:
         return f"{message.type}: {message.text}"
@@ -171,6 +197,7 @@ class Recorder:
             seen[f"{where} (request body)"] = request.post_data or ""
             seen[f"{where} (response headers)"] = exchange.response_headers
             seen[f"{where} (response body)"] = exchange.response_body
+        seen["WebSocket frames"] = "\n".join(self.websocket_frames)
         seen["console"] = "\n".join(self.console)
         seen["cookies"] = str(page.context.cookies())
         seen["localStorage"] = str(storage(page, "localStorage"))
@@ -220,12 +247,20 @@ def recorder() -> Recorder:
 
 
 @pytest.fixture
-def page(browser: Browser, recorder: Recorder, request: pytest.FixtureRequest) -> Iterator[Page]:
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    """A fresh browser profile: its own cookies and storage."""
     context = browser.new_context()
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(
+    context: BrowserContext, recorder: Recorder, request: pytest.FixtureRequest
+) -> Iterator[Page]:
     page = context.new_page()
     page.set_default_timeout(10_000)
     recorder.attach(page)
     yield page
     if request.node.stash.get(FAILED, False):
         page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"))
-    context.close()

@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
-from test_uvicorn import events
 
 from conftest import parse_sse
+from test_uvicorn import events
 from thinwire.testing import ServerProcess, serve
 
 HERE = Path(__file__).resolve().parent

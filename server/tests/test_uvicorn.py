@@ -162,3 +162,22 @@ def test_a_reader_that_stops_reading_is_dropped_and_can_reattach(impatient: Serv
         frames = parse_sse(client.get(f"{url}/events?after=0").text)
     assert len(frames) == 4002 and frames[-1]["stopReason"] == "end"
     assert len(frames[-1]["text"]) == 4000 * 4096
+
+
+def test_websocket_over_a_real_server(demo: ServerProcess) -> None:
+    from websockets.sync.client import connect
+
+    url = demo.url.replace("http://", "ws://") + "/agents/demo/ws"
+    with connect(url, subprotocols=["thinwire.v1"]) as socket:  # type: ignore[list-item]
+        assert socket.subprotocol == "thinwire.v1"
+        socket.send(json.dumps({"type": "send", "message": {"text": "over a socket"}}))
+        frames = []
+        while not frames or frames[-1]["type"] != "done":
+            frames.append(json.loads(socket.recv(timeout=10)))
+    assert frames[0]["type"] == "run_start" and frames[-1]["stopReason"] == "end"
+    assert frames[-1]["text"].startswith("You said “over a socket”")
+    with connect(url) as garbage:
+        garbage.send(b"\x00binary")
+        assert json.loads(garbage.recv(timeout=10))["code"] == "binary_not_supported"
+        with pytest.raises(Exception, match="1003"):
+            garbage.recv(timeout=10)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
-from test_streams import Paced, open_gate
 
 from conftest import app_for
+from test_streams import Paced, open_gate
 from thinwire.demo import DemoAgent
 
 URL = "/agents/demo/ws"

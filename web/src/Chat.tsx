@@ -14,11 +14,20 @@ interface ChatProps {
   onUserChange: (user: DemoUser) => void;
 }
 
+/** `?transport=websocket` picks the WebSocket transport (the e2e suite uses it); SSE otherwise. */
+function transportFromUrl(search: string = window.location.search): "sse" | "websocket" {
+  return new URLSearchParams(search).get("transport") === "websocket" ? "websocket" : "sse";
+}
+
 /** One signed-in user's conversation with the demo agent. */
 export function Chat({ user, onUserChange }: ChatProps) {
-  const options = useMemo(() => ({ agent: "demo", persist: { userId: user } }), [user]);
-  const { turns, thinking, activity, status, error, send, reset } = useAgent(options);
-  const streaming = status === "streaming";
+  const options = useMemo(
+    () => ({ agent: "demo", persist: { userId: user }, transport: transportFromUrl() }),
+    [user],
+  );
+  const { turns, thinking, activity, status, error, send, stop, reset } = useAgent(options);
+  // A reply is under way (maybe reconnecting): it can be stopped, and nothing else sent.
+  const replying = status === "streaming" || status === "reconnecting";
 
   const handleSend = useCallback(
     (text: string) => {
@@ -29,16 +38,20 @@ export function Chat({ user, onUserChange }: ChatProps) {
     [send],
   );
 
+  const handleStop = useCallback(() => {
+    stop().catch(() => undefined);
+  }, [stop]);
+
   return (
     <div className="app">
       <Header user={user} status={status} onUserChange={onUserChange} onNewConversation={reset} />
       <main className="conversation">
-        <MessageList turns={turns} busy={streaming} />
+        <MessageList turns={turns} busy={replying} />
         <ThinkingPanel text={thinking} />
         <ActivityList items={activity} />
         {error ? <ErrorBanner error={error} /> : null}
       </main>
-      <Composer disabled={streaming} onSend={handleSend} />
+      <Composer disabled={replying} onSend={handleSend} onStop={handleStop} />
       <Footer />
     </div>
   );

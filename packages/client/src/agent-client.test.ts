@@ -39,7 +39,7 @@ function run(contextId: string, runId: string, firstSeq = 1) {
     call: (callId: string, name: string): Frame => ({ ...base(), type: "tool_call", callId, name }),
     result: (callId: string, name: string, ok = true): Frame => ({ ...base(), type: "tool_result", callId, name, ok }),
     token: (delta: string): Frame => ({ ...base(), type: "token", delta }),
-    done: (text: string, toolCalls: string[] = [], stopReason: "end" | "error" = "end"): Frame => ({
+    done: (text: string, toolCalls: string[] = [], stopReason: "end" | "stopped" | "error" = "end"): Frame => ({
       ...base(),
       type: "done",
       text,
@@ -100,7 +100,7 @@ describe("AgentClient.send", () => {
       stopReason: "end",
     });
     const request = transport.requests[0]!;
-    expect(request.url).toBe("https://api.test/tw/agents/demo%20bot/runs");
+    expect(request).toMatchObject({ baseUrl: "https://api.test/tw", agent: "demo bot" });
     expect(request.body).toEqual({ message: { text: "Weather?" } });
     expect(request.headers).toEqual({ authorization: "Bearer t", "Thinwire-Protocol": "1" });
     expect(onContext.mock.calls).toEqual([["ctx-1"]]);
@@ -257,10 +257,10 @@ describe("AgentClient.send", () => {
     expect(client.getSnapshot().error).toEqual({ code: "agent_crashed", message: "The agent failed.", retryable: false });
   });
 
-  it("rejects with stream_interrupted when the stream ends before done", async () => {
+  it("rejects with stream_interrupted when the stream ends before done and reconnecting is off", async () => {
     const r = run("ctx-1", "run-1");
     const transport = new MockTransport(() => [r.start(), r.token("Half a rep")]);
-    const client = new AgentClient({ agent: "demo", transport });
+    const client = new AgentClient({ agent: "demo", transport, reconnect: { attempts: 0 } });
     const error = await rejection(client.send("hi"));
     expect(error.code).toBe("stream_interrupted");
     expect(error.retryable).toBe(true);
@@ -435,6 +435,8 @@ describe("AgentClient.reset and dispose", () => {
       async *run() {
         await new Promise(() => undefined); // never yields, never looks at the signal
       },
+      async *attach() {},
+      async stop() {},
     };
     const client = new AgentClient({ agent: "demo", transport });
     const sent = client.send("hi");
@@ -476,5 +478,186 @@ describe("AgentClient.reset and dispose", () => {
     client.reset();
     expect(listener).toHaveBeenCalledTimes(1);
     expect((await rejection(client.send("hi"))).code).toBe("disposed");
+  });
+});
+
+describe("AgentClient reconnect", () => {
+  it("reattaches with backoff from the last seq and ends with the uninterrupted text", async () => {
+    vi.useFakeTimers();
+    try {
+      const r = run("ctx-1", "run-1");
+      const [start, a, b, c, done] = [r.start(), r.token("One, "), r.token("two, "), r.token("three."), r.done("One, two, three.")];
+      let attaches = 0;
+      const transport = new MockTransport(
+        async function* () {
+          yield start;
+          yield a;
+          throw new ThinwireError("network_error", "Network failure: reset", { retryable: true });
+        },
+        {
+          attach: () => {
+            attaches += 1;
+            if (attaches < 3) throw new ThinwireError("network_error", "Network failure: offline", { retryable: true });
+            return [a, b, a, c, done];
+          },
+        },
+      );
+      const client = new AgentClient({ agent: "demo", transport });
+      const statuses: string[] = [];
+      client.subscribe(() => statuses.push(client.getSnapshot().status));
+      let results = 0;
+      const sent = client.send("Count").then((result) => {
+        results += 1;
+        return result;
+      });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(client.getSnapshot().status).toBe("reconnecting");
+      expect(client.getSnapshot().turns[1]).toMatchObject({ text: "One, ", streaming: true });
+      expect(transport.attaches).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(249);
+      expect(transport.attaches).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(1); // 250 ms
+      expect(transport.attaches).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(500); // doubled
+      expect(transport.attaches).toHaveLength(2);
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(transport.attaches).toHaveLength(3);
+      const result = await sent;
+      expect(transport.attaches.map((request) => [request.contextId, request.after])).toEqual([
+        ["ctx-1", 2],
+        ["ctx-1", 2],
+        ["ctx-1", 2],
+      ]);
+      expect(result.text).toBe("One, two, three.");
+      expect(client.getSnapshot().turns[1]).toMatchObject({ text: "One, two, three.", streaming: false });
+      expect(client.getSnapshot().status).toBe("idle");
+      expect(client.getSnapshot().error).toBeNull();
+      expect(statuses.filter((status, index) => status !== statuses[index - 1])).toEqual([
+        "streaming",
+        "reconnecting",
+        "streaming",
+        "idle",
+      ]);
+      expect(results).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("gives up after the configured attempts and keeps the partial reply", async () => {
+    const r = run("ctx-1", "run-1");
+    const transport = new MockTransport(() => [r.start(), r.token("Half")], {
+      attach: () => {
+        throw new ThinwireError("network_error", "Network failure: offline", { retryable: true });
+      },
+    });
+    const client = new AgentClient({ agent: "demo", transport, reconnect: { attempts: 3, baseDelayMs: 1, maxDelayMs: 2 } });
+    const error = await rejection(client.send("hi"));
+    expect(error.code).toBe("network_error");
+    expect(transport.attaches).toHaveLength(3);
+    expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "network_error", retryable: true } });
+    expect(client.getSnapshot().turns.map((turn) => [turn.text, turn.streaming])).toEqual([
+      ["hi", false],
+      ["Half", false],
+    ]);
+  });
+
+  it("does not retry a refusal, nor a run that never started", async () => {
+    const r = run("ctx-1", "run-1");
+    const transport = new MockTransport(() => [r.start()], {
+      attach: () => {
+        throw new ThinwireError("context_not_found", "Gone.", { status: 404 });
+      },
+    });
+    const client = new AgentClient({ agent: "demo", transport, reconnect: { baseDelayMs: 1 } });
+    expect((await rejection(client.send("hi"))).code).toBe("context_not_found");
+    expect(transport.attaches).toHaveLength(1);
+
+    const never = new MockTransport(() => {
+      throw new ThinwireError("network_error", "Network failure: offline", { retryable: true });
+    });
+    const fresh = new AgentClient({ agent: "demo", transport: never, reconnect: { baseDelayMs: 1 } });
+    expect((await rejection(fresh.send("hi"))).code).toBe("network_error");
+    expect(never.attaches).toHaveLength(0);
+  });
+
+  it("reset cancels reconnecting", async () => {
+    const r = run("ctx-1", "run-1");
+    const transport = new MockTransport(() => [r.start(), r.token("Half")]);
+    const client = new AgentClient({ agent: "demo", transport, reconnect: { baseDelayMs: 10_000 } });
+    const sent = client.send("hi");
+    await tick();
+    expect(client.getSnapshot().status).toBe("reconnecting");
+    client.reset();
+    expect((await rejection(sent)).code).toBe("aborted");
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", turns: [], contextId: null });
+    expect(transport.attaches).toHaveLength(0);
+  });
+});
+
+describe("AgentClient.stop", () => {
+  it("is a no-op without a run", async () => {
+    const transport = new MockTransport(() => []);
+    const client = new AgentClient({ agent: "demo", transport });
+    await client.stop();
+    expect(transport.stops).toHaveLength(0);
+  });
+
+  it("asks the server to stop the run; the send resolves with the stopped reply", async () => {
+    const stream = channel();
+    const r = run("ctx-1", "run-1");
+    const transport = new MockTransport(() => stream.frames(), {
+      stop: () => {
+        stream.push(r.done("Par", [], "stopped"));
+        stream.end();
+      },
+    });
+    const client = new AgentClient({ agent: "demo", baseUrl: "/api", transport });
+    const sent = client.send("Long story");
+    // Asked before the server announced the run: sent once it does.
+    const stopped = client.stop();
+    await tick();
+    expect(transport.stops).toHaveLength(0);
+    stream.push(r.start());
+    stream.push(r.token("Par"));
+    await stopped;
+    expect(transport.stops).toEqual([
+      { baseUrl: "/api", agent: "demo", contextId: "ctx-1", headers: { "Thinwire-Protocol": "1" } },
+    ]);
+    expect(await sent).toMatchObject({ text: "Par", stopReason: "stopped" });
+    expect(client.getSnapshot().status).toBe("idle");
+    expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Par", stopReason: "stopped", streaming: false });
+  });
+});
+
+describe("AgentClient render batching", () => {
+  it("notifies once per scheduled flush, at once for status changes, never losing the last change", async () => {
+    const flushes: Array<() => void> = [];
+    const stream = channel();
+    const client = new AgentClient({
+      agent: "demo",
+      transport: new MockTransport(() => stream.frames()),
+      schedule: (flush) => flushes.push(flush),
+    });
+    const seen: string[] = [];
+    client.subscribe(() => seen.push(`${client.getSnapshot().status}:${client.getSnapshot().turns[1]?.text ?? ""}`));
+    const r = run("ctx-1", "run-1");
+    const sent = client.send("hi");
+    expect(seen).toEqual(["streaming:"]); // a status change: notified at once
+    stream.push(r.start());
+    for (const word of ["a", "b", "c", "d"]) stream.push(r.token(word));
+    await tick();
+    expect(client.getSnapshot().turns[1]?.text).toBe("abcd"); // getSnapshot is always current
+    expect(seen).toEqual(["streaming:"]);
+    expect(flushes).toHaveLength(1);
+    flushes.shift()!();
+    expect(seen).toEqual(["streaming:", "streaming:abcd"]);
+    stream.push(r.token("e"));
+    await tick();
+    stream.push(r.done("abcde"));
+    await sent;
+    expect(seen).toEqual(["streaming:", "streaming:abcd", "idle:abcde"]);
+    flushes.shift()?.(); // the flush scheduled for "e" finds nothing left to announce
+    expect(seen).toHaveLength(3);
   });
 });

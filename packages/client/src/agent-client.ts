@@ -1,31 +1,40 @@
 /**
  * AgentClient: a small store over one conversation with one agent.
  *
- * It owns the wire (requests, dedupe by `seq`, hydration of the public
- * transcript) and remembers exactly one thing about the conversation: its
- * `contextId`. Everything else is derived view state, rebuilt from the server.
- * `subscribe` / `getSnapshot` follow the `useSyncExternalStore` contract.
+ * It owns the wire (requests, dedupe by `seq`, reconnect, hydration of the
+ * public transcript) and remembers exactly one thing about the conversation:
+ * its `contextId`. Everything else is derived view state, rebuilt from the
+ * server. `subscribe` / `getSnapshot` follow the `useSyncExternalStore` contract.
+ *
+ * A broken stream is not a failed run: the server keeps running it, so the
+ * client attaches again with the last `seq` it applied and the run's remaining
+ * frames arrive exactly once. When the run ended while the client was away
+ * (the attach has nothing to send), the transcript has its reply.
  */
 import { ThinwireError, toThinwireError } from "./errors.js";
 import {
+  type DoneFrame,
   type Frame,
   PROTOCOL_HEADER,
   PROTOCOL_VERSION,
   type RunRequest,
   type StopReason,
+  type TranscriptTurn,
 } from "./generated/wire.js";
 import { fetchTranscript, publicTurns } from "./http.js";
+import { Notifier, type Schedule } from "./notifier.js";
+import { backoffDelay, isReconnectable, reconnectLimits, type ReconnectOptions } from "./reconnect.js";
 import { initialReducerState, reduceFrame, type ReducerState } from "./reduce.js";
-import { emptySnapshot, type AgentErrorInfo, type Snapshot, type Turn } from "./snapshot.js";
+import { emptySnapshot, type AgentErrorInfo, type Snapshot, type Status, type Turn } from "./snapshot.js";
 import { SseTransport } from "./sse-transport.js";
-import type { Transport } from "./transport.js";
+import { agentUrl, type Transport, type TransportTarget } from "./transport.js";
 
 export interface AgentClientOptions {
   /** The agent's name, as mounted on the server. */
   agent: string;
   /** Prefix of the thinwire routes, e.g. `"/api"`; defaults to the page origin. */
   baseUrl?: string;
-  /** Resume this conversation: `start()` loads its transcript. */
+  /** Resume this conversation: `start()` loads its transcript and follows a run in progress. */
   contextId?: string | null;
   /** Defaults to an `SseTransport` over `fetch`. */
   transport?: Transport;
@@ -35,6 +44,20 @@ export interface AgentClientOptions {
   headers?: Record<string, string>;
   /** Called whenever the conversation id changes: minted by the server, forgotten, reset. */
   onContext?: (contextId: string | null) => void;
+  /** How a broken stream is retried. */
+  reconnect?: ReconnectOptions;
+  /**
+   * Batches the notifications of streaming frames: called with a `flush` when
+   * a frame changed the view and no flush is scheduled yet; `flush` notifies
+   * once for all changes made since. Without it every change notifies at once.
+   * Other changes (a send, a reset, hydration) and any change of `status` (so
+   * the end of a run) always notify at once, carrying what was batched.
+   *
+   * ```ts
+   * new AgentClient({ agent: "demo", schedule: (flush) => requestAnimationFrame(flush) });
+   * ```
+   */
+  schedule?: Schedule;
 }
 
 export interface SendResult {
@@ -45,13 +68,36 @@ export interface SendResult {
   stopReason: StopReason;
 }
 
+/** A run the client is reading: its own send, or one it found running on resume. */
+interface Job {
+  readonly controller: AbortController;
+  /** The server has announced the run, so a stop can name it. */
+  runKnown: boolean;
+  /** `stop()` calls made before the run was known. */
+  stops: Array<{ resolve: () => void; reject: (error: unknown) => void }>;
+}
+
+interface ReadOutcome {
+  done: DoneFrame | null;
+  /** Frames the transport yielded, duplicates included. */
+  frames: number;
+  /** Some frame changed the view. */
+  progress: boolean;
+  /** A later run of the same context showed up: ours is over. */
+  superseded: boolean;
+}
+
 export class AgentClient {
   readonly #options: AgentClientOptions;
   readonly #transport: Transport;
   readonly #fetch: typeof fetch;
-  readonly #listeners = new Set<() => void>();
+  readonly #reconnect: Required<ReconnectOptions>;
+  readonly #notifier: Notifier;
   #state: ReducerState;
-  #run: AbortController | null = null;
+  /** The send in flight. */
+  #run: Job | null = null;
+  /** The run found in progress by `start()`. */
+  #following: Job | null = null;
   #hydration: { controller: AbortController; promise: Promise<void> } | null = null;
   #started = false;
   #disposed = false;
@@ -62,25 +108,23 @@ export class AgentClient {
     this.#options = options;
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.#transport = options.transport ?? new SseTransport({ fetch: this.#fetch });
+    this.#reconnect = reconnectLimits(options.reconnect);
+    this.#notifier = new Notifier(options.schedule);
     this.#state = initialReducerState(emptySnapshot(options.contextId ?? null));
   }
 
   /** Registers a listener for snapshot changes; returns the unsubscribe function. */
-  subscribe = (listener: () => void): (() => void) => {
-    if (this.#disposed) return () => undefined;
-    this.#listeners.add(listener);
-    return () => {
-      this.#listeners.delete(listener);
-    };
-  };
+  subscribe = (listener: () => void): (() => void) => this.#notifier.subscribe(listener);
 
-  /** The current view state: the same object until something changes. */
+  /** The current view state: the same object until something changes. Always the latest, even while a notification is batched. */
   getSnapshot = (): Snapshot => this.#state.snapshot;
 
   /**
-   * Loads the transcript of the conversation the client was created with.
-   * Idempotent; never rejects (failures land in the snapshot). An id the server
-   * does not know (`context_not_found`) is forgotten quietly.
+   * Loads the transcript of the conversation the client was created with, and
+   * follows the run in progress if there is one (status `streaming` until it
+   * ends). Idempotent; resolves once the transcript is shown, never rejects
+   * (failures land in the snapshot). An id the server does not know
+   * (`context_not_found`) is forgotten quietly.
    */
   start(): Promise<void> {
     if (this.#hydration) return this.#hydration.promise;
@@ -101,28 +145,49 @@ export class AgentClient {
   }
 
   /**
-   * Sends a message and streams the reply into the snapshot. Resolves with the
-   * final reply; rejects with a ThinwireError (`invalid_request` for empty text,
-   * `context_busy` while another send is in flight, the server's error code,
-   * `network_error`, `stream_interrupted`, `aborted`).
+   * Sends a message and streams the reply into the snapshot, reconnecting when
+   * the stream breaks. Resolves with the final reply (stop reason `stopped`
+   * after `stop()`); rejects with a ThinwireError (`invalid_request` for empty
+   * text, `context_busy` while another run is being read, the server's error
+   * code, `network_error` or `stream_interrupted` once reconnecting gave up,
+   * `aborted`).
    */
   async send(text: string): Promise<SendResult> {
     if (this.#disposed) throw new ThinwireError("disposed", "This client has been disposed.");
     if (typeof text !== "string" || text.trim() === "") {
       throw new ThinwireError("invalid_request", "The message text is empty.");
     }
-    if (this.#run) {
-      throw new ThinwireError("context_busy", "A message is already being answered.", { retryable: true });
-    }
-    const controller = new AbortController();
-    this.#run = controller;
+    if (this.#run || this.#following) throw busy();
+    const job = newJob();
+    this.#run = job;
     try {
       if (this.#hydration) await this.#hydration.promise;
-      if (controller.signal.aborted) throw aborted();
-      return await this.#stream(text, controller.signal);
+      if (job.controller.signal.aborted) throw aborted();
+      if (this.#following) throw busy();
+      return await this.#stream(text, job);
     } finally {
-      if (this.#run === controller) this.#run = null;
+      if (this.#run === job) this.#run = null;
+      settleStops(job);
     }
+  }
+
+  /**
+   * Asks the server to stop the run being read (a no-op when there is none).
+   * The run's stream then ends with `done` and stop reason `stopped`, which is
+   * what the pending `send()` resolves with. Resolves once the server took the
+   * request; a stop asked before the server announced the run is sent as soon
+   * as it does.
+   */
+  async stop(): Promise<void> {
+    if (this.#disposed) return;
+    const job = this.#following ?? this.#run;
+    if (!job) return;
+    const contextId = this.#state.snapshot.contextId;
+    if (!job.runKnown || contextId === null) {
+      await new Promise<void>((resolve, reject) => job.stops.push({ resolve, reject }));
+      return;
+    }
+    await this.#transport.stop({ ...this.#target(), contextId });
   }
 
   /** Cancels any in-flight work and starts a new, empty conversation. */
@@ -138,10 +203,11 @@ export class AgentClient {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#abortAll();
-    this.#listeners.clear();
+    this.#notifier.close();
   }
 
-  async #stream(text: string, signal: AbortSignal): Promise<SendResult> {
+  async #stream(text: string, job: Job): Promise<SendResult> {
+    const signal = job.controller.signal;
     const before = this.#state.snapshot;
     const user = this.#turn("user", text, false);
     const reply = this.#turn("assistant", "", true);
@@ -160,54 +226,180 @@ export class AgentClient {
 
     const body: RunRequest = { message: { text } };
     if (before.contextId !== null) body.contextId = before.contextId;
-    let received = false;
-    let iterator: AsyncIterator<Frame> | undefined;
+    try {
+      const frames = () => this.#transport.run({ ...this.#target(), body, signal });
+      return await this.#follow(frames, false, job);
+    } catch (caught) {
+      if (signal.aborted) throw aborted(caught);
+      const error = toThinwireError(caught);
+      // A request that produced no frame leaves no trace but the error.
+      this.#fail(error, job.runKnown ? null : user.id, reply.id);
+      throw error;
+    }
+  }
+
+  /** Follows a run found in progress: a fresh reply after the transcript, built from the run's frames. */
+  #resume(contextId: string, runId: string, turns: Turn[]): void {
+    const job = newJob();
+    job.runKnown = true;
+    this.#following = job;
+    const reply = this.#turn("assistant", "", true);
+    this.#commit({
+      runId,
+      lastSeq: null,
+      snapshot: {
+        ...this.#state.snapshot,
+        turns: [...turns, reply],
+        thinking: "",
+        activity: [],
+        error: null,
+        status: "streaming",
+      },
+    });
+    const signal = job.controller.signal;
+    const frames = () => this.#transport.attach({ ...this.#target(), contextId, after: 0, signal });
+    this.#follow(frames, true, job)
+      .catch((caught: unknown) => {
+        if (!signal.aborted) this.#fail(toThinwireError(caught), null, reply.id);
+      })
+      .finally(() => {
+        if (this.#following === job) this.#following = null;
+        settleStops(job);
+      });
+  }
+
+  /**
+   * Reads a run to its `done`, attaching again (with backoff) after a stream
+   * that broke or ended early. Throws the error to show when it gives up.
+   */
+  async #follow(open: () => AsyncIterable<Frame>, attaching: boolean, job: Job): Promise<SendResult> {
+    const signal = job.controller.signal;
+    const limits = this.#reconnect;
+    let attempt = 0;
+    for (;;) {
+      let failure: ThinwireError;
+      try {
+        const outcome = await this.#read(open(), job);
+        if (outcome.done) return resultOf(outcome.done);
+        if (outcome.progress) attempt = 0;
+        const { runId } = this.#state;
+        const { contextId } = this.#state.snapshot;
+        if (attaching && runId !== null && contextId !== null && (outcome.frames === 0 || outcome.superseded)) {
+          // Nothing left to follow: the run ended while we were away.
+          const settled = await this.#settle(contextId, runId, signal);
+          if (settled) return settled;
+        }
+        failure = new ThinwireError("stream_interrupted", "The stream ended before the reply was complete.", {
+          retryable: true,
+        });
+      } catch (caught) {
+        if (signal.aborted) throw aborted(caught);
+        failure = toThinwireError(caught);
+        if (!isReconnectable(failure)) throw failure;
+      }
+      if (signal.aborted) throw aborted();
+      const contextId = this.#state.snapshot.contextId;
+      // Without a run_start there is no run to attach to (it may never have started).
+      if (!job.runKnown || contextId === null || attempt >= limits.attempts) throw failure;
+      this.#setStatus("reconnecting");
+      await sleep(backoffDelay(attempt, limits), signal);
+      attempt += 1;
+      const after = this.#state.lastSeq ?? 0;
+      open = () => this.#transport.attach({ ...this.#target(), contextId, after, signal });
+      attaching = true;
+    }
+  }
+
+  /** Reads one stream into the snapshot, until its `done` or its end. */
+  async #read(frames: AsyncIterable<Frame>, job: Job): Promise<ReadOutcome> {
+    const signal = job.controller.signal;
+    const outcome: ReadOutcome = { done: null, frames: 0, progress: false, superseded: false };
     // A transport that ignores the signal must not keep send() pending after reset().
     const abortion = new Promise<never>((_, reject) => {
       if (signal.aborted) reject(aborted());
       signal.addEventListener("abort", () => reject(aborted()), { once: true });
     });
     abortion.catch(() => undefined);
+    let iterator: AsyncIterator<Frame> | undefined;
     try {
-      const frames = this.#transport.run({ url: this.#url("/runs"), body, headers: this.#headers(), signal });
       iterator = frames[Symbol.asyncIterator]();
       for (;;) {
         const step = await Promise.race([iterator.next(), abortion]);
-        if (step.done) break;
+        if (step.done) return outcome;
         const frame = step.value;
-        const next = reduceFrame(this.#state, frame);
+        outcome.frames += 1;
+        if (this.#supersedes(frame)) outcome.superseded = true;
+        let next = reduceFrame(this.#state, frame);
         if (next === this.#state) continue;
-        received = true;
-        this.#commit(next);
+        outcome.progress = true;
+        if (next.snapshot.status === "reconnecting") {
+          next = { ...next, snapshot: { ...next.snapshot, status: "streaming" } };
+        }
+        this.#commit(next, true, true);
+        if (!job.runKnown) {
+          job.runKnown = true;
+          this.#sendStops(job);
+        }
         if (frame.type === "done") {
           // The server ends the stream right after `done`: read it to the end instead of
           // cancelling, so the request completes cleanly rather than as an aborted one.
           void drain(iterator);
-          return {
-            text: frame.text,
-            toolCalls: [...frame.toolCalls],
-            contextId: frame.contextId,
-            runId: frame.runId,
-            stopReason: frame.stopReason,
-          };
+          outcome.done = frame;
+          return outcome;
         }
       }
-      throw new ThinwireError("stream_interrupted", "The stream ended before the reply was complete.", {
-        retryable: true,
-      });
     } catch (caught) {
       if (signal.aborted) {
         void Promise.resolve(iterator?.return?.()).catch(() => undefined);
         throw aborted(caught);
       }
-      const error = toThinwireError(caught);
-      this.#fail(error, received ? null : user.id, reply.id);
-      throw error;
+      throw caught;
     }
   }
 
+  /** A frame of a later run of our context: the server has moved on from ours. */
+  #supersedes(frame: Frame): boolean {
+    const { runId, lastSeq, snapshot } = this.#state;
+    return (
+      frame.type !== "rejected" &&
+      runId !== null &&
+      frame.contextId === snapshot.contextId &&
+      frame.runId !== runId &&
+      typeof frame.seq === "number" &&
+      frame.seq > (lastSeq ?? 0)
+    );
+  }
+
+  /** The run ended unseen: its reply is the transcript's last assistant turn. Null if it still runs. */
+  async #settle(contextId: string, runId: string, signal: AbortSignal): Promise<SendResult | null> {
+    const transcript = await fetchTranscript(this.#fetch, this.#transcriptUrl(contextId), this.#headers(), signal);
+    if (signal.aborted) throw aborted();
+    if (transcript.activeRunId === runId) return null;
+    const turns = publicTurns(transcript.turns);
+    const reply = [...turns].reverse().find((turn) => turn.role === "assistant");
+    if (!reply) {
+      throw new ThinwireError("stream_interrupted", "The run ended without a reply.", { retryable: false });
+    }
+    const stopReason = reply.stopReason ?? "end";
+    const failed = stopReason === "error";
+    const snapshot = this.#state.snapshot;
+    this.#commit({
+      ...this.#state,
+      snapshot: {
+        ...snapshot,
+        turns: this.#replaceTurns(turns),
+        status: failed ? "error" : "idle",
+        error:
+          failed && snapshot.error === null
+            ? { code: "run_failed", message: "The run failed.", retryable: false }
+            : snapshot.error,
+      },
+    });
+    return { text: reply.text, toolCalls: [...reply.toolCalls], contextId, runId, stopReason };
+  }
+
   /**
-   * Shows a failed send. A request that produced no frame leaves no trace but
+   * Shows a failed run. A request that produced no frame leaves no trace but
    * the error (`dropUserId` set); otherwise the partial reply is kept, closed.
    */
   #fail(error: ThinwireError, dropUserId: string | null, replyId: string): void {
@@ -225,17 +417,15 @@ export class AgentClient {
 
   async #hydrate(contextId: string, signal: AbortSignal): Promise<void> {
     try {
-      const transcript = await fetchTranscript(
-        this.#fetch,
-        this.#url(`/contexts/${encodeURIComponent(contextId)}`),
-        this.#headers(),
-        signal,
-      );
+      const transcript = await fetchTranscript(this.#fetch, this.#transcriptUrl(contextId), this.#headers(), signal);
       if (signal.aborted) return;
-      const turns = publicTurns(transcript.turns).map((turn) =>
-        this.#turn(turn.role, turn.text, false, turn.toolCalls, turn.stopReason ?? null),
-      );
-      this.#commit({ ...this.#state, snapshot: { ...this.#state.snapshot, turns, status: "idle" } });
+      const turns = publicTurns(transcript.turns).map((turn) => this.#fromTranscript(turn));
+      const active = transcript.activeRunId;
+      if (typeof active === "string" && active !== "") {
+        this.#resume(contextId, active, turns);
+      } else {
+        this.#commit({ ...this.#state, snapshot: { ...this.#state.snapshot, turns, status: "idle" } });
+      }
     } catch (caught) {
       if (signal.aborted) return;
       const error = toThinwireError(caught);
@@ -250,19 +440,39 @@ export class AgentClient {
     }
   }
 
-  #commit(next: ReducerState, announceContext = true): void {
+  /** Stops asked for before the run was known go out now. */
+  #sendStops(job: Job): void {
+    const contextId = this.#state.snapshot.contextId;
+    const stops = job.stops.splice(0);
+    if (stops.length === 0 || contextId === null) return;
+    const request = this.#transport.stop({ ...this.#target(), contextId });
+    for (const stop of stops) request.then(stop.resolve, stop.reject);
+  }
+
+  #setStatus(status: Status): void {
+    if (this.#state.snapshot.status === status) return;
+    this.#commit({ ...this.#state, snapshot: { ...this.#state.snapshot, status } });
+  }
+
+  #commit(next: ReducerState, announceContext = true, batch = false): void {
     const previous = this.#state;
     if (next === previous || this.#disposed) return;
     this.#state = next;
     const contextId = next.snapshot.contextId;
     if (announceContext && contextId !== previous.snapshot.contextId) this.#options.onContext?.(contextId);
     if (next.snapshot === previous.snapshot) return;
-    for (const listener of [...this.#listeners]) listener();
+    // A status change (the end of a run, above all) is never deferred.
+    this.#notifier.changed(batch && next.snapshot.status === previous.snapshot.status);
   }
 
   #abortAll(): void {
-    this.#run?.abort();
+    for (const job of [this.#run, this.#following]) {
+      if (!job) continue;
+      job.controller.abort();
+      settleStops(job);
+    }
     this.#run = null;
+    this.#following = null;
     this.#hydration?.controller.abort();
   }
 
@@ -277,14 +487,72 @@ export class AgentClient {
     return { id: `${role}-${this.#turnCount}`, role, text, toolCalls, streaming, stopReason };
   }
 
-  #url(path: string): string {
-    const base = (this.#options.baseUrl ?? "").replace(/\/+$/, "");
-    return `${base}/agents/${encodeURIComponent(this.#options.agent)}${path}`;
+  #fromTranscript(turn: TranscriptTurn, id?: string): Turn {
+    const fresh = this.#turn(turn.role, turn.text, false, turn.toolCalls, turn.stopReason ?? null);
+    return id === undefined ? fresh : { ...fresh, id };
+  }
+
+  /** The transcript's turns, keeping the ids of the turns shown at the same places (stable React keys). */
+  #replaceTurns(turns: readonly TranscriptTurn[]): Turn[] {
+    const shown = this.#state.snapshot.turns;
+    return turns.map((turn, index) => {
+      const current = shown[index];
+      return this.#fromTranscript(turn, current?.role === turn.role ? current.id : undefined);
+    });
+  }
+
+  #target(): TransportTarget {
+    return {
+      baseUrl: (this.#options.baseUrl ?? "").replace(/\/+$/, ""),
+      agent: this.#options.agent,
+      headers: this.#headers(),
+    };
+  }
+
+  #transcriptUrl(contextId: string): string {
+    return agentUrl(this.#target(), `/contexts/${encodeURIComponent(contextId)}`);
   }
 
   #headers(): Record<string, string> {
     return { ...this.#options.headers, [PROTOCOL_HEADER]: PROTOCOL_VERSION };
   }
+}
+
+function newJob(): Job {
+  return { controller: new AbortController(), runKnown: false, stops: [] };
+}
+
+/** A job that ended before its run was known has nothing left to stop. */
+function settleStops(job: Job): void {
+  for (const stop of job.stops.splice(0)) stop.resolve();
+}
+
+function resultOf(frame: DoneFrame): SendResult {
+  return {
+    text: frame.text,
+    toolCalls: [...frame.toolCalls],
+    contextId: frame.contextId,
+    runId: frame.runId,
+    stopReason: frame.stopReason,
+  };
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(aborted());
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(aborted());
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 async function drain(iterator: AsyncIterator<Frame>): Promise<void> {
@@ -293,6 +561,10 @@ async function drain(iterator: AsyncIterator<Frame>): Promise<void> {
   } catch {
     // Whatever follows `done` cannot change the result.
   }
+}
+
+function busy(): ThinwireError {
+  return new ThinwireError("context_busy", "A message is already being answered.", { retryable: true });
 }
 
 function aborted(cause?: unknown): ThinwireError {

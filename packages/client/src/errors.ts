@@ -12,6 +12,7 @@
  * - `protocol_mismatch`   the server speaks another protocol version
  * - `protocol_error`      the server sent something that is not a frame
  * - `http_error`          a non-2xx response without a typed error body
+ * - `invalid_url`         no WebSocket URL can be built from the options
  */
 export class ThinwireError extends Error {
   override readonly name = "ThinwireError";

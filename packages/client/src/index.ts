@@ -1,4 +1,10 @@
-export { AgentClient, type AgentClientOptions, type SendResult } from "./agent-client.js";
+export {
+  AgentClient,
+  type AgentClientOptions,
+  type SendResult,
+} from "./agent-client.js";
+export type { Schedule } from "./notifier.js";
+export type { ReconnectOptions } from "./reconnect.js";
 export { ThinwireError } from "./errors.js";
 export { checkProtocol, errorFromResponse, fetchTranscript } from "./http.js";
 export {
@@ -18,6 +24,26 @@ export {
 } from "./snapshot.js";
 export { parseSse, SseParser, type SseEvent } from "./sse.js";
 export { SseTransport, type SseTransportOptions } from "./sse-transport.js";
-export { MockTransport, type MockRunHandler } from "./mock-transport.js";
-export type { Transport, TransportRunRequest } from "./transport.js";
+export {
+  WEBSOCKET_SUBPROTOCOL,
+  WebSocketTransport,
+  webSocketUrl,
+  type WebSocketTransportOptions,
+} from "./websocket-transport.js";
+export {
+  MockTransport,
+  type MockAttachHandler,
+  type MockRunHandler,
+  type MockStopHandler,
+  type MockTransportHandlers,
+} from "./mock-transport.js";
+export {
+  agentUrl,
+  type RunFrame,
+  type Transport,
+  type TransportAttachRequest,
+  type TransportRunRequest,
+  type TransportStopRequest,
+  type TransportTarget,
+} from "./transport.js";
 export * from "./generated/wire.js";

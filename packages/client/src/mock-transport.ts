@@ -1,26 +1,68 @@
 /**
- * The trivial Transport: frames come from a function instead of a server.
+ * The trivial Transport: frames come from functions instead of a server.
  * For tests, stories and demos; it records every request it was given.
+ *
+ * ```ts
+ * const transport = new MockTransport(() => [runStart, token, done], {
+ *   attach: ({ after }) => remainingFramesAfter(after), // default: nothing to follow
+ * });
+ * ```
  */
 import { ThinwireError } from "./errors.js";
 import type { Frame } from "./generated/wire.js";
-import type { Transport, TransportRunRequest } from "./transport.js";
+import type {
+  Transport,
+  TransportAttachRequest,
+  TransportRunRequest,
+  TransportStopRequest,
+} from "./transport.js";
 
-export type MockRunHandler = (request: TransportRunRequest) => Iterable<Frame> | AsyncIterable<Frame>;
+type Frames = Iterable<Frame> | AsyncIterable<Frame>;
+export type MockRunHandler = (request: TransportRunRequest) => Frames;
+export type MockAttachHandler = (request: TransportAttachRequest) => Frames;
+export type MockStopHandler = (request: TransportStopRequest) => void | Promise<void>;
+
+export interface MockTransportHandlers {
+  /** Defaults to no frames: the HTTP 204 of a context with nothing to follow. */
+  attach?: MockAttachHandler;
+  /** Defaults to accepting the stop and doing nothing else. */
+  stop?: MockStopHandler;
+}
 
 export class MockTransport implements Transport {
+  /** The run requests, in order. */
   readonly requests: TransportRunRequest[] = [];
-  readonly #handler: MockRunHandler;
+  readonly attaches: TransportAttachRequest[] = [];
+  readonly stops: TransportStopRequest[] = [];
+  readonly #run: MockRunHandler;
+  readonly #attach: MockAttachHandler;
+  readonly #stop: MockStopHandler;
 
-  constructor(handler: MockRunHandler) {
-    this.#handler = handler;
+  constructor(run: MockRunHandler, handlers: MockTransportHandlers = {}) {
+    this.#run = run;
+    this.#attach = handlers.attach ?? (() => []);
+    this.#stop = handlers.stop ?? (() => undefined);
   }
 
-  async *run(request: TransportRunRequest): AsyncGenerator<Frame> {
+  run(request: TransportRunRequest): AsyncGenerator<Frame> {
     this.requests.push(request);
-    for await (const frame of this.#handler(request)) {
-      if (request.signal.aborted) throw new ThinwireError("aborted", "The request was cancelled.");
-      yield frame;
-    }
+    return follow(() => this.#run(request), request.signal);
+  }
+
+  attach(request: TransportAttachRequest): AsyncGenerator<Frame> {
+    this.attaches.push(request);
+    return follow(() => this.#attach(request), request.signal);
+  }
+
+  async stop(request: TransportStopRequest): Promise<void> {
+    this.stops.push(request);
+    await this.#stop(request);
+  }
+}
+
+async function* follow(frames: () => Frames, signal: AbortSignal): AsyncGenerator<Frame> {
+  for await (const frame of frames()) {
+    if (signal.aborted) throw new ThinwireError("aborted", "The request was cancelled.");
+    yield frame;
   }
 }

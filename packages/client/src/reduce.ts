@@ -4,6 +4,7 @@
  * same state object.
  */
 import type { Frame } from "./generated/wire.js";
+import type { RunFrame } from "./transport.js";
 import { emptySnapshot, type Activity, type Snapshot, type Turn } from "./snapshot.js";
 
 export interface ReducerState {
@@ -30,7 +31,7 @@ const KNOWN_TYPES: ReadonlySet<string> = new Set([
 
 /** Whether the frame is new, of a known type and of the run being read. */
 export function acceptsFrame(state: ReducerState, frame: Frame): boolean {
-  if (!KNOWN_TYPES.has(frame.type)) return false;
+  if (frame.type === "rejected" || !KNOWN_TYPES.has(frame.type)) return false;
   if (state.runId !== null && frame.runId !== state.runId) return false;
   const sameContext = frame.contextId === state.snapshot.contextId;
   if (sameContext && state.lastSeq !== null && typeof frame.seq === "number" && frame.seq <= state.lastSeq) {
@@ -40,7 +41,7 @@ export function acceptsFrame(state: ReducerState, frame: Frame): boolean {
 }
 
 export function reduceFrame(state: ReducerState, frame: Frame): ReducerState {
-  if (!acceptsFrame(state, frame)) return state;
+  if (frame.type === "rejected" || !acceptsFrame(state, frame)) return state;
   return {
     snapshot: applyFrame(state.snapshot, frame),
     runId: state.runId ?? frame.runId,
@@ -54,7 +55,7 @@ export function reduceFrames(state: ReducerState, frames: Iterable<Frame>): Redu
   return state;
 }
 
-function applyFrame(snapshot: Snapshot, frame: Frame): Snapshot {
+function applyFrame(snapshot: Snapshot, frame: RunFrame): Snapshot {
   switch (frame.type) {
     case "run_start":
       return { ...snapshot, contextId: frame.contextId, status: "streaming" };

@@ -1,7 +1,11 @@
 /** The view state a UI renders. Every change makes a new object; nothing is mutated. */
 import type { StopReason } from "./generated/wire.js";
 
-export type Status = "idle" | "hydrating" | "streaming" | "error";
+/**
+ * `reconnecting`: the stream of the run broke and the client is attaching to it
+ * again; the run goes on on the server meanwhile.
+ */
+export type Status = "idle" | "hydrating" | "streaming" | "reconnecting" | "error";
 
 export interface Turn {
   /** Stable within one client, for React keys. */

@@ -32,7 +32,8 @@ const FRAMES: Frame[] = [
 
 function request(overrides: Partial<{ body: RunRequest; signal: AbortSignal }> = {}) {
   return {
-    url: "/agents/demo/runs",
+    baseUrl: "",
+    agent: "demo",
     body: { contextId: "ctx-1", message: { text: "hi" } },
     headers: { "Thinwire-Protocol": "1", authorization: "Bearer t" },
     signal: new AbortController().signal,
@@ -156,5 +157,57 @@ describe("SseTransport", () => {
   it("rejects an event whose data is not a JSON frame", async () => {
     const error = await failure(new SseTransport({ fetch: async () => eventStream("data: {oops\n\n") }).run(request()));
     expect(error.code).toBe("protocol_error");
+  });
+});
+
+describe("SseTransport attach and stop", () => {
+  const target = { baseUrl: "https://api.test/tw", agent: "demo", headers: { "Thinwire-Protocol": "1" } };
+
+  it("GETs the context's events after the last seq", async () => {
+    const fetch = vi.fn(async (..._args: Parameters<typeof globalThis.fetch>) => eventStream(sse(FRAMES)));
+    const frames = await collect(
+      new SseTransport({ fetch }).attach({ ...target, contextId: "ctx 1", after: 7, signal: new AbortController().signal }),
+    );
+    expect(frames).toEqual(FRAMES);
+    const [url, init] = fetch.mock.calls[0]!;
+    expect(url).toBe("https://api.test/tw/agents/demo/contexts/ctx%201/events");
+    expect(init?.method).toBe("GET");
+    const headers = new Headers(init?.headers);
+    expect(headers.get("Last-Event-ID")).toBe("7");
+    expect(headers.get("accept")).toBe("text/event-stream");
+    expect(headers.get("Thinwire-Protocol")).toBe("1");
+  });
+
+  it("ends without frames on 204 and throws the typed error otherwise", async () => {
+    const empty = new SseTransport({ fetch: async () => new Response(null, { status: 204 }) });
+    expect(
+      await collect(empty.attach({ ...target, contextId: "ctx-1", after: 3, signal: new AbortController().signal })),
+    ).toEqual([]);
+    const missing = new SseTransport({
+      fetch: async () =>
+        new Response(JSON.stringify({ error: { code: "context_not_found", message: "No." } }), { status: 404 }),
+    });
+    const error = await failure(
+      missing.attach({ ...target, contextId: "ctx-1", after: 3, signal: new AbortController().signal }),
+    );
+    expect(error).toMatchObject({ code: "context_not_found", status: 404 });
+  });
+
+  it("POSTs a stop and surfaces a refusal", async () => {
+    const fetch = vi.fn(
+      async (..._args: Parameters<typeof globalThis.fetch>) =>
+        new Response(JSON.stringify({ contextId: "ctx-1", runId: "run-1", stopping: true }), { status: 200 }),
+    );
+    await new SseTransport({ fetch }).stop({ ...target, contextId: "ctx-1" });
+    const [url, init] = fetch.mock.calls[0]!;
+    expect(url).toBe("https://api.test/tw/agents/demo/contexts/ctx-1/stop");
+    expect(init?.method).toBe("POST");
+    expect(new Headers(init?.headers).get("Thinwire-Protocol")).toBe("1");
+
+    const refused = new SseTransport({
+      fetch: async () =>
+        new Response(JSON.stringify({ error: { code: "unauthenticated", message: "Sign in." } }), { status: 401 }),
+    });
+    await expect(refused.stop({ ...target, contextId: "ctx-1" })).rejects.toMatchObject({ code: "unauthenticated" });
   });
 });

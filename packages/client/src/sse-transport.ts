@@ -1,15 +1,25 @@
+/**
+ * The HTTP transport: a run is a POST answered with `text/event-stream`, a
+ * reattach a GET of the context's events with `Last-Event-ID`, a stop a POST.
+ */
 import { ThinwireError, toThinwireError } from "./errors.js";
 import type { Frame } from "./generated/wire.js";
 import { checkProtocol, errorFromResponse } from "./http.js";
 import { parseSse, type SseEvent } from "./sse.js";
-import type { Transport, TransportRunRequest } from "./transport.js";
+import {
+  agentUrl,
+  type RunFrame,
+  type Transport,
+  type TransportAttachRequest,
+  type TransportRunRequest,
+  type TransportStopRequest,
+} from "./transport.js";
 
 export interface SseTransportOptions {
   /** Defaults to the global `fetch`, looked up at call time. */
   fetch?: typeof fetch;
 }
 
-/** POSTs a run and reads its frames from the `text/event-stream` response. */
 export class SseTransport implements Transport {
   readonly #fetch: typeof fetch;
 
@@ -17,20 +27,57 @@ export class SseTransport implements Transport {
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   }
 
-  async *run({ url, body, headers, signal }: TransportRunRequest): AsyncGenerator<Frame> {
-    let response: Response;
-    try {
-      response = await this.#fetch(url, {
+  run({ body, headers, signal, ...target }: TransportRunRequest): AsyncGenerator<Frame> {
+    return this.#stream(
+      agentUrl(target, "/runs"),
+      {
         method: "POST",
         headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
         body: JSON.stringify(body),
         signal,
+      },
+      signal,
+    );
+  }
+
+  attach({ contextId, after, headers, signal, ...target }: TransportAttachRequest): AsyncGenerator<Frame> {
+    return this.#stream(
+      agentUrl(target, `/contexts/${encodeURIComponent(contextId)}/events`),
+      {
+        method: "GET",
+        headers: { accept: "text/event-stream", ...headers, "Last-Event-ID": String(after) },
+        signal,
+      },
+      signal,
+    );
+  }
+
+  async stop({ contextId, headers, signal, ...target }: TransportStopRequest): Promise<void> {
+    let response: Response;
+    try {
+      response = await this.#fetch(agentUrl(target, `/contexts/${encodeURIComponent(contextId)}/stop`), {
+        method: "POST",
+        headers: { accept: "application/json", ...headers },
+        ...(signal ? { signal } : {}),
       });
     } catch (error) {
       throw toThinwireError(error, signal);
     }
     if (!response.ok) throw await errorFromResponse(response);
     checkProtocol(response);
+    await response.body?.cancel().catch(() => undefined);
+  }
+
+  async *#stream(url: string, init: RequestInit, signal: AbortSignal): AsyncGenerator<Frame> {
+    let response: Response;
+    try {
+      response = await this.#fetch(url, init);
+    } catch (error) {
+      throw toThinwireError(error, signal);
+    }
+    if (!response.ok) throw await errorFromResponse(response);
+    checkProtocol(response);
+    if (response.status === 204) return; // nothing to follow
     const contentType = response.headers.get("content-type") ?? "";
     if (!contentType.toLowerCase().startsWith("text/event-stream") || !response.body) {
       await response.body?.cancel().catch(() => undefined);
@@ -62,7 +109,7 @@ function decodeFrame(event: SseEvent): Frame {
   if (typeof value !== "object" || value === null || typeof (value as { type?: unknown }).type !== "string") {
     throw new ThinwireError("protocol_error", "The server sent an event that is not a frame.");
   }
-  const frame = value as Frame;
+  const frame = value as RunFrame;
   // The SSE id is the frame's seq; fill it in for a frame that left it out.
   if (typeof frame.seq !== "number" && /^\d+$/.test(event.id)) {
     return { ...frame, seq: Number(event.id) };

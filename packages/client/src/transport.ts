@@ -1,26 +1,59 @@
-import type { Frame, RunRequest } from "./generated/wire.js";
+import type { Frame, RejectedFrame, RunRequest } from "./generated/wire.js";
 
-/** One run request, as the client hands it to a transport. */
-export interface TransportRunRequest {
-  /** Absolute or relative URL of `POST /agents/{agent}/runs`. */
-  url: string;
-  body: RunRequest;
-  /** Includes the protocol header. */
+/** A frame of a run: every kind but the WebSocket-only `rejected`, which transports turn into errors. */
+export type RunFrame = Exclude<Frame, RejectedFrame>;
+
+/** Where a request goes: the transport builds its URL (HTTP or WebSocket) from these. */
+export interface TransportTarget {
+  /** Prefix of the thinwire routes without a trailing slash; `""` means the page origin. */
+  baseUrl: string;
+  /** The agent's name, as mounted on the server (not yet URL-encoded). */
+  agent: string;
+  /** Includes the protocol header. A browser WebSocket cannot send headers: cookies authenticate it. */
   headers: Record<string, string>;
+}
+
+/** Start a run: `POST /agents/{agent}/runs`. */
+export interface TransportRunRequest extends TransportTarget {
+  body: RunRequest;
   /** Aborted by `reset()` and `dispose()`; the transport must stop reading. */
   signal: AbortSignal;
 }
 
+/** Follow the latest run of a context: `GET /agents/{agent}/contexts/{id}/events`. */
+export interface TransportAttachRequest extends TransportTarget {
+  contextId: string;
+  /** Send only frames with a greater seq (the SSE `Last-Event-ID`); 0 follows a run from its start. */
+  after: number;
+  signal: AbortSignal;
+}
+
+/** Stop the run in progress: `POST /agents/{agent}/contexts/{id}/stop`. */
+export interface TransportStopRequest extends TransportTarget {
+  contextId: string;
+  signal?: AbortSignal;
+}
+
 /**
- * How frames get from the server to the client. SSE is one implementation; a
- * WebSocket transport or a fake in tests is another.
+ * How frames get from the server to the client. SSE and WebSocket are two
+ * implementations; `MockTransport` is the trivial one for tests.
  *
- * Contract: `run` yields the frames of one run in order and returns when the
- * server ends the stream. It throws a `ThinwireError`: the server's typed error
- * for a non-2xx response (with `status`), `network_error` (retryable) when the
- * connection fails, `aborted` when the signal fires. Frames of unknown types may
- * be yielded; the client ignores them.
+ * Contract: `run` and `attach` yield the frames of one run in order and return
+ * when the server ends the stream; `attach` returns without a frame when there
+ * is nothing to follow (HTTP 204, WebSocket `no_run`). They throw a
+ * `ThinwireError`: the server's typed error for a refused request (with
+ * `status` over HTTP), `network_error` (retryable) when the connection fails or
+ * drops, `aborted` when the signal fires. Frames of unknown types may be
+ * yielded; the client ignores them. `stop` resolves once the server accepted
+ * the request; the stream of the run then ends with a `done` frame.
  */
 export interface Transport {
   run(request: TransportRunRequest): AsyncIterable<Frame>;
+  attach(request: TransportAttachRequest): AsyncIterable<Frame>;
+  stop(request: TransportStopRequest): Promise<void>;
+}
+
+/** `{baseUrl}/agents/{agent}{path}`, the agent's name encoded. */
+export function agentUrl(target: Pick<TransportTarget, "baseUrl" | "agent">, path: string): string {
+  return `${target.baseUrl.replace(/\/+$/, "")}/agents/${encodeURIComponent(target.agent)}${path}`;
 }

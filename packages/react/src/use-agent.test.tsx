@@ -1,7 +1,8 @@
 import { act, render, renderHook, waitFor } from "@testing-library/react";
-import { MockTransport, type Frame, type Transcript } from "@thinwire/client";
-import { Activity } from "react";
+import { MockTransport, type Frame, type SendResult, type Transcript } from "@thinwire/client";
+import { Activity, Profiler } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { fakeWebSocket, newLog } from "../../client/src/testing/fake-server.js";
 import { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";
 
 /** A frame stream the test pushes into by hand. */
@@ -62,6 +63,7 @@ function transcript(contextId: string, userText: string, reply: string): Transcr
       { role: "user", text: userText, toolCalls: [], stopReason: null },
       { role: "assistant", text: reply, toolCalls: [], stopReason: "end" },
     ],
+    activeRunId: null,
   };
 }
 
@@ -317,5 +319,155 @@ describe("useAgent", () => {
     unmount();
     await expect(sent).rejects.toMatchObject({ code: "aborted" });
     expect(signal?.aborted).toBe(true);
+  });
+});
+
+describe("useAgent streaming", () => {
+  afterEach(() => vi.unstubAllGlobals());
+
+  it("re-renders at most once per animation frame while streaming, and shows the whole reply", async () => {
+    const callbacks: FrameRequestCallback[] = [];
+    vi.stubGlobal("requestAnimationFrame", (callback: FrameRequestCallback) => callbacks.push(callback));
+    vi.stubGlobal("cancelAnimationFrame", () => undefined);
+    let framesFired = 0;
+    const fireFrame = () => {
+      const due = callbacks.splice(0);
+      if (due.length > 0) framesFired += 1;
+      for (const callback of due) callback(performance.now());
+    };
+
+    const stream = channel();
+    const transport = new MockTransport(() => stream.frames());
+    let commits = 0;
+    let view: UseAgentResult | null = null;
+    function Chat() {
+      view = useAgent({ agent: "demo", transport });
+      return <p>{view.turns[1]?.text}</p>;
+    }
+    const { container } = render(
+      <Profiler id="chat" onRender={() => (commits += 1)}>
+        <Chat />
+      </Profiler>,
+    );
+    let sent!: Promise<unknown>;
+    act(() => {
+      sent = view!.send("Count");
+    });
+    const commitsBefore = commits;
+    framesFired = 0;
+
+    // Outside act(), so React commits as it would in a browser rather than once per act scope.
+    const actEnvironment = globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean };
+    const previous = actEnvironment.IS_REACT_ACT_ENVIRONMENT;
+    actEnvironment.IS_REACT_ACT_ENVIRONMENT = false;
+    const macrotask = () => new Promise((resolve) => setTimeout(resolve, 0));
+    let seq = 1;
+    const ids = () => ({ contextId: "ctx-1", runId: "run-1", seq: seq++ });
+    let expected = "";
+    try {
+      stream.push({ ...ids(), type: "run_start", agent: "demo" });
+      for (let batch = 0; batch < 20; batch++) {
+        for (let index = 0; index < 25; index++) {
+          const delta = `${batch * 25 + index} `;
+          expected += delta;
+          stream.push({ ...ids(), type: "token", delta });
+          if (index % 5 === 4) await Promise.resolve();
+        }
+        await macrotask(); // the client reads all it was sent
+        fireFrame();
+        await macrotask();
+      }
+      stream.push({ ...ids(), type: "done", text: expected, toolCalls: [], stopReason: "end" });
+      await sent;
+      await macrotask();
+    } finally {
+      actEnvironment.IS_REACT_ACT_ENVIRONMENT = previous;
+    }
+    const streamingCommits = commits - commitsBefore;
+    // One commit per fired frame, plus the end of the run (a status change is never deferred).
+    expect(streamingCommits).toBeLessThanOrEqual(framesFired + 2);
+    expect(framesFired).toBeGreaterThanOrEqual(10);
+    expect(framesFired).toBeLessThanOrEqual(20);
+    expect(view!.status).toBe("idle");
+    expect(view!.turns[1]?.text).toBe(expected);
+    expect(container.textContent).toBe(expected);
+  });
+
+  it("keeps a hidden tab's view current, where animation frames are paused", async () => {
+    vi.stubGlobal("requestAnimationFrame", () => 0); // frames never come, as in a hidden tab
+    const visibility = vi.spyOn(document, "visibilityState", "get").mockReturnValue("hidden");
+    try {
+      const stream = channel();
+      const transport = new MockTransport(() => stream.frames());
+      const { result } = renderHook(() => useAgent({ agent: "demo", transport }));
+      act(() => {
+        void result.current.send("Hi").catch(() => undefined);
+      });
+      stream.push({ contextId: "ctx-1", runId: "run-1", seq: 1, type: "run_start", agent: "demo" });
+      stream.push({ contextId: "ctx-1", runId: "run-1", seq: 2, type: "token", delta: "Hel" });
+      await waitFor(() => expect(result.current.turns[1]?.text).toBe("Hel"));
+      expect(result.current.status).toBe("streaming");
+    } finally {
+      visibility.mockRestore();
+    }
+  });
+
+  it("stops the reply being streamed", async () => {
+    const stream = channel();
+    let seq = 1;
+    const ids = () => ({ contextId: "ctx-1", runId: "run-1", seq: seq++ });
+    const transport = new MockTransport(() => stream.frames(), {
+      stop: () => {
+        stream.push({ ...ids(), type: "done", text: "Par", toolCalls: [], stopReason: "stopped" });
+        stream.push(null);
+      },
+    });
+    const { result } = renderHook(() => useAgent({ agent: "demo", transport }));
+    let sent!: Promise<SendResult>;
+    act(() => {
+      sent = result.current.send("Long story");
+    });
+    await act(async () => {
+      stream.push({ ...ids(), type: "run_start", agent: "demo" });
+      stream.push({ ...ids(), type: "token", delta: "Par" });
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    });
+    await act(async () => {
+      await result.current.stop();
+    });
+    await act(async () => {
+      expect((await sent).stopReason).toBe("stopped");
+    });
+    expect(transport.stops.map((request) => request.contextId)).toEqual(["ctx-1"]);
+    expect(result.current.status).toBe("idle");
+    expect(result.current.turns[1]).toMatchObject({ text: "Par", stopReason: "stopped" });
+  });
+
+  it('talks over a WebSocket at the page origin with transport: "websocket"', async () => {
+    const log = newLog();
+    let minted = 0;
+    const { WebSocket, sockets } = fakeWebSocket(
+      {
+        run: (body) => {
+          const contextId = body.contextId ?? `ctx-ws-${++minted}`;
+          return { frames: frames(contextId, "run-1", `echo: ${body.message.text}`) };
+        },
+      },
+      log,
+    );
+    vi.stubGlobal("WebSocket", WebSocket);
+    const { result, unmount } = renderHook(() => useAgent({ agent: "demo", transport: "websocket" }));
+    await act(async () => {
+      expect((await result.current.send("hi")).text).toBe("echo: hi");
+    });
+    expect(result.current.turns.map((turn) => turn.text)).toEqual(["hi", "echo: hi"]);
+    expect(sockets).toHaveLength(1);
+    expect(sockets[0]!.url).toBe(`ws://${window.location.host}/agents/demo/ws`);
+    expect(sockets[0]!.sent).toEqual([{ type: "send", message: { text: "hi" } }]);
+    unmount();
+    await act(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    });
+    expect(sockets[0]!.readyState).toBe(3); // closed with its client
   });
 });

@@ -1,8 +1,10 @@
 /**
  * useAgent: a thin React binding over `AgentClient`.
  *
- * One client per (agent, baseUrl, persist.userId, explicit contextId); its
- * snapshot is read with `useSyncExternalStore`, so each frame renders once.
+ * One client per (agent, baseUrl, persist.userId, explicit contextId, transport
+ * kind); its snapshot is read with `useSyncExternalStore`. Streaming frames are
+ * announced at most once per animation frame (the client's `schedule` option
+ * over `requestAnimationFrame`); status changes are announced at once.
  * With `persist`, the conversation id (and nothing else) lives in storage under
  * `contextStorageKey(agent, userId)`, so a reload resumes the conversation.
  *
@@ -11,7 +13,14 @@
  * comes back with the same client; a client that did get disposed while hidden
  * is replaced by a fresh one that resumes the same context.
  */
-import { AgentClient, type SendResult, type Snapshot, type Transport } from "@thinwire/client";
+import {
+  AgentClient,
+  type ReconnectOptions,
+  type SendResult,
+  type Snapshot,
+  type Transport,
+  WebSocketTransport,
+} from "@thinwire/client";
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
 
 export interface UseAgentOptions {
@@ -19,7 +28,12 @@ export interface UseAgentOptions {
   agent: string;
   /** Prefix of the thinwire routes; defaults to the page origin. */
   baseUrl?: string;
-  transport?: Transport;
+  /**
+   * `"sse"` (the default), `"websocket"` (one socket per hook, at
+   * `{baseUrl}/agents/{agent}/ws`, relative to the page when `baseUrl` is), or
+   * a Transport of your own.
+   */
+  transport?: "sse" | "websocket" | Transport;
   fetch?: typeof fetch;
   /** Sent with every request; read at request time, so a refreshed token is picked up. */
   headers?: Record<string, string>;
@@ -27,6 +41,8 @@ export interface UseAgentOptions {
   contextId?: string | null;
   /** Remember the conversation id per user, in `localStorage` unless `storage` is given. */
   persist?: { userId: string; storage?: Storage };
+  /** How a broken stream is retried (read when the client is created). */
+  reconnect?: ReconnectOptions;
   /** Called with the new id whenever the conversation changes; the latest callback is used. */
   onContext?: (id: string | null) => void;
 }
@@ -35,6 +51,8 @@ export interface UseAgentResult extends Omit<Snapshot, "contextId"> {
   /** The current conversation id; the only thing the client holds. */
   contextRef: { readonly current: string | null };
   send(text: string): Promise<SendResult>;
+  /** Asks the server to stop the reply being streamed; `send` then resolves with stop reason `stopped`. */
+  stop(): Promise<void>;
   reset(): void;
 }
 
@@ -53,6 +71,7 @@ export function useAgent(options: UseAgentOptions): UseAgentResult {
     options.baseUrl ?? null,
     options.persist?.userId ?? null,
     options.contextId === undefined ? 0 : options.contextId,
+    typeof options.transport === "object" ? "custom" : (options.transport ?? "sse"),
   ]);
   // The key is the identity of the client; `revision` replaces one disposed while hidden.
   const client = useMemo(() => createClient(latest, resumeRef), [key, revision]);
@@ -78,12 +97,14 @@ export function useAgent(options: UseAgentOptions): UseAgentResult {
         if (ticket.cancelled) return;
         ticket.disposed = true;
         client.dispose();
+        ownedTransports.get(client)?.close();
       });
     };
   }, [client]);
 
   const snapshot = useSyncExternalStore(client.subscribe, client.getSnapshot, client.getSnapshot);
   const send = useCallback((text: string) => client.send(text), [client]);
+  const stop = useCallback(() => client.stop(), [client]);
   const reset = useCallback(() => client.reset(), [client]);
   const contextRef = useMemo(
     () => ({
@@ -96,8 +117,22 @@ export function useAgent(options: UseAgentOptions): UseAgentResult {
 
   return useMemo(() => {
     const { contextId: _contextId, ...view } = snapshot;
-    return { ...view, contextRef, send, reset };
-  }, [snapshot, contextRef, send, reset]);
+    return { ...view, contextRef, send, stop, reset };
+  }, [snapshot, contextRef, send, stop, reset]);
+}
+
+/** Transports a hook created itself, closed with their client. */
+const ownedTransports = new WeakMap<AgentClient, WebSocketTransport>();
+
+/**
+ * Announces streaming changes once per animation frame. Where there are no frames — no
+ * `requestAnimationFrame`, or a hidden tab, where browsers pause them — a 16 ms timer
+ * (which browsers slow down in the background) keeps the view current instead.
+ */
+function nextFrame(flush: () => void): void {
+  const hidden = typeof document !== "undefined" && document.visibilityState === "hidden";
+  if (typeof requestAnimationFrame === "function" && !hidden) requestAnimationFrame(() => flush());
+  else setTimeout(flush, 16);
 }
 
 function createClient(
@@ -117,11 +152,15 @@ function createClient(
     contextId = readId(storage, storageKey);
   }
 
-  return new AgentClient({
+  const owned = options.transport === "websocket" ? new WebSocketTransport() : null;
+  const transport = owned ?? (typeof options.transport === "object" ? options.transport : undefined);
+  const client = new AgentClient({
     agent: options.agent,
     ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }),
-    ...(options.transport === undefined ? {} : { transport: options.transport }),
+    ...(transport === undefined ? {} : { transport }),
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+    ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
+    schedule: nextFrame,
     contextId,
     get headers() {
       return latest.current.headers;
@@ -131,6 +170,8 @@ function createClient(
       latest.current.onContext?.(id);
     },
   });
+  if (owned) ownedTransports.set(client, owned);
+  return client;
 }
 
 function defaultStorage(): Storage | null {

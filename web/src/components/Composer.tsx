@@ -1,12 +1,13 @@
 import { useState, type FormEvent, type KeyboardEvent } from "react";
 
 interface ComposerProps {
-  /** True while a reply is streaming: sending is blocked, typing is not. */
+  /** True while a reply is streaming: sending is blocked, typing is not, and Stop is offered. */
   disabled: boolean;
   onSend: (text: string) => void;
+  onStop: () => void;
 }
 
-export function Composer({ disabled, onSend }: ComposerProps) {
+export function Composer({ disabled, onSend, onStop }: ComposerProps) {
   const [draft, setDraft] = useState("");
   const empty = draft.trim().length === 0;
   const canSend = !disabled && !empty;
@@ -42,6 +43,15 @@ export function Composer({ disabled, onSend }: ComposerProps) {
       />
       <button className="button button--primary" data-testid="send" type="submit" disabled={!canSend}>
         Send
+      </button>
+      <button
+        className="button button--secondary"
+        data-testid="stop"
+        type="button"
+        disabled={!disabled}
+        onClick={() => onStop()}
+      >
+        Stop
       </button>
     </form>
   );

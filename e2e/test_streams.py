@@ -1,0 +1,129 @@
+"""Streams that survive, in a real browser: reload mid-stream, two tabs, stop, WebSocket."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import BrowserContext, Page, expect
+
+from conftest import Demo, Recorder
+from proxy import proxy_to
+from test_conversation import assistant_turns, open_as, send, wait_for_reply
+
+STREAMING_REPLY = (
+    '[data-testid="turn"][data-role="assistant"][data-streaming="true"] [data-testid="turn-text"]'
+)
+
+
+def expected_first_reply(text: str) -> str:
+    words = len(text.split())
+    return f"You said “{text}” — {words} words. This is the start of our conversation."
+
+
+def wait_for_partial_reply(page: Page) -> str:
+    """Wait until the reply has started streaming, and return what is shown of it."""
+    page.wait_for_function(
+        f"() => (document.querySelector('{STREAMING_REPLY}')?.textContent ?? '').length > 0",
+        polling=50,  # not per animation frame: a background tab has none
+    )
+    return page.locator(STREAMING_REPLY).text_content() or ""
+
+
+@pytest.mark.parametrize("transport", ["sse", "websocket"])
+def test_reload_mid_stream_gives_the_text_of_an_uninterrupted_run(
+    page: Page, slow_demo: Demo, transport: str
+) -> None:
+    page.goto(f"{slow_demo.url}/?user=alice&transport={transport}")
+    expect(page.get_by_test_id("status")).to_have_text("idle")
+    send(page, "a reply worth waiting for")
+    partial = wait_for_partial_reply(page)
+    page.reload()
+    final = wait_for_reply(page, 1)
+    assert final == expected_first_reply("a reply worth waiting for")
+    assert final.startswith(partial) and partial != final
+    assert page.get_by_test_id("turn-text").first.text_content() == "a reply worth waiting for"
+
+
+def test_a_second_tab_watches_the_live_run(
+    context: BrowserContext, page: Page, slow_demo: Demo
+) -> None:
+    open_as(page, slow_demo, "alice")
+    send(page, "shared between tabs")
+    wait_for_partial_reply(page)
+    second = context.new_page()
+    second.goto(f"{slow_demo.url}/?user=alice")
+    expect(second.get_by_test_id("status")).to_have_text("streaming")  # attached, not idle
+    expect(second.get_by_test_id("stop")).to_be_enabled()
+    assert wait_for_reply(second, 1) == wait_for_reply(page, 1)
+    assert wait_for_reply(page, 1) == expected_first_reply("shared between tabs")
+
+
+def test_a_send_from_another_tab_during_a_run_is_context_busy(
+    context: BrowserContext, page: Page, slow_demo: Demo
+) -> None:
+    open_as(page, slow_demo, "alice")
+    send(page, "first")
+    wait_for_reply(page, 1)
+    second = context.new_page()
+    second.goto(f"{slow_demo.url}/?user=alice")
+    expect(second.get_by_test_id("turn")).to_have_count(2)
+    send(page, "a long second question")
+    wait_for_partial_reply(page)
+    send(second, "me too")  # the second tab has not seen the run start
+    expect(second.get_by_test_id("error")).to_contain_text("context_busy")
+    assert wait_for_reply(page, 2).startswith("You said “a long second question”")
+
+
+def test_stop_ends_the_reply_on_the_server(page: Page, slow_demo: Demo) -> None:
+    open_as(page, slow_demo, "alice")
+    send(page, "please stop me halfway")
+    wait_for_partial_reply(page)
+    page.get_by_test_id("stop").click()
+    ending = page.get_by_test_id("turn-ending")
+    expect(ending).to_have_attribute("data-stop-reason", "stopped")
+    expect(page.get_by_test_id("status")).to_have_text("idle")
+    stopped = assistant_turns(page)[0]
+    full = expected_first_reply("please stop me halfway")
+    assert full.startswith(stopped) and stopped != full
+    page.reload()  # the server kept the partial reply, marked as stopped
+    expect(page.get_by_test_id("turn-ending")).to_have_attribute("data-stop-reason", "stopped")
+    assert assistant_turns(page)[0] == stopped
+
+
+@pytest.mark.parametrize("transport", ["sse", "websocket"])
+def test_a_dropped_connection_reconnects_without_losing_a_word(
+    page: Page, slow_demo: Demo, transport: str
+) -> None:
+    assert slow_demo.server is not None
+    with proxy_to(slow_demo.server.port) as proxy:
+        page.goto(f"{proxy.url}/?user=alice&transport={transport}")
+        expect(page.get_by_test_id("status")).to_have_text("idle")
+        statuses = watch_statuses(page)
+        send(page, "through the tunnel")
+        wait_for_partial_reply(page)
+        proxy.cut()  # the network drops the stream; the server's run goes on
+        assert wait_for_reply(page, 1) == expected_first_reply("through the tunnel")
+        assert "reconnecting" in page.evaluate(statuses)
+
+
+def watch_statuses(page: Page) -> str:
+    """Record every status the page shows; returns the script that reads them back."""
+    page.evaluate(
+        """() => {
+            window.__statuses = [];
+            const status = document.querySelector('[data-testid="status"]');
+            new MutationObserver(() => window.__statuses.push(status.textContent))
+                .observe(status, { subtree: true, childList: true, characterData: true });
+        }"""
+    )
+    return "window.__statuses"
+
+
+def test_websocket_conversation_leaks_nothing(page: Page, demo: Demo, recorder: Recorder) -> None:
+    page.goto(f"{demo.url}/?user=carol&transport=websocket")
+    expect(page.get_by_test_id("status")).to_have_text("idle")
+    send(page, "over the socket")
+    wait_for_reply(page, 1)
+    send(page, "and again")
+    assert "Earlier you told me “over the socket”" in wait_for_reply(page, 2)
+    assert any('"type":"done"' in frame for frame in recorder.websocket_frames)
+    recorder.assert_no_leak(page, demo.canaries)

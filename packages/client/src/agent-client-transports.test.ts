@@ -1,0 +1,223 @@
+/**
+ * AgentClient behaviour that must hold over every wire: the same scripted
+ * server is reached once through SSE (a fake fetch) and once through a
+ * WebSocket (a fake socket class).
+ */
+import { describe, expect, it } from "vitest";
+import { AgentClient, type AgentClientOptions } from "./agent-client.js";
+import { ThinwireError } from "./errors.js";
+import type { Transcript } from "./generated/wire.js";
+import { SseTransport } from "./sse-transport.js";
+import {
+  channel,
+  fakeFetch,
+  fakeWebSocket,
+  newLog,
+  runFrames,
+  type Script,
+  type ServerLog,
+} from "./testing/fake-server.js";
+import type { Transport } from "./transport.js";
+import { WebSocketTransport } from "./websocket-transport.js";
+
+type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
+
+const wires: Array<[string, Wire]> = [
+  ["sse", (script, log) => {
+    const fetch = fakeFetch(script, log);
+    return { transport: new SseTransport({ fetch }), fetch };
+  }],
+  ["websocket", (script, log) => ({
+    transport: new WebSocketTransport({ WebSocket: fakeWebSocket(script, log).WebSocket }),
+    fetch: fakeFetch(script, log),
+  })],
+];
+
+async function rejection(promise: Promise<unknown>): Promise<ThinwireError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(ThinwireError);
+    return error as ThinwireError;
+  }
+  throw new Error("expected a rejection");
+}
+
+function transcript(contextId: string, turns: Transcript["turns"], activeRunId: string | null = null): Transcript {
+  return { contextId, agent: "demo", turns, activeRunId };
+}
+
+const until = async (check: () => boolean, what: string) => {
+  for (let i = 0; i < 200; i++) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+
+describe.each(wires)("AgentClient over %s", (_name, wire) => {
+  function setup(script: Script, options: Partial<AgentClientOptions> = {}) {
+    const log = newLog();
+    const { transport, fetch } = wire(script, log);
+    const client = new AgentClient({
+      agent: "demo",
+      baseUrl: "http://server.test/tw",
+      transport,
+      fetch,
+      reconnect: { baseDelayMs: 1 },
+      ...options,
+    });
+    const statuses: string[] = [];
+    client.subscribe(() => {
+      const status = client.getSnapshot().status;
+      if (statuses[statuses.length - 1] !== status) statuses.push(status);
+    });
+    return { client, log, statuses };
+  }
+
+  it("streams a full run", async () => {
+    const r = runFrames("ctx-1", "run-1");
+    const { client, log } = setup({
+      run: () => ({
+        frames: [
+          r.start(),
+          r.thinking("Looking up."),
+          r.call("c1", "weather"),
+          r.result("c1", "weather"),
+          r.token("Sun"),
+          r.token("ny."),
+          r.done("Sunny.", ["weather"]),
+        ],
+      }),
+    });
+    const result = await client.send("Weather?");
+    expect(result).toEqual({ text: "Sunny.", toolCalls: ["weather"], contextId: "ctx-1", runId: "run-1", stopReason: "end" });
+    expect(log.runs).toEqual([{ message: { text: "Weather?" } }]);
+    expect(client.getSnapshot()).toMatchObject({
+      contextId: "ctx-1",
+      status: "idle",
+      thinking: "Looking up.",
+      activity: [{ callId: "c1", name: "weather", state: "ok" }],
+    });
+    expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.streaming])).toEqual([
+      ["user", "Weather?", false],
+      ["assistant", "Sunny.", false],
+    ]);
+  });
+
+  it("maps a refusal to its typed error", async () => {
+    const { client } = setup(
+      { run: () => ({ error: { status: 409, code: "context_busy", message: "A run is active." } }) },
+      { contextId: "ctx-1" },
+    );
+    const error = await rejection(client.send("hi"));
+    expect(error).toMatchObject({ code: "context_busy", message: "A run is active." });
+    expect(client.getSnapshot()).toMatchObject({ status: "error", turns: [], error: { code: "context_busy" } });
+  });
+
+  it("reattaches after a dropped stream and ends with the uninterrupted text", async () => {
+    const r = runFrames("ctx-1", "run-1");
+    const [start, hel, lo, world, done] = [r.start(), r.token("Hel"), r.token("lo"), r.token(" world"), r.done("Hello world")];
+    const { client, log, statuses } = setup({
+      run: () => ({ frames: [start!, hel!], cut: true }),
+      // The server resends from `after`; the client still drops the duplicate `hel`.
+      attach: () => ({ frames: [hel!, lo!, world!, done!] }),
+    });
+    let settled = 0;
+    const result = await client.send("hi").finally(() => settled++);
+    expect(result.text).toBe("Hello world");
+    expect(log.attaches).toEqual([{ contextId: "ctx-1", after: 2 }]);
+    expect(statuses).toEqual(["streaming", "reconnecting", "streaming", "idle"]);
+    expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Hello world", streaming: false, stopReason: "end" });
+    expect(client.getSnapshot().turns).toHaveLength(2);
+    expect(settled).toBe(1);
+  });
+
+  it("settles from the transcript when the run ended while disconnected", async () => {
+    const r = runFrames("ctx-1", "run-1");
+    const { client, log } = setup({
+      run: () => ({ frames: [r.start(), r.token("Hel")], cut: true }),
+      attach: () => ({ nothing: true }),
+      transcript: (id) =>
+        transcript(id, [
+          { role: "user", text: "hi", toolCalls: [], stopReason: null },
+          { role: "assistant", text: "Hello world", toolCalls: ["lookup"], stopReason: "end" },
+        ]),
+    });
+    const before = client.getSnapshot().turns;
+    const result = await client.send("hi");
+    expect(before).toEqual([]);
+    expect(result).toEqual({ text: "Hello world", toolCalls: ["lookup"], contextId: "ctx-1", runId: "run-1", stopReason: "end" });
+    expect(log.transcripts).toEqual(["ctx-1"]);
+    expect(client.getSnapshot().status).toBe("idle");
+    expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.streaming])).toEqual([
+      ["user", "hi", false],
+      ["assistant", "Hello world", false],
+    ]);
+  });
+
+  it("follows a run found in progress on start", async () => {
+    const r = runFrames("ctx-7", "run-9", 5);
+    const stream = channel();
+    const { client, log, statuses } = setup(
+      {
+        run: () => ({ frames: [] }),
+        attach: () => ({ frames: stream.frames() }),
+        transcript: (id) =>
+          transcript(
+            id,
+            [
+              { role: "user", text: "Hello", toolCalls: [], stopReason: null },
+              { role: "assistant", text: "Hi", toolCalls: [], stopReason: "end" },
+              { role: "user", text: "Tell me more", toolCalls: [], stopReason: null },
+            ],
+            "run-9",
+          ),
+      },
+      { contextId: "ctx-7" },
+    );
+    await client.start();
+    expect(client.getSnapshot().status).toBe("streaming");
+    stream.push(r.start());
+    stream.push(r.thinking("Hmm."));
+    stream.push(r.token("More"));
+    await until(() => client.getSnapshot().turns[3]?.text === "More", "the resumed reply");
+    expect(client.getSnapshot().thinking).toBe("Hmm.");
+    expect(log.attaches).toEqual([{ contextId: "ctx-7", after: 0 }]);
+    expect((await rejection(client.send("again"))).code).toBe("context_busy");
+    stream.push(r.done("More text"));
+    await until(() => client.getSnapshot().status === "idle", "idle");
+    expect(statuses).toEqual(["hydrating", "streaming", "idle"]);
+    expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.streaming])).toEqual([
+      ["user", "Hello", false],
+      ["assistant", "Hi", false],
+      ["user", "Tell me more", false],
+      ["assistant", "More text", false],
+    ]);
+    expect(log.runs).toEqual([]);
+  });
+
+  it("stops the run: the send resolves with stop reason stopped", async () => {
+    const r = runFrames("ctx-1", "run-1");
+    const stream = channel();
+    const { client, log } = setup({
+      run: () => ({ frames: stream.frames() }),
+      stop: () => {
+        stream.push(r.done("Hal", [], "stopped"));
+        stream.end();
+      },
+    });
+    const sent = client.send("Count to a million");
+    stream.push(r.start());
+    stream.push(r.token("Hal"));
+    await until(() => client.getSnapshot().turns[1]?.text === "Hal", "the partial reply");
+    await client.stop();
+    const result = await sent;
+    expect(log.stops).toEqual(["ctx-1"]);
+    expect(result).toMatchObject({ text: "Hal", stopReason: "stopped" });
+    expect(client.getSnapshot().status).toBe("idle");
+    expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Hal", stopReason: "stopped", streaming: false });
+    await client.stop(); // nothing running: a no-op
+    expect(log.stops).toEqual(["ctx-1"]);
+  });
+});

@@ -1,0 +1,246 @@
+/**
+ * Test support (not shipped): one scripted thinwire server that answers over
+ * both wires — a fake `fetch` speaking SSE and a fake `WebSocket` class — so a
+ * behaviour test can run unchanged over either transport.
+ */
+import type { Command, Frame, RejectedFrame, RunRequest, Transcript } from "../generated/wire.js";
+
+/** How the server answers one run or attach. */
+export type Reply =
+  /** These frames; with `cut`, the connection then drops (no clean end). */
+  | { frames: Iterable<Frame> | AsyncIterable<Frame>; cut?: boolean }
+  /** A refusal: an HTTP error body, or a WebSocket `rejected` frame. */
+  | { error: { status: number; code: string; message: string } }
+  /** Nothing to follow: HTTP 204, WebSocket `no_run`. */
+  | { nothing: true };
+
+export interface Script {
+  run(body: RunRequest): Reply;
+  attach?(contextId: string, after: number): Reply;
+  stop?(contextId: string): void;
+  transcript?(contextId: string): Transcript | undefined;
+}
+
+export interface ServerLog {
+  runs: RunRequest[];
+  attaches: Array<{ contextId: string; after: number }>;
+  stops: string[];
+  transcripts: string[];
+}
+
+export function newLog(): ServerLog {
+  return { runs: [], attaches: [], stops: [], transcripts: [] };
+}
+
+const encoder = new TextEncoder();
+const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+}
+
+/** A `fetch` that serves the script over HTTP + SSE. */
+export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
+  return async (input, init) => {
+    const url = new URL(String(input), "http://server.test");
+    const method = init?.method ?? "GET";
+    const path = url.pathname.replace(/^.*\/agents\/[^/]+/, "");
+    const headers = new Headers(init?.headers);
+    let reply: Reply;
+    if (path === "/runs" && method === "POST") {
+      const body = JSON.parse(String(init?.body)) as RunRequest;
+      log.runs.push(body);
+      reply = script.run(body);
+    } else {
+      const match = /^\/contexts\/([^/]+)(\/events|\/stop)?$/.exec(path);
+      if (!match) return json(404, { error: { code: "not_found", message: "No route." } });
+      const contextId = decodeURIComponent(match[1]!);
+      if (match[2] === "/stop") {
+        log.stops.push(contextId);
+        script.stop?.(contextId);
+        return json(200, { contextId, runId: null, stopping: true });
+      }
+      if (match[2] === "/events") {
+        const after = Number(headers.get("Last-Event-ID") ?? url.searchParams.get("after") ?? 0);
+        log.attaches.push({ contextId, after });
+        reply = script.attach?.(contextId, after) ?? { nothing: true };
+      } else {
+        log.transcripts.push(contextId);
+        const transcript = script.transcript?.(contextId);
+        if (!transcript) return json(404, { error: { code: "context_not_found", message: "Unknown context." } });
+        return json(200, transcript);
+      }
+    }
+    if ("error" in reply) return json(reply.error.status, { error: reply.error });
+    if ("nothing" in reply) return new Response(null, { status: 204 });
+    const { frames, cut } = reply;
+    const iterator = toAsync(frames)[Symbol.asyncIterator]();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const step = await iterator.next();
+        if (step.done) {
+          if (cut) controller.error(new TypeError("network connection lost"));
+          else controller.close();
+          return;
+        }
+        const frame = step.value as { seq?: number };
+        controller.enqueue(encoder.encode(`id: ${frame.seq ?? ""}\ndata: ${JSON.stringify(frame)}\n\n`));
+      },
+    });
+    return new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } });
+  };
+}
+
+async function* toAsync(frames: Iterable<Frame> | AsyncIterable<Frame>): AsyncGenerator<Frame> {
+  yield* frames;
+}
+
+export interface FakeSocket {
+  readonly url: string;
+  readonly protocols: string[];
+  readonly sent: Command[];
+  readyState: number;
+  /** The server drops the connection. */
+  drop(code?: number, reason?: string): void;
+  /** The server sends a raw text message. */
+  receive(data: string): void;
+}
+
+/** A `WebSocket` class that serves the script over the thinwire WebSocket protocol. */
+export function fakeWebSocket(script: Script, log: ServerLog) {
+  const sockets: FakeSocket[] = [];
+
+  class FakeWebSocket implements FakeSocket {
+    readonly url: string;
+    readonly protocols: string[];
+    readonly sent: Command[] = [];
+    readyState = 0;
+    onopen: ((event: Event) => void) | null = null;
+    onmessage: ((event: MessageEvent) => void) | null = null;
+    onclose: ((event: CloseEvent) => void) | null = null;
+    onerror: ((event: Event) => void) | null = null;
+
+    constructor(url: string, protocols?: string | string[]) {
+      this.url = url;
+      this.protocols = protocols === undefined ? [] : Array.isArray(protocols) ? protocols : [protocols];
+      sockets.push(this);
+      setTimeout(() => {
+        if (this.readyState !== 0) return;
+        this.readyState = 1;
+        this.onopen?.(new Event("open"));
+      }, 0);
+    }
+
+    send(data: string): void {
+      if (this.readyState !== 1) throw new Error("InvalidStateError: not open");
+      const command = JSON.parse(data) as Command;
+      this.sent.push(command);
+      switch (command.type) {
+        case "send": {
+          const body: RunRequest = { message: command.message };
+          if (command.contextId != null) body.contextId = command.contextId;
+          log.runs.push(body);
+          void this.#answer(script.run(body), "send", command.contextId ?? null);
+          break;
+        }
+        case "attach": {
+          const after = command.after ?? 0;
+          log.attaches.push({ contextId: command.contextId, after });
+          void this.#answer(script.attach?.(command.contextId, after) ?? { nothing: true }, "attach", command.contextId);
+          break;
+        }
+        case "stop":
+          log.stops.push(command.contextId);
+          script.stop?.(command.contextId);
+          break;
+      }
+    }
+
+    close(code = 1000, reason = ""): void {
+      if (this.readyState >= 2) return;
+      this.readyState = 2;
+      setTimeout(() => this.#closed(code, reason), 0);
+    }
+
+    drop(code = 1006, reason = ""): void {
+      if (this.readyState >= 2) return;
+      this.#closed(code, reason);
+    }
+
+    receive(data: string): void {
+      this.onmessage?.(new MessageEvent("message", { data }));
+    }
+
+    #closed(code: number, reason: string): void {
+      this.readyState = 3;
+      this.onclose?.({ code, reason, wasClean: code === 1000 } as CloseEvent);
+    }
+
+    async #answer(reply: Reply, command: "send" | "attach", contextId: string | null): Promise<void> {
+      await tick();
+      if ("error" in reply || "nothing" in reply) {
+        const rejected: RejectedFrame = {
+          type: "rejected",
+          code: "error" in reply ? reply.error.code : "no_run",
+          message: "error" in reply ? reply.error.message : "Nothing to follow.",
+          command,
+          contextId,
+        };
+        this.receive(JSON.stringify(rejected));
+        return;
+      }
+      for await (const frame of reply.frames) {
+        if (this.readyState !== 1) return;
+        this.receive(JSON.stringify(frame));
+        await tick();
+      }
+      if (reply.cut) this.drop();
+    }
+  }
+
+  return { WebSocket: FakeWebSocket as unknown as typeof WebSocket, sockets };
+}
+
+/** A frame stream the test pushes into by hand. */
+export function channel() {
+  const queue: Array<Frame | null> = [];
+  let wake: (() => void) | null = null;
+  return {
+    push(frame: Frame) {
+      queue.push(frame);
+      wake?.();
+    },
+    end() {
+      queue.push(null);
+      wake?.();
+    },
+    async *frames(): AsyncGenerator<Frame> {
+      for (;;) {
+        while (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+        const frame = queue.shift()!;
+        if (frame === null) return;
+        yield frame;
+      }
+    },
+  };
+}
+
+/** Builds the frames of one run with consecutive seqs. */
+export function runFrames(contextId: string, runId: string, firstSeq = 1) {
+  let seq = firstSeq;
+  const base = () => ({ contextId, runId, seq: seq++ });
+  return {
+    start: (): Frame => ({ ...base(), type: "run_start", agent: "demo" }),
+    thinking: (delta: string): Frame => ({ ...base(), type: "thinking", delta }),
+    call: (callId: string, name: string): Frame => ({ ...base(), type: "tool_call", callId, name }),
+    result: (callId: string, name: string, ok = true): Frame => ({ ...base(), type: "tool_result", callId, name, ok }),
+    token: (delta: string): Frame => ({ ...base(), type: "token", delta }),
+    done: (text: string, toolCalls: string[] = [], stopReason: "end" | "stopped" | "error" = "end"): Frame => ({
+      ...base(),
+      type: "done",
+      text,
+      toolCalls,
+      stopReason,
+    }),
+  };
+}

@@ -1,0 +1,190 @@
+import { describe, expect, it } from "vitest";
+import { ThinwireError } from "./errors.js";
+import type { Frame } from "./generated/wire.js";
+import { channel, fakeWebSocket, newLog, runFrames, type Script } from "./testing/fake-server.js";
+import { WebSocketTransport, webSocketUrl } from "./websocket-transport.js";
+
+const target = { baseUrl: "https://chat.test/tw", agent: "demo bot", headers: { "Thinwire-Protocol": "1" } };
+
+function setup(script: Script) {
+  const log = newLog();
+  const { WebSocket, sockets } = fakeWebSocket(script, log);
+  return { transport: new WebSocketTransport({ WebSocket }), sockets, log };
+}
+
+function signal(): AbortSignal {
+  return new AbortController().signal;
+}
+
+async function collect(frames: AsyncIterable<Frame>): Promise<Frame[]> {
+  const out: Frame[] = [];
+  for await (const frame of frames) out.push(frame);
+  return out;
+}
+
+async function failure(frames: AsyncIterable<Frame>): Promise<ThinwireError> {
+  try {
+    await collect(frames);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ThinwireError);
+    return error as ThinwireError;
+  }
+  throw new Error("expected the stream to fail");
+}
+
+describe("WebSocketTransport", () => {
+  it("opens one socket with the subprotocol and sends commands as JSON", async () => {
+    const r = runFrames("ctx-1", "run-1");
+    const frames = [r.start(), r.token("Hi"), r.done("Hi")];
+    const { transport, sockets } = setup({
+      run: () => ({ frames }),
+      attach: () => ({ frames: frames.slice(1) }),
+    });
+    const body = { contextId: "ctx-1", message: { text: "hello" } };
+    expect(await collect(transport.run({ ...target, body, signal: signal() }))).toEqual(frames);
+    expect(await collect(transport.attach({ ...target, contextId: "ctx-1", after: 1, signal: signal() }))).toEqual(
+      frames.slice(1),
+    );
+    await transport.stop({ ...target, contextId: "ctx-1" });
+    expect(sockets).toHaveLength(1);
+    expect(sockets[0]!.url).toBe("wss://chat.test/tw/agents/demo%20bot/ws");
+    expect(sockets[0]!.protocols).toEqual(["thinwire.v1"]);
+    expect(sockets[0]!.sent).toEqual([
+      { type: "send", contextId: "ctx-1", message: { text: "hello" } },
+      { type: "attach", contextId: "ctx-1", after: 1 },
+      { type: "stop", contextId: "ctx-1" },
+    ]);
+  });
+
+  it("routes the frames of two contexts sharing the socket", async () => {
+    const a = runFrames("ctx-a", "run-a");
+    const b = runFrames("ctx-b", "run-b", 40);
+    const { transport, sockets } = setup({
+      run: (body) =>
+        body.contextId === "ctx-a"
+          ? { frames: [a.start(), a.token("A1"), a.token("A2"), a.done("A1A2")] }
+          : { frames: [b.start(), b.token("B1"), b.token("B2"), b.done("B1B2")] },
+    });
+    const [first, second] = await Promise.all([
+      collect(transport.run({ ...target, body: { contextId: "ctx-a", message: { text: "a" } }, signal: signal() })),
+      collect(transport.run({ ...target, body: { contextId: "ctx-b", message: { text: "b" } }, signal: signal() })),
+    ]);
+    expect(sockets).toHaveLength(1);
+    expect(first.map((frame) => frame.type === "token" && frame.delta).filter(Boolean)).toEqual(["A1", "A2"]);
+    expect(second.map((frame) => frame.type === "token" && frame.delta).filter(Boolean)).toEqual(["B1", "B2"]);
+    expect(first.every((frame) => frame.type !== "rejected" && frame.contextId === "ctx-a")).toBe(true);
+  });
+
+  it("gives a new conversation's send the run_start no one else follows, one such send at a time", async () => {
+    const streams = [channel(), channel()];
+    let count = 0;
+    const { transport, sockets } = setup({ run: () => ({ frames: streams[count++]!.frames() }) });
+    const one = collect(transport.run({ ...target, body: { message: { text: "one" } }, signal: signal() }));
+    const two = collect(transport.run({ ...target, body: { message: { text: "two" } }, signal: signal() }));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // The second new-conversation send waits until the first learnt its context.
+    expect(sockets[0]!.sent.map((command) => command.type === "send" && command.message.text)).toEqual(["one"]);
+    const r1 = runFrames("ctx-new-1", "run-1");
+    streams[0]!.push(r1.start());
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(sockets[0]!.sent).toHaveLength(2);
+    const r2 = runFrames("ctx-new-2", "run-2");
+    streams[1]!.push(r2.start());
+    streams[1]!.push(r2.done("two"));
+    streams[0]!.push(r1.done("one"));
+    expect((await one).map((frame) => frame.type === "done" && frame.text)).toEqual([false, "one"]);
+    expect((await two).map((frame) => frame.type === "done" && frame.text)).toEqual([false, "two"]);
+  });
+
+  it("does not take a run_start of a context the socket already followed as a new conversation's", async () => {
+    const old = runFrames("ctx-old", "run-1");
+    const stream = channel();
+    const { transport, sockets } = setup({
+      run: (body) => (body.contextId ? { frames: [old.start(), old.done("old")] } : { frames: stream.frames() }),
+    });
+    await collect(transport.run({ ...target, body: { contextId: "ctx-old", message: { text: "a" } }, signal: signal() }));
+    const fresh = collect(transport.run({ ...target, body: { message: { text: "b" } }, signal: signal() }));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // Another tab starts a run in ctx-old; the server still sends it to this socket.
+    const other = runFrames("ctx-old", "run-2", 10);
+    sockets[0]!.receive(JSON.stringify(other.start()));
+    const mine = runFrames("ctx-new", "run-3");
+    stream.push(mine.start());
+    stream.push(mine.done("new"));
+    expect((await fresh).map((frame) => frame.type !== "rejected" && frame.contextId)).toEqual(["ctx-new", "ctx-new"]);
+  });
+
+  it("throws a rejected command as its typed error; an attach with nothing to follow just ends", async () => {
+    const { transport } = setup({
+      run: () => ({ error: { status: 404, code: "context_not_found", message: "Unknown context." } }),
+      attach: () => ({ nothing: true }),
+    });
+    const error = await failure(
+      transport.run({ ...target, body: { contextId: "ctx-x", message: { text: "hi" } }, signal: signal() }),
+    );
+    expect(error).toMatchObject({ code: "context_not_found", message: "Unknown context.", retryable: false });
+    expect(await collect(transport.attach({ ...target, contextId: "ctx-x", after: 3, signal: signal() }))).toEqual([]);
+  });
+
+  it("reports a socket closed mid-stream as a retryable network error and reopens on next use", async () => {
+    const r = runFrames("ctx-1", "run-1");
+    const { transport, sockets } = setup({
+      run: () => ({ frames: [r.start(), r.token("Hal")], cut: true }),
+      attach: () => ({ frames: [r.done("Half")] }),
+    });
+    const seen: Frame[] = [];
+    const error = await failure(
+      (async function* () {
+        for await (const frame of transport.run({ ...target, body: { contextId: "ctx-1", message: { text: "hi" } }, signal: signal() })) {
+          seen.push(frame);
+          yield frame;
+        }
+      })(),
+    );
+    expect(seen).toHaveLength(2);
+    expect(error).toMatchObject({ code: "network_error", retryable: true });
+    const rest = await collect(transport.attach({ ...target, contextId: "ctx-1", after: 2, signal: signal() }));
+    expect(rest.map((frame) => frame.type)).toEqual(["done"]);
+    expect(sockets).toHaveLength(2);
+  });
+
+  it("maps close codes: 4401 is unauthenticated, 1002 a protocol mismatch", async () => {
+    const stream = channel();
+    const { transport, sockets } = setup({ run: () => ({ frames: stream.frames() }) });
+    const request = () => transport.run({ ...target, body: { contextId: "ctx-1", message: { text: "hi" } }, signal: signal() });
+    const unauthenticated = failure(request());
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    sockets[0]!.drop(4401, "sign in");
+    expect(await unauthenticated).toMatchObject({ code: "unauthenticated", retryable: false });
+    const mismatch = failure(request());
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    sockets[1]!.drop(1002);
+    expect((await mismatch).code).toBe("protocol_mismatch");
+  });
+
+  it("stops yielding when the request is aborted, and ignores garbage messages", async () => {
+    const stream = channel();
+    const { transport, sockets } = setup({ run: () => ({ frames: stream.frames() }) });
+    const controller = new AbortController();
+    const r = runFrames("ctx-1", "run-1");
+    const seen: Frame[] = [];
+    const reading = (async () => {
+      for await (const frame of transport.run({ ...target, body: { contextId: "ctx-1", message: { text: "hi" } }, signal: controller.signal })) {
+        seen.push(frame);
+      }
+    })();
+    stream.push(r.start());
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    sockets[0]!.receive("not json");
+    sockets[0]!.receive('{"type":"token","delta":"no context"}');
+    controller.abort();
+    await expect(reading).rejects.toMatchObject({ code: "aborted" });
+    expect(seen.map((frame) => frame.type)).toEqual(["run_start"]);
+  });
+
+  it("builds the socket URL from http, https and relative bases", () => {
+    expect(webSocketUrl("http://localhost:8000/agents/demo/ws")).toBe("ws://localhost:8000/agents/demo/ws");
+    expect(webSocketUrl("https://x.test/api/agents/demo/ws")).toBe("wss://x.test/api/agents/demo/ws");
+    expect(() => webSocketUrl("/agents/demo/ws")).toThrow(ThinwireError); // no page location in node
+  });
+});
