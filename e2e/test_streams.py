@@ -127,3 +127,25 @@ def test_websocket_conversation_leaks_nothing(page: Page, demo: Demo, recorder: 
     assert "Earlier you told me “over the socket”" in wait_for_reply(page, 2)
     assert any('"type":"done"' in frame for frame in recorder.websocket_frames)
     recorder.assert_no_leak(page, demo.canaries)
+
+
+def test_a_plain_event_source_can_follow_a_run(page: Page, slow_demo: Demo) -> None:
+    open_as(page, slow_demo, "alice")
+    send(page, "for any client")
+    wait_for_partial_reply(page)
+    context_id = page.evaluate("localStorage.getItem('thinwire:demo:alice:contextId')")
+    frames = page.evaluate(
+        """(id) => new Promise((resolve, reject) => {
+            const frames = [];
+            const source = new EventSource(`/agents/demo/contexts/${id}/events`);
+            source.onmessage = (event) => {
+                const frame = JSON.parse(event.data);
+                frames.push([Number(event.lastEventId), frame]);
+                if (frame.type === "done") { source.close(); resolve(frames); }
+            };
+            setTimeout(() => { source.close(); reject(new Error("no done")); }, 15000);
+        })""",
+        context_id,
+    )
+    assert [seq for seq, frame in frames] == [frame["seq"] for _, frame in frames]
+    assert frames[0][1]["type"] == "run_start" and frames[-1][1]["text"] == wait_for_reply(page, 1)
