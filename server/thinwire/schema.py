@@ -32,6 +32,8 @@ REQUESTS: list[type[BaseModel]] = [
     wire.SendCommand,
     wire.AttachCommand,
     wire.StopCommand,
+    wire.DecideCommand,
+    wire.DecisionRequest,
 ]
 RESPONSES: list[type[BaseModel]] = [
     wire.RunStartFrame,
@@ -39,6 +41,7 @@ RESPONSES: list[type[BaseModel]] = [
     wire.ToolCallFrame,
     wire.ToolResultFrame,
     wire.TokenFrame,
+    wire.InterruptFrame,
     wire.DoneFrame,
     wire.ErrorFrame,
     wire.Transcript,
@@ -64,7 +67,7 @@ export type Frame =
 {% for name in frames %}  | {{ name }}{{ ";" if loop.last else "" }}
 {% endfor %}
 /** Every WebSocket command a client sends, discriminated by `type`. */
-export type Command = SendCommand | AttachCommand | StopCommand;
+export type Command = SendCommand | AttachCommand | StopCommand | DecideCommand;
 
 export type FrameType = Frame["type"];
 export type StopReason = DoneFrame["stopReason"];
@@ -80,6 +83,8 @@ def json_schema() -> dict[str, Any]:
 
 
 def ts_type(prop: dict[str, Any]) -> str:
+    if not set(prop) - {"description", "title", "default"}:
+        return "unknown"  # any JSON value
     if "$ref" in prop:
         return str(prop["$ref"]).rsplit("/", 1)[-1]
     if "const" in prop:
@@ -97,6 +102,8 @@ def ts_type(prop: dict[str, Any]) -> str:
         return "boolean"
     if kind == "null":
         return "null"
+    if kind == "object" and prop.get("additionalProperties") is True:
+        return "Record<string, unknown>"
     if kind == "array":
         item = ts_type(prop["items"])
         return f"({item})[]" if "|" in item else f"{item}[]"

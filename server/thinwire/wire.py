@@ -10,7 +10,7 @@ here, so nothing internal can be serialised onto the wire by accident.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -20,11 +20,15 @@ __all__ = [
     "PROTOCOL_VERSION",
     "AttachCommand",
     "Command",
+    "DecideCommand",
+    "DecisionRequest",
     "DoneFrame",
     "ErrorBody",
     "ErrorDetail",
     "ErrorFrame",
     "Frame",
+    "InterruptFrame",
+    "InterruptRequest",
     "Message",
     "RejectedFrame",
     "RunRequest",
@@ -96,6 +100,22 @@ class AttachCommand(WireModel):
     after: int = Field(default=0, ge=0, description="Send only frames with a greater seq.")
 
 
+class DecisionRequest(WireModel):
+    """Body of `POST …/decisions`: a person's answer to a pending interrupt."""
+
+    interrupt_id: str
+    value: Any = Field(description="One of the offered options, or JSON matching the schema.")
+
+
+class DecideCommand(WireModel):
+    """WebSocket: answer a pending interrupt, like `POST …/decisions`."""
+
+    type: Literal["decide"]
+    context_id: str
+    interrupt_id: str
+    value: Any = Field(description="One of the offered options, or JSON matching the schema.")
+
+
 class StopCommand(WireModel):
     """WebSocket: stop the run in progress, like `POST …/stop`."""
 
@@ -103,7 +123,9 @@ class StopCommand(WireModel):
     context_id: str
 
 
-Command = Annotated[SendCommand | AttachCommand | StopCommand, Field(discriminator="type")]
+Command = Annotated[
+    SendCommand | AttachCommand | StopCommand | DecideCommand, Field(discriminator="type")
+]
 
 
 # --- frames (server -> client) --------------------------------------------------------
@@ -146,6 +168,27 @@ class ToolResultFrame(FrameBase):
     ok: bool
 
 
+class InterruptRequest(WireModel):
+    """What the agent asks a person: only what it chose to make public."""
+
+    interrupt_id: str
+    prompt: str
+    options: list[str] | None = Field(
+        default=None, description="The answers to choose from; null when free-form."
+    )
+    payload: Any = Field(default=None, description="Public details for the UI to show.")
+    decision_schema: dict[str, Any] | None = Field(
+        default=None, description="JSON Schema a free-form answer must match."
+    )
+
+
+class InterruptFrame(FrameBase):
+    """The run needs a person's decision; a `done` with stop reason `interrupted` follows."""
+
+    type: Literal["interrupt"] = "interrupt"
+    interrupt: InterruptRequest
+
+
 class TokenFrame(FrameBase):
     """A delta of the reply text."""
 
@@ -180,7 +223,7 @@ class RejectedFrame(WireModel):
     type: Literal["rejected"] = "rejected"
     code: str
     message: str
-    command: Literal["send", "attach", "stop"] | None = None
+    command: Literal["send", "attach", "stop", "decide"] | None = None
     context_id: str | None = None
 
 
@@ -190,6 +233,7 @@ Frame = Annotated[
     | ToolCallFrame
     | ToolResultFrame
     | TokenFrame
+    | InterruptFrame
     | DoneFrame
     | ErrorFrame,
     Field(discriminator="type"),
@@ -220,6 +264,9 @@ class Transcript(WireModel):
         default=None,
         description="The run in progress, if any: attach to its events to follow it.",
     )
+    pending_interrupt: InterruptRequest | None = Field(
+        default=None, description="A decision the conversation waits for, if any."
+    )
 
 
 class StopResult(WireModel):
@@ -233,6 +280,9 @@ class StopResult(WireModel):
 class ErrorDetail(WireModel):
     code: str = Field(description="Stable, machine-readable error code.")
     message: str = Field(description="Human-readable explanation.")
+    interrupt_id: str | None = Field(
+        default=None, description="With `decision_pending`: the interrupt to answer first."
+    )
 
 
 class ErrorBody(WireModel):

@@ -11,6 +11,22 @@ export interface AttachCommand {
   after?: number;
 }
 
+/** WebSocket: answer a pending interrupt, like `POST …/decisions`. */
+export interface DecideCommand {
+  type: "decide";
+  contextId: string;
+  interruptId: string;
+  /** One of the offered options, or JSON matching the schema. */
+  value: unknown;
+}
+
+/** Body of `POST …/decisions`: a person's answer to a pending interrupt. */
+export interface DecisionRequest {
+  interruptId: string;
+  /** One of the offered options, or JSON matching the schema. */
+  value: unknown;
+}
+
 /** Last frame of a run. */
 export interface DoneFrame {
   /** The conversation this frame belongs to. */
@@ -37,6 +53,8 @@ export interface ErrorDetail {
   code: string;
   /** Human-readable explanation. */
   message: string;
+  /** With `decision_pending`: the interrupt to answer first. */
+  interruptId: string | null;
 }
 
 /** The run failed; a `done` with stop reason `error` follows. */
@@ -53,6 +71,30 @@ export interface ErrorFrame {
   retryable: boolean;
 }
 
+/** The run needs a person's decision; a `done` with stop reason `interrupted` follows. */
+export interface InterruptFrame {
+  /** The conversation this frame belongs to. */
+  contextId: string;
+  /** The run that emitted this frame. */
+  runId: string;
+  /** Monotonic per context; the SSE `id:`. */
+  seq: number;
+  type: "interrupt";
+  interrupt: InterruptRequest;
+}
+
+/** What the agent asks a person: only what it chose to make public. */
+export interface InterruptRequest {
+  interruptId: string;
+  prompt: string;
+  /** The answers to choose from; null when free-form. */
+  options: string[] | null;
+  /** Public details for the UI to show. */
+  payload: unknown;
+  /** JSON Schema a free-form answer must match. */
+  decisionSchema: Record<string, unknown> | null;
+}
+
 /** A user message. */
 export interface Message {
   /** What the user typed; never empty. */
@@ -64,7 +106,7 @@ export interface RejectedFrame {
   type: "rejected";
   code: string;
   message: string;
-  command: "send" | "attach" | "stop" | null;
+  command: "send" | "attach" | "stop" | "decide" | null;
   contextId: string | null;
 }
 
@@ -166,6 +208,8 @@ export interface Transcript {
   turns: TranscriptTurn[];
   /** The run in progress, if any: attach to its events to follow it. */
   activeRunId: string | null;
+  /** A decision the conversation waits for, if any. */
+  pendingInterrupt: InterruptRequest | null;
 }
 
 /** One public turn of a conversation: what the user said or what the agent replied. */
@@ -185,12 +229,13 @@ export type Frame =
   | ToolCallFrame
   | ToolResultFrame
   | TokenFrame
+  | InterruptFrame
   | DoneFrame
   | ErrorFrame
   | RejectedFrame;
 
 /** Every WebSocket command a client sends, discriminated by `type`. */
-export type Command = SendCommand | AttachCommand | StopCommand;
+export type Command = SendCommand | AttachCommand | StopCommand | DecideCommand;
 
 export type FrameType = Frame["type"];
 export type StopReason = DoneFrame["stopReason"];
