@@ -8,7 +8,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from conftest import app_for, parse_sse, send, server_context
-from thinwire import Agent, Run
+from thinwire import Agent, Run, ToolFailed
 
 SECRET = "tw-canary-exception-0c41"
 
@@ -26,7 +26,8 @@ class ToolFails(Agent):
 
         try:
             await run.tool("explode", explode)
-        except ValueError:
+        except ToolFailed as failed:
+            assert isinstance(failed.__cause__, ValueError)
             await run.say("the tool failed")
 
 

@@ -88,6 +88,7 @@ def test_clear_drops_history_but_keeps_state_and_id(client: TestClient) -> None:
         "agent": "demo",
         "turns": [],
         "activeRunId": None,
+        "pendingInterrupt": None,
     }
     context = server_context(client, context_id)
     assert [m["role"] for m in context.history] == ["system"]

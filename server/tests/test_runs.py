@@ -99,7 +99,7 @@ def test_transcript_is_the_public_projection(client: TestClient) -> None:
     assert turns[1]["stopReason"] == "end"
     assert turns[1]["text"] == first[-1]["text"]
     assert turns[1]["toolCalls"] == ["count_words"]
-    assert set(body) == {"contextId", "agent", "turns", "activeRunId"}
+    assert set(body) == {"contextId", "agent", "turns", "activeRunId", "pendingInterrupt"}
     assert body["activeRunId"] is None
 
 

@@ -21,7 +21,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from thinwire.state import AgentState
+from pydantic import BaseModel
+
+from thinwire import wire
+from thinwire.interrupts import (
+    APPROVAL_OPTIONS,
+    Approval,
+    Journal,
+    Rejected,
+    Suspend,
+    ToolFailed,
+    new_interrupt_id,
+)
+from thinwire.state import AgentState, check_json
 
 if TYPE_CHECKING:
     from thinwire.runs import RunLog
@@ -63,6 +75,7 @@ class Run:
         log: RunLog,
         handoff: Handoff,
         shared_state: dict[str, Any] | None = None,
+        journal: list[dict[str, Any]] | None = None,
     ) -> None:
         self.context_id = context_id
         self.run_id = run_id
@@ -79,6 +92,10 @@ class Run:
         self._handoff = handoff
         self._text: list[str] = []
         self._tool_calls: list[str] = []
+        #: What this run did that a resume must not do again (see `thinwire.interrupts`).
+        self._journal = Journal(journal)
+        #: What a resumed run said before it was suspended (already shown to the user).
+        self.replayed_text: list[str] = []
 
     def handed_to(self) -> Run:
         """The run another agent continues this one in: same reply, same shared state."""
@@ -93,6 +110,8 @@ class Run:
         )
         other._text = self._text
         other._tool_calls = self._tool_calls
+        other._journal = self._journal
+        other.replayed_text = self.replayed_text
         return other
 
     @property
@@ -105,14 +124,28 @@ class Run:
         """Names of the tools called so far, in call order."""
         return list(self._tool_calls)
 
+    @property
+    def replaying(self) -> bool:
+        """True while a resumed run re-runs what its journal recorded: frames are not sent
+        again and tools return their recorded results."""
+        return self._journal.replaying
+
+    @property
+    def journal(self) -> list[dict[str, Any]]:
+        return self._journal.entries
+
     async def think(self, delta: str) -> None:
         """Stream a piece of public reasoning to the user."""
-        if delta:
+        if delta and not self.replaying:
             self._log.thinking(delta)
 
     async def say(self, delta: str) -> None:
         """Stream a piece of the reply to the user."""
-        if delta:
+        if not delta:
+            return
+        if self.replaying:
+            self.replayed_text.append(delta)
+        else:
             self._text.append(delta)
             self._log.token(delta)
 
@@ -124,26 +157,83 @@ class Run:
         """
         await self._handoff(agent_name, self, text)
 
+    async def interrupt(
+        self,
+        prompt: str,
+        *,
+        options: list[str] | None = None,
+        payload: Any = None,
+        schema: type[BaseModel] | None = None,
+    ) -> Any:
+        """Ask a person and return their decision.
+
+        The run is suspended until someone answers — through reloads, other devices and
+        server restarts. Only `prompt`, `options`, `payload` and the JSON Schema of
+        `schema` are sent to the user; they must not hold anything private. With
+        `options`, the decision is one of them; with `schema` (a pydantic model), it is
+        an instance of it; with neither, any JSON value.
+        """
+        entry = self._journal.replay("interrupt", prompt)
+        if entry is None:
+            check_json(payload, "interrupt payload")
+            request = wire.InterruptRequest(
+                interrupt_id=new_interrupt_id(),
+                prompt=prompt,
+                options=options,
+                payload=payload,
+                decision_schema=schema.model_json_schema() if schema else None,
+            )
+            self._log.interrupt(request)
+            raise Suspend(request)
+        decision = entry["decision"]
+        return schema.model_validate(decision) if schema else decision
+
     async def tool(
-        self, name: str, function: Callable[..., Awaitable[T]], /, **arguments: Any
+        self,
+        name: str,
+        function: Callable[..., Awaitable[T]],
+        /,
+        *,
+        approval: Approval | None = None,
+        **arguments: Any,
     ) -> T:
         """Call `function(**arguments)` as the tool `name`.
 
         The user sees the tool's name and whether it succeeded; its arguments and output
-        are recorded in the history only. An exception propagates to the agent after the
-        failure is shown.
+        (JSON, both) are recorded in the history only. With `approval`, a person is asked
+        first; a rejection raises `Rejected` and the tool does not run. A tool that raises
+        raises `ToolFailed` from the original exception, after the failure is shown.
         """
+        if approval is not None:
+            decision = await self.interrupt(
+                approval.prompt, options=APPROVAL_OPTIONS, payload=approval.payload
+            )
+            if decision != "approve":
+                raise Rejected(name)
+        check_json(arguments, f"arguments of tool {name!r}")
+        entry = self._journal.replay("tool", name)
+        if entry is not None:  # done before the run was suspended: not again
+            self.history.append(
+                {"role": "tool", "name": name, "arguments": arguments, **entry["result"]}
+            )
+            if not entry["result"]["ok"]:
+                raise ToolFailed(name, entry["result"]["error"])
+            output: T = entry["result"]["output"]
+            return output
         call_id = self._log.new_call_id()
         self._tool_calls.append(name)
         self._log.tool_call(call_id, name)
         try:
             output = await function(**arguments)
-        except Exception:
+            check_json(output, f"output of tool {name!r}")
+        except Exception as exc:
             self._log.tool_result(call_id, name, ok=False)
-            self.history.append({"role": "tool", "name": name, "arguments": arguments, "ok": False})
-            raise
+            self._record(name, arguments, {"ok": False, "error": str(exc)})
+            raise ToolFailed(name, str(exc)) from exc
         self._log.tool_result(call_id, name, ok=True)
-        self.history.append(
-            {"role": "tool", "name": name, "arguments": arguments, "output": output, "ok": True}
-        )
+        self._record(name, arguments, {"ok": True, "output": output})
         return output
+
+    def _record(self, name: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
+        self.history.append({"role": "tool", "name": name, "arguments": arguments, **result})
+        self._journal.record({"kind": "tool", "name": name, "result": result})

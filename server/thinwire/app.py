@@ -38,9 +38,11 @@ def default_data_dir() -> Path:
 
 
 def error_response(error: ThinwireError, headers: Mapping[str, str] | None = None) -> Response:
-    body = wire.ErrorBody(error=wire.ErrorDetail(code=error.code, message=error.message))
+    detail = wire.ErrorDetail(
+        code=error.code, message=error.message, interrupt_id=getattr(error, "interrupt_id", None)
+    )
     return JSONResponse(
-        body.model_dump(by_alias=True),
+        wire.ErrorBody(error=detail).model_dump(by_alias=True, exclude_none=True),
         status_code=error.status,
         headers={**PROTOCOL_HEADERS, **(headers or {})},
     )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from thinwire import wire
 from thinwire.agent import Agent
-from thinwire.errors import Conflict, NotFound
+from thinwire.errors import Conflict, DecisionPending, NotFound
 from thinwire.ids import new_context_id
 from thinwire.state import AgentState
 from thinwire.stores import AuditEntry, ContextRecord, Event, Store
@@ -205,8 +205,13 @@ class ContextRegistry:
             self.release(context)
 
     def acquire(self, context: Context, holder: str) -> None:
+        """Hold the context, or `context_busy`. While a decision is pending only the
+        decision itself, a stop or a forget may: anything else is `decision_pending`."""
         if context.holder is not None:
             raise Conflict("context_busy", f"{context.id} is busy ({context.holder})")
+        suspended = context.record.suspended
+        if suspended is not None and holder not in ("decision", "stop", "forget"):
+            raise DecisionPending(suspended["interrupt"]["interruptId"])
         context.holder = holder
 
     def release(self, context: Context) -> None:

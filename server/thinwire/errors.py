@@ -7,7 +7,8 @@
     ├── Forbidden                  403  write_denied
     ├── NotFound                   404  agent_not_found, context_not_found, not_found
     ├── MethodNotAllowed           405  method_not_allowed
-    ├── Conflict                   409  context_busy, version_conflict
+    ├── Conflict                   409  context_busy, version_conflict, interrupt_answered
+    │   └── DecisionPending        409  decision_pending (names the interrupt)
     ├── PreconditionFailed         412  version_mismatch
     ├── PayloadTooLarge            413  body_too_large, message_too_large
     └── UnsupportedMediaType       415  unsupported_media_type
@@ -21,6 +22,7 @@ from __future__ import annotations
 __all__ = [
     "BadRequest",
     "Conflict",
+    "DecisionPending",
     "Forbidden",
     "MethodNotAllowed",
     "NotFound",
@@ -75,3 +77,9 @@ class MethodNotAllowed(ThinwireError):
 
 class Conflict(ThinwireError):
     status = 409
+
+
+class DecisionPending(Conflict):
+    def __init__(self, interrupt_id: str) -> None:
+        super().__init__("decision_pending", f"answer the pending interrupt {interrupt_id} first")
+        self.interrupt_id = interrupt_id

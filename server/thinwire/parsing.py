@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
 from thinwire import wire
 from thinwire.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
-__all__ = ["check_message", "check_protocol", "describe", "read_json", "read_run_request"]
+M = TypeVar("M", bound=BaseModel)
+
+__all__ = [
+    "check_message",
+    "check_protocol",
+    "describe",
+    "read_json",
+    "read_model",
+    "read_run_request",
+]
 
 
 def check_protocol(request: Request) -> None:
@@ -56,14 +65,19 @@ def describe(error: ValidationError) -> str:
     return f"{where}: {first['msg']}"
 
 
+async def read_model(request: Request, model: type[M], max_bytes: int) -> M:
+    """The JSON body validated as `model`; `invalid_request` when it does not fit."""
+    body = await read_json(request, max_bytes)
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise BadRequest("invalid_request", describe(exc)) from exc
+
+
 async def read_run_request(
     request: Request, *, max_body_bytes: int, max_message_bytes: int
 ) -> wire.RunRequest:
-    body = await read_json(request, max_body_bytes)
-    try:
-        run_request = wire.RunRequest.model_validate(body)
-    except ValidationError as exc:
-        raise BadRequest("invalid_request", describe(exc)) from exc
+    run_request = await read_model(request, wire.RunRequest, max_body_bytes)
     check_message(run_request.message.text, max_message_bytes)
     return run_request
 

@@ -11,7 +11,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from thinwire import wire
 from thinwire.contexts import Context
 from thinwire.errors import BadRequest
-from thinwire.parsing import check_protocol, read_run_request
+from thinwire.parsing import check_protocol, read_model, read_run_request
 from thinwire.server import AgentServer
 from thinwire.sse import EventStream
 from thinwire.websocket import agent_socket
@@ -64,7 +64,15 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         return EventStream(frames, send_timeout=server.send_timeout, retry_ms=RETRY_MS)
 
     async def stop(request: Request) -> Response:
-        return json_response(server.stop(await owned_context(request)))
+        return json_response(await server.stop(await owned_context(request)))
+
+    async def decide(request: Request) -> Response:
+        context = await owned_context(request)
+        body = await read_model(request, wire.DecisionRequest, server.max_body_bytes)
+        log = await server.decide(context, body.interrupt_id, body.value)
+        return EventStream(
+            log.follow(0, server.heartbeat_interval), send_timeout=server.send_timeout
+        )
 
     async def read_context(request: Request) -> Response:
         return json_response(server.transcript(await owned_context(request)))
@@ -89,6 +97,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         Route(context, forget_context, methods=["DELETE"]),
         Route(f"{context}/events", events, methods=["GET"]),
         Route(f"{context}/stop", stop, methods=["POST"]),
+        Route(f"{context}/decisions", decide, methods=["POST"]),
         Route(f"{context}/clear", clear_context, methods=["POST"]),
         Route("/healthz", health, methods=["GET"]),
     ]

@@ -23,6 +23,7 @@ import logging
 import secrets
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -31,6 +32,7 @@ from thinwire import wire
 from thinwire.agent import Run
 from thinwire.contexts import SEQ_LEASE, Context, ContextRegistry
 from thinwire.ids import new_run_id
+from thinwire.interrupts import ReplayMismatch, Suspend
 from thinwire.stores import Event
 
 __all__ = ["RunLog", "RunTooLong", "begin_run", "execute", "stored_frames"]
@@ -41,6 +43,8 @@ logger = logging.getLogger("thinwire.runs")
 CLOSING_FRAMES = 3
 #: Seconds between flushes of a running run's frames to the store's event log.
 FLUSH_INTERVAL = 0.05
+#: How many answered interrupt ids a context remembers.
+ANSWERED_KEPT = 100
 
 
 class RunTooLong(RuntimeError):
@@ -114,6 +118,9 @@ class RunLog:
     def tool_result(self, call_id: str, name: str, *, ok: bool) -> None:
         self._append(wire.ToolResultFrame, call_id=call_id, name=name, ok=ok)
 
+    def interrupt(self, request: wire.InterruptRequest) -> None:
+        self._append(wire.InterruptFrame, interrupt=request)
+
     def error(self, code: str, message: str, *, retryable: bool) -> None:
         self._append(wire.ErrorFrame, code=code, message=message, retryable=retryable)
 
@@ -158,19 +165,30 @@ async def stored_frames(
 
 
 async def begin_run(
-    registry: ContextRegistry, context: Context, text: str, run_id: str | None = None
+    registry: ContextRegistry,
+    context: Context,
+    text: str | None,
+    *,
+    run_id: str | None = None,
+    answering: str | None = None,
 ) -> RunLog:
-    """Hold the context and durably record the user's message; `context_busy` if held."""
+    """Hold the context and durably record the run's start: the user's `text`, or the
+    answer to the pending interrupt `answering`. `context_busy` if the context is held,
+    `decision_pending` if it waits for an answer and this is not one."""
     run_id = run_id or new_run_id()
-    registry.acquire(context, "run")
+    registry.acquire(context, "decision" if answering else "run")
     try:
         record = context.record
         previous = record.last_run
         lease = record.last_seq + SEQ_LEASE
-        record.history.append({"role": "user", "content": text})
-        record.transcript.append(
-            {"role": "user", "text": text, "toolCalls": [], "stopReason": None}
-        )
+        if answering is not None:
+            record.suspended = None
+            record.answered = [*record.answered, answering][-ANSWERED_KEPT:]
+        if text is not None:
+            record.history.append({"role": "user", "content": text})
+            record.transcript.append(
+                {"role": "user", "text": text, "toolCalls": [], "stopReason": None}
+            )
         record.active_run = {"runId": run_id, "seqLease": lease}
         record.last_run = {"runId": run_id, "firstSeq": record.last_seq + 1}
         await registry.save(context)
@@ -201,8 +219,15 @@ async def flush_periodically(registry: ContextRegistry, log: RunLog) -> None:
             logger.warning("flushing frames of %s failed", log.context.id, exc_info=True)
 
 
-async def execute(registry: ContextRegistry, context: Context, log: RunLog, text: str) -> None:
-    """Run the context's agent on `text`; always end the log with a `done` frame."""
+async def execute(
+    registry: ContextRegistry,
+    context: Context,
+    log: RunLog,
+    text: str,
+    journal: list[dict[str, Any]] | None = None,
+) -> None:
+    """Run the context's agent on `text` — replaying `journal` first when resuming — and
+    always end the log with a `done` frame."""
 
     async def handoff(agent_name: str, run: Run, text: str) -> None:
         factory = registry.agents.get(agent_name)
@@ -217,27 +242,47 @@ async def execute(registry: ContextRegistry, context: Context, log: RunLog, text
         state=context.state,
         log=log,
         handoff=handoff,
+        journal=journal,
     )
+    start = Start(len(context.history), context.state.to_json())
     flusher = asyncio.create_task(flush_periodically(registry, log))
-    stop_reason: wire.StopReason = "end"
+    outcome = Outcome("end")
     try:
         log.run_start(context.agent_name)
         await context.agent.run(run, text)
+        if run.replaying:
+            raise ReplayMismatch("the resumed run ended before replaying its journal")
+    except Suspend as suspension:
+        outcome = Outcome("interrupted", suspension.request)
     except asyncio.CancelledError:
-        stop_reason = "stopped" if log.stop_requested else "interrupted"
+        outcome = Outcome("stopped" if log.stop_requested else "interrupted")
         raise
     except RunTooLong:
         failure(log, "run_too_long", "The run sent too many frames")
-        stop_reason = "error"
+        outcome = Outcome("error")
     except Exception:
         # The exception text may hold anything private; it stays in the server log.
         failure(log, "agent_error", "The agent failed")
-        stop_reason = "error"
+        outcome = Outcome("error")
     finally:
         flusher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await flusher
-        await finish(registry, context, log, run, stop_reason)
+        await finish(registry, context, log, run, text, start, outcome)
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a run began: what a suspension rolls back to, so its resume can replay."""
+
+    history_length: int
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    stop_reason: wire.StopReason
+    suspended: wire.InterruptRequest | None = None
 
 
 async def finish(
@@ -245,18 +290,35 @@ async def finish(
     context: Context,
     log: RunLog,
     run: Run,
-    stop_reason: wire.StopReason,
+    text: str,
+    start: Start,
+    outcome: Outcome,
 ) -> None:
     """Save the run's outcome and its last frames in one step, then send `done`."""
     record = context.record
-    record.history.append({"role": "assistant", "content": run.text, "stopReason": stop_reason})
-    if run.text or run.tool_calls or stop_reason != "end":
+    if outcome.suspended is not None:
+        # The resume replays this run from its start: keep its steps in the checkpoint,
+        # not in the history and state, where the replay would do them twice.
+        del record.history[start.history_length :]
+        context.state.restore(start.state)
+        record.suspended = {
+            "runId": log.run_id,
+            "text": text,
+            "journal": run.journal,
+            "interrupt": outcome.suspended.model_dump(by_alias=True),
+        }
+    else:
+        reply = "".join(run.replayed_text) + run.text
+        record.history.append(
+            {"role": "assistant", "content": reply, "stopReason": outcome.stop_reason}
+        )
+    if run.text or run.tool_calls or outcome.stop_reason != "end":
         record.transcript.append(
             {
                 "role": "assistant",
                 "text": run.text,
                 "toolCalls": run.tool_calls,
-                "stopReason": stop_reason,
+                "stopReason": outcome.stop_reason,
             }
         )
     record.active_run = None
@@ -265,7 +327,7 @@ async def finish(
         log.reserve_seq(),
         text=run.text,
         tool_calls=run.tool_calls,
-        stop_reason=stop_reason,
+        stop_reason=outcome.stop_reason,
     )
     try:
         await registry.save(context, events=[*log.unflushed, done])

@@ -11,14 +11,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from typing import Any
 
+import jsonschema
 from starlette.requests import HTTPConnection
 
 from thinwire import wire
 from thinwire.contexts import AgentFactory, Context, ContextRegistry
-from thinwire.errors import NotFound
+from thinwire.errors import BadRequest, Conflict, NotFound
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
 from thinwire.runs import RunLog, begin_run, execute, stored_frames
@@ -82,10 +83,29 @@ class AgentServer:
         else:
             context = await self.context(agent_name, context_id, principal)
         log = await begin_run(self.contexts, context, text)
-        task = asyncio.create_task(execute(self.contexts, context, log, text))
+        self._spawn(log, execute(self.contexts, context, log, text))
+        return log
+
+    async def decide(self, context: Context, interrupt_id: str, value: Any) -> RunLog:
+        """Answer the pending interrupt and resume its run by replay."""
+        suspended = context.record.suspended
+        if suspended is None or suspended["interrupt"]["interruptId"] != interrupt_id:
+            if interrupt_id in context.record.answered:
+                raise Conflict("interrupt_answered", f"{interrupt_id} was answered already")
+            raise NotFound("interrupt_not_found", f"no pending interrupt {interrupt_id[:64]}")
+        check_decision(suspended["interrupt"], value)
+        journal = [
+            *suspended["journal"],
+            {"kind": "interrupt", "name": suspended["interrupt"]["prompt"], "decision": value},
+        ]
+        log = await begin_run(self.contexts, context, None, answering=interrupt_id)
+        self._spawn(log, execute(self.contexts, context, log, suspended["text"], journal))
+        return log
+
+    def _spawn(self, log: RunLog, run: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(run)
         self._runs[log.run_id] = task
         task.add_done_callback(lambda _: self._runs.pop(log.run_id, None))
-        return log
 
     async def follow(self, context: Context, after: int) -> Frames | None:
         """The latest run's frames after `after`, then live ones until `done`; None when
@@ -103,28 +123,37 @@ class AgentServer:
 
         return replay()
 
-    def stop(self, context: Context) -> dict[str, Any]:
-        """Cancel the run in progress; it ends with stop reason `stopped`."""
+    async def stop(self, context: Context) -> dict[str, Any]:
+        """Cancel the run in progress (it ends with stop reason `stopped`), or end the
+        run that waits for a decision."""
+        suspended = context.record.suspended
+        if suspended is not None:
+            with self.contexts.hold(context, "stop"):
+                record = context.record
+                record.suspended = None
+                record.history.append({"role": "assistant", "content": "", "stopReason": "stopped"})
+                record.transcript.append(
+                    {"role": "assistant", "text": "", "toolCalls": [], "stopReason": "stopped"}
+                )
+                await self.contexts.save(context)
+            return stop_result(context, suspended["runId"], stopping=True)
         log = context.run
         task = self._runs.get(log.run_id) if log else None
         if log is not None and task is not None and not log.finished:
             log.stop_requested = True
             task.cancel()
-        result = wire.StopResult(
-            context_id=context.id,
-            run_id=log.run_id if log else None,
-            stopping=bool(log and log.stop_requested),
-        )
-        return result.model_dump(by_alias=True)
+        return stop_result(context, log.run_id if log else None, bool(log and log.stop_requested))
 
     def transcript(self, context: Context) -> dict[str, Any]:
         """The public projection of a context, built field by field."""
         turns = [wire.TranscriptTurn.model_validate(turn) for turn in context.transcript]
+        suspended = context.record.suspended
         body = wire.Transcript(
             context_id=context.id,
             agent=context.agent_name,
             turns=turns,
             active_run_id=context.run.run_id if context.run else None,
+            pending_interrupt=suspended["interrupt"] if suspended else None,
         )
         return body.model_dump(by_alias=True)
 
@@ -162,3 +191,24 @@ class AgentServer:
             task.cancel()
         await asyncio.gather(*runs, return_exceptions=True)
         await self.store.close()
+
+
+def stop_result(context: Context, run_id: str | None, stopping: bool) -> dict[str, Any]:
+    result = wire.StopResult(context_id=context.id, run_id=run_id, stopping=stopping)
+    return result.model_dump(by_alias=True)
+
+
+def check_decision(request: Mapping[str, Any], value: Any) -> None:
+    """A decision must be one of the offered options and match the schema, if any."""
+    options = request.get("options")
+    if options is not None and value not in options:
+        raise BadRequest("invalid_decision", f"the decision must be one of {options}")
+    schema = request.get("decisionSchema")
+    if schema is not None:
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(schema).iter_errors(value)
+        )
+        if error is not None:
+            raise BadRequest(
+                "invalid_decision", f"the decision does not fit: {error.message[:200]}"
+            )

@@ -139,6 +139,11 @@ class AgentState(MutableMapping[str, JSONValue]):
         """A copy of every value, for storage."""
         return copy.deepcopy(self._data)
 
+    def restore(self, snapshot: Mapping[str, JSONValue]) -> None:
+        """Go back to `snapshot` (from `to_json`), forgetting the writes since."""
+        self._data = copy.deepcopy(dict(snapshot))
+        self._pending = []
+
     def take_audit(self) -> list[AuditEntry]:
         """The writes not yet saved, handed to the store with the next save."""
         pending, self._pending = self._pending, []

@@ -38,9 +38,9 @@ __all__ = ["SUBPROTOCOL", "agent_socket"]
 logger = logging.getLogger("thinwire.websocket")
 
 SUBPROTOCOL = f"thinwire.v{wire.PROTOCOL_VERSION}"
-COMMANDS: TypeAdapter[wire.SendCommand | wire.AttachCommand | wire.StopCommand] = TypeAdapter(
-    wire.Command
-)
+COMMANDS: TypeAdapter[
+    wire.SendCommand | wire.AttachCommand | wire.StopCommand | wire.DecideCommand
+] = TypeAdapter(wire.Command)
 
 
 class Closing(Exception):
@@ -155,7 +155,11 @@ class Session:
             return
         context = await server.context(agent_name, command.context_id, principal)
         if isinstance(command, wire.StopCommand):
-            server.stop(context)
+            await server.stop(context)
+            return
+        if isinstance(command, wire.DecideCommand):
+            log = await server.decide(context, command.interrupt_id, command.value)
+            self.forward(log.follow(0, None))
             return
         frames = await server.follow(context, command.after)
         if frames is None:

@@ -278,6 +278,11 @@ class StopResult(WireModel):
 
 
 class ErrorDetail(WireModel):
+    # `interruptId` is left out when it does not apply, so it is optional in the schema.
+    model_config = ConfigDict(
+        **{**WireModel.model_config, "json_schema_serialization_defaults_required": False}
+    )
+
     code: str = Field(description="Stable, machine-readable error code.")
     message: str = Field(description="Human-readable explanation.")
     interrupt_id: str | None = Field(

@@ -74,6 +74,12 @@ class ContextRecord:
     active_run: dict[str, Any] | None = None
     #: The latest run: {"runId", "firstSeq"}; its events are what a reattach replays.
     last_run: dict[str, Any] | None = None
+    #: The checkpoint of a run waiting for a person: {"runId", "text", "journal",
+    #: "interrupt"}. Only "interrupt" (the public request) is ever shown to a client.
+    suspended: dict[str, Any] | None = None
+    #: Ids of interrupts already answered (the latest ones), to tell "answered" from
+    #: "unknown".
+    answered: list[str] = field(default_factory=list)
     created_at: float = 0.0
     updated_at: float = 0.0
 
@@ -85,6 +91,8 @@ class ContextRecord:
             "lastSeq": self.last_seq,
             "activeRun": self.active_run,
             "lastRun": self.last_run,
+            "suspended": self.suspended,
+            "answered": self.answered,
             "createdAt": self.created_at,
             "updatedAt": self.updated_at,
         }
@@ -104,6 +112,8 @@ class ContextRecord:
             last_seq=data["lastSeq"],
             active_run=data["activeRun"],
             last_run=data.get("lastRun"),
+            suspended=data.get("suspended"),
+            answered=data.get("answered", []),
             created_at=data["createdAt"],
             updated_at=data["updatedAt"],
         )

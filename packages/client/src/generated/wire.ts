@@ -54,7 +54,7 @@ export interface ErrorDetail {
   /** Human-readable explanation. */
   message: string;
   /** With `decision_pending`: the interrupt to answer first. */
-  interruptId: string | null;
+  interruptId?: string | null;
 }
 
 /** The run failed; a `done` with stop reason `error` follows. */

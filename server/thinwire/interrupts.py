@@ -1,0 +1,106 @@
+"""Human-in-the-loop: what an agent asks a person, and the journal that makes a suspended
+run resumable after any restart.
+
+A run that asks (`run.interrupt`, or a tool declared with an `Approval`) is suspended:
+its public request goes to the client, everything else — the journal of what the run
+did, its history, its arguments — is saved as a checkpoint. The decision resumes it by
+durable replay: the agent's code runs again from the top, but every tool call and
+decision recorded in the journal returns its recorded result instead of running, and the
+frames it already sent are not sent again. So the agent must be deterministic apart from
+what goes through `run.tool`: a side effect done before the question is not done twice.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from thinwire import wire
+
+__all__ = [
+    "Approval",
+    "Journal",
+    "Rejected",
+    "ReplayMismatch",
+    "Suspend",
+    "ToolFailed",
+    "new_interrupt_id",
+]
+
+APPROVAL_OPTIONS = ["approve", "reject"]
+
+
+def new_interrupt_id() -> str:
+    return "int-" + secrets.token_hex(12)
+
+
+@dataclass(frozen=True)
+class Approval:
+    """Declares that a tool call needs a person's approval before it runs.
+
+    `prompt` and `payload` are public: they are shown to the user as they are.
+    """
+
+    prompt: str
+    payload: Any = None
+
+
+class Rejected(Exception):
+    """The person rejected a tool call that needed approval; the tool did not run."""
+
+    def __init__(self, tool: str) -> None:
+        super().__init__(f"the call to {tool!r} was rejected")
+        self.tool = tool
+
+
+class ToolFailed(Exception):
+    """A tool raised. Live, `__cause__` is the original exception; on replay only its
+    recorded message is left."""
+
+    def __init__(self, tool: str, message: str) -> None:
+        super().__init__(f"tool {tool!r} failed: {message}")
+        self.tool = tool
+
+
+class ReplayMismatch(RuntimeError):
+    """On resume the agent did something other than what its journal recorded: its code
+    is not deterministic, or it changed while the run was suspended."""
+
+
+class Suspend(BaseException):
+    """Unwinds the agent's code when it asks a person. A BaseException, so the agent's
+    `except Exception` cannot swallow the suspension."""
+
+    def __init__(self, request: wire.InterruptRequest) -> None:
+        super().__init__(request.interrupt_id)
+        self.request = request
+
+
+class Journal:
+    """The steps of a run that a resume must not do again, and how far a resume got."""
+
+    def __init__(self, entries: list[dict[str, Any]] | None = None) -> None:
+        self.entries: list[dict[str, Any]] = entries if entries is not None else []
+        self.position = 0
+
+    @property
+    def replaying(self) -> bool:
+        return self.position < len(self.entries)
+
+    def replay(self, kind: str, name: str) -> dict[str, Any] | None:
+        """The next recorded step, when replaying; it must be this kind of step."""
+        if not self.replaying:
+            return None
+        entry = self.entries[self.position]
+        if entry["kind"] != kind or entry["name"] != name:
+            raise ReplayMismatch(
+                f"resumed run did {kind} {name!r} where its journal recorded "
+                f"{entry['kind']} {entry['name']!r}"
+            )
+        self.position += 1
+        return entry
+
+    def record(self, entry: dict[str, Any]) -> None:
+        self.entries.append(entry)
+        self.position = len(self.entries)
