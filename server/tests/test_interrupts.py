@@ -1,0 +1,268 @@
+"""Human-in-the-loop: interrupts survive reloads and restarts; decisions resume by replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import BaseModel
+from starlette.requests import HTTPConnection
+from starlette.testclient import TestClient
+
+from conftest import app_for, parse_sse
+from thinwire import Agent, Approval, Rejected, Run, SQLiteStore
+
+PRIVATE = "tw-canary-checkpoint-5e1f"
+
+
+class Refunder(Agent):
+    lookups: ClassVar[list[str]] = []
+    refunds: ClassVar[list[int]] = []
+
+    async def lookup(self, order: str) -> dict[str, Any]:
+        type(self).lookups.append(order)
+        return {"order": order, "amount": 40, "internal": PRIVATE}
+
+    async def refund(self, order: str, amount: int) -> str:
+        type(self).refunds.append(amount)
+        return f"refunded {amount}"
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.think("Checking the order. ")
+        found = await run.tool("lookup_order", self.lookup, order="1234")
+        await run.say("I found your order. ")
+        try:
+            await run.tool(
+                "issue_refund",
+                self.refund,
+                approval=Approval(
+                    f"Refund ${found['amount']} on order 1234?", {"order": "1234", "amount": 40}
+                ),
+                order="1234",
+                amount=found["amount"],
+            )
+        except Rejected:
+            await run.say("Okay, no refund.")
+            return
+        await run.say("Refund issued.")
+
+
+class Amount(BaseModel):
+    amount: int
+
+
+class TwoQuestions(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        color = await run.interrupt("Which color?", options=["red", "blue"])
+        await run.say(f"{color}. ")
+        size = await run.interrupt("How much?", schema=Amount)
+        await run.say(f"{size.amount} of them.")
+
+
+def by_header(connection: HTTPConnection) -> str | None:
+    return connection.headers.get("x-user", "ada")
+
+
+@pytest.fixture
+def client() -> Any:
+    Refunder.lookups, Refunder.refunds = [], []
+    app = app_for({"demo": Refunder, "two": TwoQuestions}, identify=by_header)
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def ask(client: TestClient, agent: str = "demo") -> list[dict[str, Any]]:
+    return parse_sse(
+        client.post(f"/agents/{agent}/runs", json={"message": {"text": "refund"}}).text
+    )
+
+
+def decide(
+    client: TestClient,
+    context_id: str,
+    interrupt_id: str,
+    value: Any,
+    agent: str = "demo",
+    **headers: str,
+) -> Any:
+    return client.post(
+        f"/agents/{agent}/contexts/{context_id}/decisions",
+        json={"interruptId": interrupt_id, "value": value},
+        headers=headers,
+    )
+
+
+def test_the_run_suspends_with_only_the_public_request(client: TestClient) -> None:
+    frames = ask(client)
+    interrupt, done = frames[-2], frames[-1]
+    assert interrupt["type"] == "interrupt"
+    request = interrupt["interrupt"]
+    assert request["prompt"] == "Refund $40 on order 1234?"
+    assert request["options"] == ["approve", "reject"]
+    assert request["payload"] == {"order": "1234", "amount": 40}
+    assert done["stopReason"] == "interrupted" and done["text"] == "I found your order. "
+    assert PRIVATE not in str(frames)
+    transcript = client.get(f"/agents/demo/contexts/{done['contextId']}").json()
+    assert transcript["pendingInterrupt"] == request
+    assert transcript["turns"][-1]["stopReason"] == "interrupted"
+    assert PRIVATE not in str(transcript)
+
+
+def test_approve_resumes_without_redoing_what_was_done(client: TestClient) -> None:
+    frames = ask(client)
+    context_id, request = frames[0]["contextId"], frames[-2]["interrupt"]
+    response = decide(client, context_id, request["interruptId"], "approve")
+    assert response.status_code == 200
+    resumed = parse_sse(response.text)
+    kinds = [f["type"] for f in resumed]
+    assert kinds[0] == "run_start" and resumed[0]["runId"] != frames[0]["runId"]
+    assert resumed[0]["seq"] == frames[-1]["seq"] + 1
+    assert "thinking" not in kinds  # the replayed part is not sent again
+    assert [f["name"] for f in resumed if f["type"] == "tool_call"] == ["issue_refund"]
+    assert resumed[-1]["text"] == "Refund issued." and resumed[-1]["toolCalls"] == ["issue_refund"]
+    assert Refunder.lookups == ["1234"] and Refunder.refunds == [40]
+    transcript = client.get(f"/agents/demo/contexts/{context_id}").json()
+    assert transcript["pendingInterrupt"] is None
+    assert [t["text"] for t in transcript["turns"]] == [
+        "refund",
+        "I found your order. ",
+        "Refund issued.",
+    ]
+
+
+def test_reject_never_runs_the_tool(client: TestClient) -> None:
+    frames = ask(client)
+    resumed = parse_sse(
+        decide(
+            client, frames[0]["contextId"], frames[-2]["interrupt"]["interruptId"], "reject"
+        ).text
+    )
+    assert resumed[-1]["text"] == "Okay, no refund." and resumed[-1]["stopReason"] == "end"
+    assert Refunder.refunds == [] and Refunder.lookups == ["1234"]
+
+
+def test_several_interrupts_in_one_run_with_options_and_a_schema(client: TestClient) -> None:
+    first = ask(client, "two")
+    context_id = first[0]["contextId"]
+    color = first[-2]["interrupt"]
+    assert color["options"] == ["red", "blue"] and color["decisionSchema"] is None
+    bad = decide(client, context_id, color["interruptId"], "green", agent="two")
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_decision"
+    second = parse_sse(decide(client, context_id, color["interruptId"], "blue", agent="two").text)
+    size = second[-2]["interrupt"]
+    assert second[-1]["text"] == "blue. " and size["decisionSchema"]["required"] == ["amount"]
+    wrong = decide(client, context_id, size["interruptId"], {"amount": "many"}, agent="two")
+    assert wrong.status_code == 400 and wrong.json()["error"]["code"] == "invalid_decision"
+    third = parse_sse(
+        decide(client, context_id, size["interruptId"], {"amount": 3}, agent="two").text
+    )
+    assert third[-1]["text"] == "3 of them." and third[-1]["stopReason"] == "end"
+
+
+def test_typed_errors_around_decisions(client: TestClient) -> None:
+    frames = ask(client)
+    context_id, interrupt_id = frames[0]["contextId"], frames[-2]["interrupt"]["interruptId"]
+
+    busy = client.post(
+        "/agents/demo/runs", json={"contextId": context_id, "message": {"text": "hi"}}
+    )
+    assert busy.status_code == 409
+    assert busy.json()["error"] == {
+        "code": "decision_pending",
+        "message": busy.json()["error"]["message"],
+        "interruptId": interrupt_id,
+    }
+    unknown = decide(client, context_id, "int-" + "0" * 24, "approve")
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "interrupt_not_found"
+    foreign = decide(client, context_id, interrupt_id, "approve", **{"x-user": "eve"})
+    assert foreign.status_code == 404 and foreign.json()["error"]["code"] == "context_not_found"
+    assert Refunder.refunds == []
+
+    assert decide(client, context_id, interrupt_id, "approve").status_code == 200
+    again = decide(client, context_id, interrupt_id, "approve")
+    assert again.status_code == 409 and again.json()["error"]["code"] == "interrupt_answered"
+    assert Refunder.refunds == [40]
+
+
+def test_stop_while_waiting_ends_the_run(client: TestClient) -> None:
+    frames = ask(client)
+    context_id, interrupt_id = frames[0]["contextId"], frames[-2]["interrupt"]["interruptId"]
+    stopped = client.post(f"/agents/demo/contexts/{context_id}/stop").json()
+    assert stopped == {"contextId": context_id, "runId": frames[0]["runId"], "stopping": True}
+    transcript = client.get(f"/agents/demo/contexts/{context_id}").json()
+    assert transcript["pendingInterrupt"] is None
+    assert transcript["turns"][-1]["stopReason"] == "stopped"
+    late = decide(client, context_id, interrupt_id, "approve")
+    assert late.status_code == 404 and late.json()["error"]["code"] == "interrupt_not_found"
+    after = client.post(
+        "/agents/demo/runs", json={"contextId": context_id, "message": {"text": "x"}}
+    )
+    assert after.status_code == 200
+    assert Refunder.refunds == []
+
+
+def test_a_decision_after_a_restart_replays_from_the_store(tmp_path: Path) -> None:
+    Refunder.lookups, Refunder.refunds = [], []
+
+    def app() -> Any:
+        return app_for({"demo": Refunder}, store=SQLiteStore(tmp_path / "db"))
+
+    with TestClient(app()) as first:
+        frames = ask(first)
+    context_id, interrupt_id = frames[0]["contextId"], frames[-2]["interrupt"]["interruptId"]
+    with TestClient(app()) as restarted:
+        transcript = restarted.get(f"/agents/demo/contexts/{context_id}").json()
+        assert transcript["pendingInterrupt"]["interruptId"] == interrupt_id
+        resumed = parse_sse(decide(restarted, context_id, interrupt_id, "approve").text)
+    assert resumed[-1]["text"] == "Refund issued."
+    assert Refunder.lookups == ["1234"]  # not looked up again after the restart
+    assert Refunder.refunds == [40]  # refunded exactly once
+
+
+class Wavering(Agent):
+    calls: ClassVar[int] = 0
+
+    async def run(self, run: Run, text: str) -> None:
+        type(self).calls += 1
+        if type(self).calls == 1:
+            await run.tool("first", self.noop)
+        await run.interrupt("Go on?", options=["yes"])
+
+    async def noop(self) -> None:
+        return None
+
+
+def test_a_resume_that_does_not_replay_its_journal_fails_loudly() -> None:
+    Wavering.calls = 0
+    with TestClient(app_for({"demo": Wavering})) as client:
+        frames = ask(client)
+        resumed = parse_sse(
+            decide(
+                client, frames[0]["contextId"], frames[-2]["interrupt"]["interruptId"], "yes"
+            ).text
+        )
+    assert resumed[-2]["code"] == "agent_error" and resumed[-1]["stopReason"] == "error"
+
+
+def test_decide_over_a_websocket(client: TestClient) -> None:
+    def until_done(socket: Any) -> list[dict[str, Any]]:
+        frames = [socket.receive_json()]
+        while frames[-1]["type"] != "done":
+            frames.append(socket.receive_json())
+        return frames
+
+    with client.websocket_connect("/agents/demo/ws", subprotocols=["thinwire.v1"]) as socket:
+        socket.send_json({"type": "send", "message": {"text": "refund"}})
+        asked = until_done(socket)
+        request = asked[-2]["interrupt"]
+        decision = {
+            "type": "decide",
+            "contextId": asked[0]["contextId"],
+            "interruptId": request["interruptId"],
+        }
+        socket.send_json({**decision, "value": "maybe"})
+        assert socket.receive_json()["code"] == "invalid_decision"
+        socket.send_json({**decision, "value": "approve"})
+        resumed = until_done(socket)
+    assert resumed[-1]["text"] == "Refund issued." and Refunder.refunds == [40]
