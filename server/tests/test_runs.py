@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from conftest import assert_no_canary, send, server_context
+from conftest import assert_no_canary, parse_sse, send, server_context
 from thinwire.demo import CANARIES
 
 
@@ -123,3 +124,19 @@ def test_sse_response_is_not_cached_or_buffered(client: TestClient) -> None:
     assert response.headers["cache-control"] == "no-store"
     assert response.headers["x-accel-buffering"] == "no"
     assert response.headers["thinwire-protocol"] == "1"
+
+
+def test_demo_refund_asks_before_the_side_effect(client: TestClient, tmp_path: Path) -> None:
+    frames = send(client, "I want a refund")
+    request = frames[-2]["interrupt"]
+    assert request["prompt"] == "Refund $40 on order 1234?"
+    assert request["payload"] == {"order": "1234", "amount": "$40"}
+    assert_no_canary(str(frames))
+    ledger = tmp_path / "ledger.log"
+    assert ledger.read_text().splitlines() == ["lookup_order 1234"]
+    resumed = client.post(
+        f"/agents/demo/contexts/{frames[0]['contextId']}/decisions",
+        json={"interruptId": request["interruptId"], "value": "approve"},
+    )
+    assert parse_sse(resumed.text)[-1]["text"] == "Done — $40 is on its way back for order 1234."
+    assert ledger.read_text().splitlines() == ["lookup_order 1234", "issue_refund 1234 40"]

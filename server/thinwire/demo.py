@@ -1,9 +1,11 @@
 """The scripted demo agent and the demo app: deterministic, no model, every event kind.
 
 The agent thinks, calls a tool, and streams a reply that quotes the first message of the
-conversation — proof that the memory is on the server. It keeps canary values in its
-system prompt, its AgentState and its tool output: server-only places whose contents the
-end-to-end tests check never reach the browser.
+conversation — proof that the memory is on the server. Ask it for a refund and it looks
+up an order, then asks for approval before its pretend side-effecting `issue_refund`
+tool; both tools write to a ledger file, so tests can count that each ran exactly once.
+It keeps canary values in its system prompt, its AgentState and its tool output:
+server-only places whose contents the end-to-end tests check never reach the browser.
 
 The app signs a cookie per demo user (`POST /demo/login`), so its user switcher
 exercises context ownership for real. Requests without the cookie act as the principal
@@ -29,6 +31,7 @@ from thinwire.agent import Agent, Run
 from thinwire.app import create_app, default_data_dir
 from thinwire.errors import BadRequest
 from thinwire.identity import SignedValue
+from thinwire.interrupts import Approval, Rejected
 from thinwire.parsing import describe, read_json
 from thinwire.stores import SQLiteStore, Store
 
@@ -68,8 +71,14 @@ class DemoAgent(Agent):
     initial_state: ClassVar[dict[str, Any]] = {"secret": CANARIES["state"], "messages_seen": 0}
     writable_keys = frozenset({"messages_seen", "notes"})
 
-    def __init__(self, delay: float = 0.0) -> None:
+    def __init__(self, delay: float = 0.0, ledger: Path | None = None) -> None:
         self.delay = delay
+        self.ledger = ledger
+
+    def record(self, line: str) -> None:
+        if self.ledger is not None:
+            with self.ledger.open("a", encoding="utf-8") as ledger:
+                ledger.write(line + "\n")
 
     async def pause(self) -> None:
         if self.delay:
@@ -79,7 +88,43 @@ class DemoAgent(Agent):
         await self.pause()
         return {"words": len(text.split()), "note": CANARIES["tool_output"]}
 
+    async def lookup_order(self, order_id: str) -> dict[str, Any]:
+        await self.pause()
+        self.record(f"lookup_order {order_id}")
+        return {"id": order_id, "amount": 40, "note": CANARIES["tool_output"]}
+
+    async def issue_refund(self, order_id: str, amount: int) -> str:
+        await self.pause()
+        self.record(f"issue_refund {order_id} {amount}")
+        return f"refund of {amount} queued for {order_id}"
+
+    async def refund(self, run: Run) -> None:
+        await run.think("Looking up the order before anything else.")
+        order = await run.tool("lookup_order", self.lookup_order, order_id="1234")
+        for piece in words(f"Order {order['id']} was ${order['amount']}. "):
+            await run.say(piece)
+            await self.pause()
+        approval = Approval(
+            f"Refund ${order['amount']} on order {order['id']}?",
+            {"order": order["id"], "amount": f"${order['amount']}"},
+        )
+        try:
+            await run.tool(
+                "issue_refund",
+                self.issue_refund,
+                approval=approval,
+                order_id=order["id"],
+                amount=order["amount"],
+            )
+        except Rejected:
+            await run.say(f"Okay — no refund for order {order['id']}.")
+            return
+        await run.say(f"Done — ${order['amount']} is on its way back for order {order['id']}.")
+
     async def run(self, run: Run, text: str) -> None:
+        if "refund" in text.lower():
+            await self.refund(run)
+            return
         earlier = first_user_message(run.history[:-1])
         for piece in words("Reading the message, counting its words, recalling what came before."):
             await run.think(piece)
@@ -167,8 +212,9 @@ def create_demo_app(
     $THINWIRE_OPERATOR_TOKEN is set."""
     data_dir = data_dir or default_data_dir()
     identity = DemoIdentity(demo_secret(data_dir))
+    ledger = data_dir / "ledger.log"
     return create_app(
-        {"demo": lambda: DemoAgent(delay=delay)},
+        {"demo": lambda: DemoAgent(delay=delay, ledger=ledger)},
         identify=identity,
         store=store or SQLiteStore.in_directory(data_dir),
         operator_token=os.environ.get("THINWIRE_OPERATOR_TOKEN"),
