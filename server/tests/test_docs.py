@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import app_for, send
+from conftest import app_for, parse_sse, send
 from thinwire import Agent, AgentState, StateValueError, WriteDenied
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,3 +65,16 @@ def test_state_doc_promise_about_datetimes() -> None:
 
     with pytest.raises(StateValueError, match="when"):
         AgentState()["when"] = datetime.datetime.now()
+
+
+def test_server_doc_refunds_asks_then_resumes() -> None:
+    refunds = agents_in("docs/server.md")["Refunds"]
+    with TestClient(app_for({"demo": refunds})) as client:
+        frames = send(client, "refund please")
+        request = frames[-2]["interrupt"]
+        assert request["options"] == ["approve", "reject"]
+        resumed = client.post(
+            f"/agents/demo/contexts/{frames[0]['contextId']}/decisions",
+            json={"interruptId": request["interruptId"], "value": "approve"},
+        )
+    assert parse_sse(resumed.text)[-1]["text"] == "Refund issued."
