@@ -24,6 +24,7 @@ from thinwire.admin import operator_routes
 from thinwire.contexts import AgentFactory
 from thinwire.errors import MethodNotAllowed, NotFound, ThinwireError
 from thinwire.identity import Identify
+from thinwire.limits import RateLimiter
 from thinwire.routes import PROTOCOL_HEADERS, http_routes
 from thinwire.server import AgentServer
 from thinwire.stores import SQLiteStore, Store
@@ -79,6 +80,8 @@ def create_app(
     send_timeout: float = 30.0,
     event_ttl: float = 24 * 3600.0,
     allowed_origins: Sequence[str] = (),
+    runs_per_second: float = 2.0,
+    run_burst: int = 30,
     web_dir: Path | None = None,
     routes: Sequence[BaseRoute] = (),
     debug: bool = False,
@@ -93,7 +96,9 @@ def create_app(
     `heartbeat_interval` keeps idle streams alive through proxies; a client that does not
     take a frame within `send_timeout` seconds is disconnected (it can reattach); the
     frames of past runs are kept `event_ttl` seconds. `allowed_origins` lists other sites
-    whose pages may open WebSockets with this site's cookies. `web_dir` is a Vite build
+    whose pages may open WebSockets with this site's cookies. Each principal may start
+    `run_burst` runs at once and `runs_per_second` more each second (429 beyond; 0 turns
+    the limit off). `web_dir` is a Vite build
     to serve as the page at `/`; `routes` are the app's own, served alongside.
     """
     server = AgentServer(
@@ -107,6 +112,7 @@ def create_app(
         send_timeout=send_timeout,
         event_ttl=event_ttl,
         allowed_origins=allowed_origins,
+        limiter=RateLimiter(runs_per_second, run_burst) if runs_per_second > 0 else None,
     )
 
     @contextlib.asynccontextmanager

@@ -11,7 +11,8 @@
     │   └── DecisionPending        409  decision_pending (names the interrupt)
     ├── PreconditionFailed         412  version_mismatch
     ├── PayloadTooLarge            413  body_too_large, message_too_large
-    └── UnsupportedMediaType       415  unsupported_media_type
+    ├── UnsupportedMediaType       415  unsupported_media_type
+    └── TooManyRequests            429  rate_limited
 
 Agent code failures are not in this tree: the runner catches them, logs them with an id
 and sends the client a generic `agent_error` frame that names only that id.
@@ -29,6 +30,7 @@ __all__ = [
     "PayloadTooLarge",
     "PreconditionFailed",
     "ThinwireError",
+    "TooManyRequests",
     "Unauthorized",
     "UnsupportedMediaType",
 ]
@@ -77,6 +79,10 @@ class MethodNotAllowed(ThinwireError):
 
 class Conflict(ThinwireError):
     status = 409
+
+
+class TooManyRequests(ThinwireError):
+    status = 429
 
 
 class DecisionPending(Conflict):

@@ -22,6 +22,7 @@ from thinwire.contexts import AgentFactory, Context, ContextRegistry
 from thinwire.errors import BadRequest, Conflict, NotFound
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
+from thinwire.limits import RateLimiter
 from thinwire.runs import RunLog, begin_run, execute, stored_frames
 from thinwire.sse import Frames
 from thinwire.stores import Store
@@ -47,6 +48,7 @@ class AgentServer:
         send_timeout: float,
         event_ttl: float,
         allowed_origins: Sequence[str] = (),
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.agents = dict(agents)
         self.identify = identify
@@ -59,6 +61,7 @@ class AgentServer:
         self.event_ttl = event_ttl
         #: Pages of other origins whose WebSockets may act with this site's cookies.
         self.allowed_origins = tuple(allowed_origins)
+        self.limiter = limiter
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._janitor: asyncio.Task[None] | None = None
 
@@ -78,6 +81,8 @@ class AgentServer:
         self, agent_name: str, principal: str, context_id: str | None, text: str
     ) -> RunLog:
         """Start a run; it goes on whether or not anyone follows it."""
+        if self.limiter is not None:
+            self.limiter.take(principal)
         if context_id is None:
             context = await self.contexts.create(agent_name, principal)
         else:
@@ -88,6 +93,8 @@ class AgentServer:
 
     async def decide(self, context: Context, interrupt_id: str, value: Any) -> RunLog:
         """Answer the pending interrupt and resume its run by replay."""
+        if self.limiter is not None:
+            self.limiter.take(context.record.owner)
         suspended = context.record.suspended
         if suspended is None or suspended["interrupt"]["interruptId"] != interrupt_id:
             if interrupt_id in context.record.answered:

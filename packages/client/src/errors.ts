@@ -13,22 +13,30 @@
  * - `protocol_error`      the server sent something that is not a frame
  * - `http_error`          a non-2xx response without a typed error body
  * - `invalid_url`         no WebSocket URL can be built from the options
+ * - `no_pending_interrupt` `decide()` was called with no decision pending
+ *
+ * `decision_pending` (a send while the conversation waits for a decision,
+ * refused locally or by the server) carries the interrupt to answer first in
+ * `interruptId`.
  */
 export class ThinwireError extends Error {
   override readonly name = "ThinwireError";
   readonly code: string;
   readonly status?: number;
   readonly retryable: boolean;
+  /** With `decision_pending`: the interrupt to answer first, when known. */
+  readonly interruptId?: string;
 
   constructor(
     code: string,
     message: string,
-    options: { status?: number; retryable?: boolean; cause?: unknown } = {},
+    options: { status?: number; retryable?: boolean; cause?: unknown; interruptId?: string } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     if (options.status !== undefined) this.status = options.status;
     this.retryable = options.retryable ?? false;
+    if (options.interruptId !== undefined) this.interruptId = options.interruptId;
   }
 }
 

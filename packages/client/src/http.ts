@@ -12,19 +12,25 @@ export async function errorFromResponse(response: Response): Promise<ThinwireErr
   const status = response.status;
   let code = "http_error";
   let message = `HTTP ${status}${response.statusText ? ` ${response.statusText}` : ""}`;
+  let interruptId: string | undefined;
   try {
     const body: unknown = await response.json();
     const detail = (body as { error?: unknown } | null)?.error as
-      | { code?: unknown; message?: unknown }
+      | { code?: unknown; message?: unknown; interruptId?: unknown }
       | undefined;
     if (detail && typeof detail.code === "string") {
       code = detail.code;
       if (typeof detail.message === "string") message = detail.message;
+      if (typeof detail.interruptId === "string") interruptId = detail.interruptId;
     }
   } catch {
     // Not JSON (a proxy's HTML page, an empty body): keep the generic error.
   }
-  return new ThinwireError(code, message, { status, retryable: isRetryableStatus(status, code) });
+  return new ThinwireError(code, message, {
+    status,
+    retryable: isRetryableStatus(status, code),
+    ...(interruptId === undefined ? {} : { interruptId }),
+  });
 }
 
 /** A server that announces another protocol version gets a clear error, not a hang. */

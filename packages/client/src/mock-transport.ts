@@ -5,6 +5,7 @@
  * ```ts
  * const transport = new MockTransport(() => [runStart, token, done], {
  *   attach: ({ after }) => remainingFramesAfter(after), // default: nothing to follow
+ *   decide: ({ value }) => continuedRun(value), // default: interrupt_not_found
  * });
  * ```
  */
@@ -13,6 +14,7 @@ import type { Frame } from "./generated/wire.js";
 import type {
   Transport,
   TransportAttachRequest,
+  TransportDecideRequest,
   TransportRunRequest,
   TransportStopRequest,
 } from "./transport.js";
@@ -20,11 +22,14 @@ import type {
 type Frames = Iterable<Frame> | AsyncIterable<Frame>;
 export type MockRunHandler = (request: TransportRunRequest) => Frames;
 export type MockAttachHandler = (request: TransportAttachRequest) => Frames;
+export type MockDecideHandler = (request: TransportDecideRequest) => Frames;
 export type MockStopHandler = (request: TransportStopRequest) => void | Promise<void>;
 
 export interface MockTransportHandlers {
   /** Defaults to no frames: the HTTP 204 of a context with nothing to follow. */
   attach?: MockAttachHandler;
+  /** Defaults to refusing with `interrupt_not_found`, as a server with nothing pending does. */
+  decide?: MockDecideHandler;
   /** Defaults to accepting the stop and doing nothing else. */
   stop?: MockStopHandler;
 }
@@ -33,14 +38,17 @@ export class MockTransport implements Transport {
   /** The run requests, in order. */
   readonly requests: TransportRunRequest[] = [];
   readonly attaches: TransportAttachRequest[] = [];
+  readonly decisions: TransportDecideRequest[] = [];
   readonly stops: TransportStopRequest[] = [];
   readonly #run: MockRunHandler;
   readonly #attach: MockAttachHandler;
+  readonly #decide: MockDecideHandler;
   readonly #stop: MockStopHandler;
 
   constructor(run: MockRunHandler, handlers: MockTransportHandlers = {}) {
     this.#run = run;
     this.#attach = handlers.attach ?? (() => []);
+    this.#decide = handlers.decide ?? notFound;
     this.#stop = handlers.stop ?? (() => undefined);
   }
 
@@ -54,10 +62,19 @@ export class MockTransport implements Transport {
     return follow(() => this.#attach(request), request.signal);
   }
 
+  decide(request: TransportDecideRequest): AsyncGenerator<Frame> {
+    this.decisions.push(request);
+    return follow(() => this.#decide(request), request.signal);
+  }
+
   async stop(request: TransportStopRequest): Promise<void> {
     this.stops.push(request);
     await this.#stop(request);
   }
+}
+
+function notFound({ interruptId }: TransportDecideRequest): never {
+  throw new ThinwireError("interrupt_not_found", `No pending interrupt ${interruptId}.`, { status: 404 });
 }
 
 async function* follow(frames: () => Frames, signal: AbortSignal): AsyncGenerator<Frame> {

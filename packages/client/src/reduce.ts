@@ -4,6 +4,7 @@
  * same state object.
  */
 import type { Frame } from "./generated/wire.js";
+import { publicInterrupt } from "./interrupt.js";
 import type { RunFrame } from "./transport.js";
 import { emptySnapshot, type Activity, type Snapshot, type Turn } from "./snapshot.js";
 
@@ -25,6 +26,7 @@ const KNOWN_TYPES: ReadonlySet<string> = new Set([
   "tool_call",
   "tool_result",
   "token",
+  "interrupt",
   "done",
   "error",
 ]);
@@ -80,6 +82,11 @@ function applyFrame(snapshot: Snapshot, frame: RunFrame): Snapshot {
         ...snapshot,
         turns: updateReply(snapshot.turns, frame.runId, (turn) => ({ ...turn, text: turn.text + frame.delta })),
       };
+    case "interrupt": {
+      // The reply keeps its text; the `done` that follows (stop reason `interrupted`) ends it.
+      const interrupt = publicInterrupt(frame.interrupt);
+      return interrupt ? { ...snapshot, interrupt } : snapshot;
+    }
     case "done": {
       const failed = frame.stopReason === "error";
       return {

@@ -1,5 +1,5 @@
 /** The view state a UI renders. Every change makes a new object; nothing is mutated. */
-import type { StopReason } from "./generated/wire.js";
+import type { InterruptRequest, StopReason } from "./generated/wire.js";
 
 /**
  * `reconnecting`: the stream of the run broke and the client is attaching to it
@@ -16,7 +16,10 @@ export interface Turn {
   toolCalls: readonly string[];
   /** True while the reply is still arriving. */
   streaming: boolean;
-  /** Why the reply ended (`interrupted` for a run whose server died); null on user turns and while streaming. */
+  /**
+   * Why the reply ended; null on user turns and while streaming. `interrupted`:
+   * the run stopped to ask a person (see `Snapshot.interrupt`), or its server died.
+   */
   stopReason: StopReason | null;
 }
 
@@ -42,8 +45,10 @@ export interface Snapshot {
   error: AgentErrorInfo | null;
   /** The only thing the client remembers about the conversation. */
   contextId: string | null;
+  /** The decision the conversation waits for (answer it with `decide()`); null when none is pending. */
+  interrupt: InterruptRequest | null;
 }
 
 export function emptySnapshot(contextId: string | null = null): Snapshot {
-  return { turns: [], thinking: "", activity: [], status: "idle", error: null, contextId };
+  return { turns: [], thinking: "", activity: [], status: "idle", error: null, contextId, interrupt: null };
 }

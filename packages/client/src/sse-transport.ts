@@ -1,9 +1,10 @@
 /**
- * The HTTP transport: a run is a POST answered with `text/event-stream`, a
- * reattach a GET of the context's events with `Last-Event-ID`, a stop a POST.
+ * The HTTP transport: a run is a POST answered with `text/event-stream`, and
+ * so is a decision (the stream of the run it continues); a reattach is a GET
+ * of the context's events with `Last-Event-ID`, a stop a POST.
  */
 import { ThinwireError, toThinwireError } from "./errors.js";
-import type { Frame } from "./generated/wire.js";
+import type { DecisionRequest, Frame } from "./generated/wire.js";
 import { checkProtocol, errorFromResponse } from "./http.js";
 import { parseSse, type SseEvent } from "./sse.js";
 import {
@@ -11,6 +12,7 @@ import {
   type RunFrame,
   type Transport,
   type TransportAttachRequest,
+  type TransportDecideRequest,
   type TransportRunRequest,
   type TransportStopRequest,
 } from "./transport.js";
@@ -46,6 +48,20 @@ export class SseTransport implements Transport {
       {
         method: "GET",
         headers: { accept: "text/event-stream", ...headers, "Last-Event-ID": String(after) },
+        signal,
+      },
+      signal,
+    );
+  }
+
+  decide({ contextId, interruptId, value, headers, signal, ...target }: TransportDecideRequest): AsyncGenerator<Frame> {
+    const body: DecisionRequest = { interruptId, value };
+    return this.#stream(
+      agentUrl(target, `/contexts/${encodeURIComponent(contextId)}/decisions`),
+      {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
+        body: JSON.stringify(body),
         signal,
       },
       signal,

@@ -28,7 +28,19 @@ export interface TransportAttachRequest extends TransportTarget {
   signal: AbortSignal;
 }
 
-/** Stop the run in progress: `POST /agents/{agent}/contexts/{id}/stop`. */
+/**
+ * Answer the pending interrupt: `POST /agents/{agent}/contexts/{id}/decisions`.
+ * The answer is a stream of the continued run, a new run of the same context.
+ */
+export interface TransportDecideRequest extends TransportTarget {
+  contextId: string;
+  interruptId: string;
+  /** One of the offered options, or JSON matching the interrupt's schema. */
+  value: unknown;
+  signal: AbortSignal;
+}
+
+/** Stop the run in progress, or end the run waiting for a decision: `POST /agents/{agent}/contexts/{id}/stop`. */
 export interface TransportStopRequest extends TransportTarget {
   contextId: string;
   signal?: AbortSignal;
@@ -38,8 +50,9 @@ export interface TransportStopRequest extends TransportTarget {
  * How frames get from the server to the client. SSE and WebSocket are two
  * implementations; `MockTransport` is the trivial one for tests.
  *
- * Contract: `run` and `attach` yield the frames of one run in order and return
- * when the server ends the stream; `attach` returns without a frame when there
+ * Contract: `run`, `decide` and `attach` yield the frames of one run in order
+ * and return when the server ends the stream (`decide`: of the run the
+ * decision continues, which starts with its own `run_start`); `attach` returns without a frame when there
  * is nothing to follow (HTTP 204, WebSocket `no_run`). They throw a
  * `ThinwireError`: the server's typed error for a refused request (with
  * `status` over HTTP), `network_error` (retryable) when the connection fails or
@@ -50,6 +63,7 @@ export interface TransportStopRequest extends TransportTarget {
 export interface Transport {
   run(request: TransportRunRequest): AsyncIterable<Frame>;
   attach(request: TransportAttachRequest): AsyncIterable<Frame>;
+  decide(request: TransportDecideRequest): AsyncIterable<Frame>;
   stop(request: TransportStopRequest): Promise<void>;
 }
 

@@ -1,9 +1,10 @@
 /**
  * The WebSocket transport: one socket per transport instance, opened on first
  * use and reopened on the next use after it closed. Requests become commands
- * (`send`, `attach`, `stop`); the frames of every run the socket follows arrive
- * interleaved and are routed to the request that asked for them by `contextId`
- * (and `runId` once known).
+ * (`send`, `attach`, `decide`, `stop`); the frames of every run the socket
+ * follows arrive interleaved and are routed to the request that asked for them
+ * by `contextId` (and `runId` once known). A `decide` is answered by a new run
+ * of a known context: its route takes the next `run_start` of that context.
  *
  * A `send` for a new conversation does not know its context id until the
  * run's `run_start`; the next `run_start` of a run no request is following is
@@ -20,6 +21,7 @@ import {
   type RunFrame,
   type Transport,
   type TransportAttachRequest,
+  type TransportDecideRequest,
   type TransportRunRequest,
   type TransportStopRequest,
   type TransportTarget,
@@ -71,6 +73,11 @@ export class WebSocketTransport implements Transport {
 
   async *attach({ contextId, after, signal, ...target }: TransportAttachRequest): AsyncGenerator<Frame> {
     yield* this.#follow(target, new Route("attach", contextId), { type: "attach", contextId, after }, signal);
+  }
+
+  async *decide({ contextId, interruptId, value, signal, ...target }: TransportDecideRequest): AsyncGenerator<Frame> {
+    const command: Command = { type: "decide", contextId, interruptId, value };
+    yield* this.#follow(target, new Route("decide", contextId), command, signal);
   }
 
   async stop({ contextId, signal, ...target }: TransportStopRequest): Promise<void> {
@@ -225,7 +232,16 @@ class Connection {
     const route = matches.find((candidate) => candidate.runId === null) ?? matches[0];
     if (!route) return;
     if (frame.code === "no_run" && route.kind === "attach") route.end();
-    else route.fail(new ThinwireError(frame.code, frame.message, { retryable: frame.code === "context_busy" }));
+    else {
+      // A `rejected` has no interruptId today; take one if a server sends it.
+      const interruptId = (frame as { interruptId?: unknown }).interruptId;
+      route.fail(
+        new ThinwireError(frame.code, frame.message, {
+          retryable: frame.code === "context_busy",
+          ...(typeof interruptId === "string" ? { interruptId } : {}),
+        }),
+      );
+    }
   }
 }
 
@@ -237,7 +253,7 @@ class Route {
   #finished = false;
 
   constructor(
-    readonly kind: "send" | "attach",
+    readonly kind: "send" | "attach" | "decide",
     public contextId: string | null,
     readonly release: () => void = () => undefined,
   ) {}
@@ -246,8 +262,8 @@ class Route {
   offer(frame: RunFrame): boolean {
     if (this.#finished || this.contextId === null || frame.contextId !== this.contextId) return false;
     if (this.runId === null) {
-      // A send answers with a new run; an attach follows whichever run the server has.
-      if (this.kind === "send" && frame.type !== "run_start") return false;
+      // A send or a decision answers with a new run; an attach follows whichever run the server has.
+      if (this.kind !== "attach" && frame.type !== "run_start") return false;
       this.runId = frame.runId;
     } else if (frame.runId !== this.runId) {
       return false;

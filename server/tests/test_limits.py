@@ -1,0 +1,70 @@
+"""Per-principal rate limits: a flood from one principal is refused, nobody else is."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.requests import HTTPConnection
+from starlette.testclient import TestClient
+
+from conftest import app_for
+from thinwire import Agent, MemoryStore, Run
+from thinwire.errors import TooManyRequests
+from thinwire.limits import RateLimiter
+
+
+class Quick(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("ok")
+
+
+def test_bucket_refills_over_time() -> None:
+    now = [0.0]
+    limiter = RateLimiter(per_second=2, burst=3, clock=lambda: now[0])
+    for _ in range(3):
+        limiter.take("ada")
+    with pytest.raises(TooManyRequests, match=r"try again in 0\.5s"):
+        limiter.take("ada")
+    limiter.take("eve")  # another principal has a bucket of its own
+    now[0] = 0.5
+    limiter.take("ada")
+    with pytest.raises(TooManyRequests):
+        limiter.take("ada")
+    now[0] = 100.0
+    for _ in range(3):  # refilled, but never above the burst
+        limiter.take("ada")
+    with pytest.raises(TooManyRequests):
+        limiter.take("ada")
+
+
+def test_the_limiter_forgets_idle_principals_beyond_its_bound() -> None:
+    limiter = RateLimiter(per_second=1, burst=1, clock=lambda: 0.0, max_principals=2)
+    limiter.take("a")
+    limiter.take("b")
+    limiter.take("c")  # "a" is forgotten, so it starts over with a full bucket
+    limiter.take("a")
+    with pytest.raises(TooManyRequests):
+        limiter.take("c")
+
+
+def test_a_thousand_rapid_sends_from_one_principal() -> None:
+    store = MemoryStore()
+
+    def identify(connection: HTTPConnection) -> str:
+        return connection.headers.get("x-user", "flooder")
+
+    app = app_for(
+        {"demo": Quick}, identify=identify, store=store, run_burst=20, runs_per_second=0.001
+    )
+    with TestClient(app) as client:
+        statuses = [
+            client.post("/agents/demo/runs", json={"message": {"text": f"{n}"}}).status_code
+            for n in range(1000)
+        ]
+        refused = client.post("/agents/demo/runs", json={"message": {"text": "again"}})
+        other = client.post(
+            "/agents/demo/runs", json={"message": {"text": "hi"}}, headers={"x-user": "calm"}
+        )
+    assert statuses.count(200) == 20 and statuses.count(429) == 980
+    assert refused.json()["error"]["code"] == "rate_limited"
+    assert other.status_code == 200
+    assert len(store._records) == 21  # nothing stored for a refused send
