@@ -66,3 +66,13 @@ def durable() -> Starlette:
         operator_token=os.environ["THINWIRE_OPERATOR_TOKEN"],
         routes=[RELEASE],
     )
+
+
+#: The demo agent (no delays) with everything switched on, for schemathesis to attack.
+fuzz = create_app(
+    {"demo": DemoAgent, "other": DemoAgent},
+    identify=anonymous,
+    store=MemoryStore(),
+    operator_token="schemathesis-operator-token",
+    run_burst=100_000,
+)

@@ -123,6 +123,7 @@ def create_app(
 
     all_routes = [*http_routes(server), *routes]
     if operator_token:
+        server.operator_api = True
         all_routes.append(Mount("/admin", routes=operator_routes(server.contexts, operator_token)))
     if web_dir is not None:
         all_routes += web_routes(web_dir)

@@ -11,6 +11,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from thinwire import wire
 from thinwire.contexts import Context
 from thinwire.errors import BadRequest
+from thinwire.openapi import openapi_document
 from thinwire.parsing import check_protocol, read_model, read_run_request
 from thinwire.server import AgentServer
 from thinwire.sse import EventStream
@@ -89,6 +90,9 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
     async def health(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(openapi_document(list(server.agents), operator_api=server.operator_api))
+
     context = "/agents/{agent}/contexts/{context_id}"
     return [
         Route("/agents/{agent}/runs", start_run, methods=["POST"]),
@@ -100,4 +104,5 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         Route(f"{context}/decisions", decide, methods=["POST"]),
         Route(f"{context}/clear", clear_context, methods=["POST"]),
         Route("/healthz", health, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
     ]

@@ -62,6 +62,8 @@ class AgentServer:
         #: Pages of other origins whose WebSockets may act with this site's cookies.
         self.allowed_origins = tuple(allowed_origins)
         self.limiter = limiter
+        #: Whether the operator API is mounted (the OpenAPI document says so).
+        self.operator_api = False
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._janitor: asyncio.Task[None] | None = None
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentClient, type AgentClientOptions } from "./agent-client.js";
 import { ThinwireError } from "./errors.js";
-import type { Transcript } from "./generated/wire.js";
+import type { InterruptRequest, Transcript } from "./generated/wire.js";
 import { SseTransport } from "./sse-transport.js";
 import {
   channel,
@@ -43,8 +43,13 @@ async function rejection(promise: Promise<unknown>): Promise<ThinwireError> {
   throw new Error("expected a rejection");
 }
 
-function transcript(contextId: string, turns: Transcript["turns"], activeRunId: string | null = null): Transcript {
-  return { contextId, agent: "demo", turns, activeRunId };
+function transcript(
+  contextId: string,
+  turns: Transcript["turns"],
+  activeRunId: string | null = null,
+  pendingInterrupt: InterruptRequest | null = null,
+): Transcript {
+  return { contextId, agent: "demo", turns, activeRunId, pendingInterrupt };
 }
 
 const until = async (check: () => boolean, what: string) => {
@@ -219,5 +224,171 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
     expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Hal", stopReason: "stopped", streaming: false });
     await client.stop(); // nothing running: a no-op
     expect(log.stops).toEqual(["ctx-1"]);
+  });
+
+  describe("human in the loop", () => {
+    const refund: InterruptRequest = {
+      interruptId: "int-1",
+      prompt: "Refund $40 on order 1234?",
+      options: ["approve", "reject"],
+      payload: { order: "1234", amount: "$40" },
+      decisionSchema: null,
+    };
+    const email: InterruptRequest = { ...refund, interruptId: "int-2", prompt: "Email the customer?", options: null };
+
+    /**
+     * A server that asks about the refund, then (on approve) whether to email
+     * the customer, then ends; it refuses runs while a question is open.
+     */
+    function asker() {
+      let pending: InterruptRequest | null = null;
+      let runs = 0;
+      const turns: Transcript["turns"] = [];
+      const script: Script = {
+        run: (body) => {
+          if (pending) {
+            return {
+              error: { status: 409, code: "decision_pending", message: "Decide first.", interruptId: pending.interruptId },
+            };
+          }
+          const r = runs === 0 ? runFrames("ctx-1", "run-1") : runFrames("ctx-1", `run-again-${runs}`, 100 * runs);
+          runs += 1;
+          pending = refund;
+          turns.push({ role: "user", text: body.message.text, toolCalls: [], stopReason: null });
+          turns.push({ role: "assistant", text: "Checking.", toolCalls: [], stopReason: "interrupted" });
+          return { frames: [r.start(), r.token("Checking."), r.interrupt(refund), r.done("Checking.", [], "interrupted")] };
+        },
+        decide: (_contextId, { interruptId, value }) => {
+          if (!pending || pending.interruptId !== interruptId) {
+            return { error: { status: 404, code: "interrupt_not_found", message: "No such interrupt." } };
+          }
+          if (pending === refund && value !== "approve" && value !== "reject") {
+            return { error: { status: 400, code: "invalid_decision", message: "Choose approve or reject." } };
+          }
+          if (pending === refund && value === "approve") {
+            const r = runFrames("ctx-1", "run-2", 10);
+            pending = email;
+            return {
+              frames: [
+                r.start(),
+                r.call("c1", "issue_refund"),
+                r.result("c1", "issue_refund"),
+                r.token("Refunded."),
+                r.interrupt(email),
+                r.done("Refunded.", ["issue_refund"], "interrupted"),
+              ],
+            };
+          }
+          const r = runFrames("ctx-1", "run-3", 20);
+          pending = null;
+          return { frames: [r.start(), r.token(`Noted: ${String(value)}`), r.done(`Noted: ${String(value)}`)] };
+        },
+        stop: () => {
+          if (!pending) return;
+          pending = null;
+          turns.push({ role: "assistant", text: "", toolCalls: [], stopReason: "stopped" });
+        },
+        transcript: (id) => transcript(id, [...turns], null, pending),
+      };
+      return script;
+    }
+
+    it("asks, takes decisions and streams each continued run", async () => {
+      const { client, log, statuses } = setup(asker());
+      const first = await client.send("Refund order 1234");
+      expect(first).toMatchObject({ text: "Checking.", stopReason: "interrupted" });
+      expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: refund });
+
+      const second = await client.decide("approve");
+      expect(log.decisions).toEqual([{ contextId: "ctx-1", interruptId: "int-1", value: "approve" }]);
+      expect(second).toEqual({
+        text: "Refunded.",
+        toolCalls: ["issue_refund"],
+        contextId: "ctx-1",
+        runId: "run-2",
+        stopReason: "interrupted",
+      });
+      expect(client.getSnapshot()).toMatchObject({
+        status: "idle",
+        interrupt: email,
+        activity: [{ callId: "c1", name: "issue_refund", state: "ok" }],
+      });
+
+      const third = await client.decide({ note: "Sorry for the delay" });
+      expect(log.decisions[1]).toEqual({ contextId: "ctx-1", interruptId: "int-2", value: { note: "Sorry for the delay" } });
+      expect(third).toMatchObject({ runId: "run-3", stopReason: "end" });
+      expect(client.getSnapshot().interrupt).toBeNull();
+      expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.stopReason])).toEqual([
+        ["user", "Refund order 1234", null],
+        ["assistant", "Checking.", "interrupted"],
+        ["assistant", "Refunded.", "interrupted"],
+        ["assistant", "Noted: [object Object]", "end"],
+      ]);
+      expect(statuses).toEqual(["streaming", "idle", "streaming", "idle", "streaming", "idle"]);
+      expect(log.runs).toHaveLength(1);
+    });
+
+    it("keeps the interrupt pending when the decision is refused", async () => {
+      const { client, log } = setup(asker());
+      await client.send("Refund order 1234");
+      const turns = client.getSnapshot().turns;
+      const error = await rejection(client.decide("maybe"));
+      expect(error).toMatchObject({ code: "invalid_decision", message: "Choose approve or reject." });
+      expect(log.decisions).toHaveLength(1);
+      expect(client.getSnapshot()).toMatchObject({
+        status: "error",
+        interrupt: refund,
+        error: { code: "invalid_decision" },
+      });
+      expect(client.getSnapshot().turns).toEqual(turns);
+      // The question is still open: answering it properly works.
+      expect((await client.decide("reject")).text).toBe("Noted: reject");
+    });
+
+    it("refuses a send while a decision is pending: locally, or by the server naming the interrupt", async () => {
+      const script = asker();
+      const { client, log } = setup(script);
+      await client.send("Refund order 1234");
+      const local = await rejection(client.send("Hello?"));
+      expect(local).toMatchObject({ code: "decision_pending", interruptId: "int-1" });
+      expect(log.runs).toHaveLength(1);
+
+      // A second client on the same conversation that does not know of the question yet.
+      const other = setup(script, { contextId: "ctx-1" });
+      const refused = await rejection(other.client.send("Hello?"));
+      expect(refused).toMatchObject({ code: "decision_pending", interruptId: "int-1" });
+      expect(other.client.getSnapshot()).toMatchObject({
+        status: "error",
+        error: { code: "decision_pending" },
+        interrupt: refund,
+      });
+      expect(other.client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["Refund order 1234", "Checking."]);
+    });
+
+    it("hydrates the pending interrupt on start", async () => {
+      const script = asker();
+      await setup(script).client.send("Refund order 1234");
+      const { client } = setup(script, { contextId: "ctx-1" });
+      await client.start();
+      expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: refund });
+      expect((await client.decide("approve")).stopReason).toBe("interrupted");
+      expect(client.getSnapshot().interrupt).toEqual(email);
+    });
+
+    it("stop while a decision is pending ends the waiting run", async () => {
+      const { client, log } = setup(asker());
+      await client.send("Refund order 1234");
+      await client.stop();
+      expect(log.stops).toEqual(["ctx-1"]);
+      await until(() => log.transcripts.length === 1, "the transcript");
+      expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: null });
+      expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.stopReason])).toEqual([
+        ["user", "Refund order 1234", null],
+        ["assistant", "Checking.", "interrupted"],
+        ["assistant", "", "stopped"],
+      ]);
+      const again = await client.send("Start over");
+      expect(again.stopReason).toBe("interrupted");
+    });
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { AgentClient } from "./agent-client.js";
 import { ThinwireError } from "./errors.js";
-import type { Frame } from "./generated/wire.js";
+import type { Frame, InterruptRequest, StopReason, Transcript } from "./generated/wire.js";
 import { MockTransport } from "./mock-transport.js";
 import type { Transport, TransportRunRequest } from "./transport.js";
 
@@ -39,7 +39,8 @@ function run(contextId: string, runId: string, firstSeq = 1) {
     call: (callId: string, name: string): Frame => ({ ...base(), type: "tool_call", callId, name }),
     result: (callId: string, name: string, ok = true): Frame => ({ ...base(), type: "tool_result", callId, name, ok }),
     token: (delta: string): Frame => ({ ...base(), type: "token", delta }),
-    done: (text: string, toolCalls: string[] = [], stopReason: "end" | "stopped" | "error" = "end"): Frame => ({
+    interrupt: (interrupt: InterruptRequest): Frame => ({ ...base(), type: "interrupt", interrupt }),
+    done: (text: string, toolCalls: string[] = [], stopReason: StopReason = "end"): Frame => ({
       ...base(),
       type: "done",
       text,
@@ -111,6 +112,7 @@ describe("AgentClient.send", () => {
       contextId: "ctx-1",
       status: "idle",
       error: null,
+      interrupt: null,
       thinking: "Checking the sky.",
       activity: [{ callId: "c1", name: "weather", state: "ok" }],
       turns: [
@@ -330,6 +332,7 @@ describe("AgentClient.start (hydration)", () => {
       contextId: "ctx-7",
       status: "idle",
       error: null,
+      interrupt: null,
       thinking: "",
       activity: [],
       turns: [
@@ -419,6 +422,7 @@ describe("AgentClient.reset and dispose", () => {
       contextId: null,
       status: "idle",
       error: null,
+      interrupt: null,
       thinking: "",
       activity: [],
       turns: [],
@@ -436,6 +440,7 @@ describe("AgentClient.reset and dispose", () => {
         await new Promise(() => undefined); // never yields, never looks at the signal
       },
       async *attach() {},
+      async *decide() {},
       async stop() {},
     };
     const client = new AgentClient({ agent: "demo", transport });
@@ -659,5 +664,230 @@ describe("AgentClient render batching", () => {
     expect(seen).toEqual(["streaming:", "streaming:abcd", "idle:abcde"]);
     flushes.shift()?.(); // the flush scheduled for "e" finds nothing left to announce
     expect(seen).toHaveLength(3);
+  });
+});
+
+describe("AgentClient human in the loop", () => {
+  const refund: InterruptRequest = {
+    interruptId: "int-1",
+    prompt: "Refund $40 on order 1234?",
+    options: ["approve", "reject"],
+    payload: { order: "1234", amount: "$40" },
+    decisionSchema: null,
+  };
+  const followUp: InterruptRequest = { ...refund, interruptId: "int-2", prompt: "Also email the customer?" };
+
+  /** A first run that asks about the refund. */
+  function asking() {
+    const r = run("ctx-1", "run-1");
+    return [r.start(), r.token("Let me check."), r.interrupt(refund), r.done("Let me check.", ["lookup"], "interrupted")];
+  }
+
+  function transcriptResponse(body: Partial<Transcript>): Response {
+    return jsonResponse(200, { contextId: "ctx-1", agent: "demo", turns: [], activeRunId: null, pendingInterrupt: null, ...body });
+  }
+
+  it("keeps the question of a run that asks, and resolves the send as interrupted", async () => {
+    const transport = new MockTransport(asking);
+    const client = new AgentClient({ agent: "demo", transport });
+    const result = await client.send("Refund order 1234");
+    expect(result).toEqual({
+      text: "Let me check.",
+      toolCalls: ["lookup"],
+      contextId: "ctx-1",
+      runId: "run-1",
+      stopReason: "interrupted",
+    });
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null, interrupt: refund });
+    expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Let me check.", streaming: false, stopReason: "interrupted" });
+  });
+
+  it("hydrates the pending interrupt of a resumed conversation", async () => {
+    const fetch = vi.fn(async () =>
+      transcriptResponse({
+        turns: [
+          { role: "user", text: "Refund order 1234", toolCalls: [], stopReason: null },
+          { role: "assistant", text: "Let me check.", toolCalls: ["lookup"], stopReason: "interrupted" },
+        ],
+        pendingInterrupt: refund,
+      }),
+    );
+    const client = new AgentClient({ agent: "demo", contextId: "ctx-1", fetch, transport: new MockTransport(() => []) });
+    await client.start();
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: refund });
+    expect(client.getSnapshot().turns).toHaveLength(2);
+  });
+
+  it("refuses a send while a decision is pending, without a request", async () => {
+    const transport = new MockTransport(asking);
+    const client = new AgentClient({ agent: "demo", transport });
+    await client.send("Refund order 1234");
+    const before = client.getSnapshot();
+    const error = await rejection(client.send("Never mind"));
+    expect(error).toMatchObject({ code: "decision_pending", interruptId: "int-1" });
+    expect(transport.requests).toHaveLength(1);
+    expect(client.getSnapshot()).toBe(before);
+  });
+
+  it("refuses a decision when nothing is pending, without a request", async () => {
+    const transport = new MockTransport(() => []);
+    const client = new AgentClient({ agent: "demo", transport, contextId: "ctx-1" });
+    expect((await rejection(client.decide("approve"))).code).toBe("no_pending_interrupt");
+    expect(transport.decisions).toHaveLength(0);
+  });
+
+  it("answers the interrupt and streams the continued run into a new reply, which may ask again", async () => {
+    const stream = channel();
+    let decisions = 0;
+    const transport = new MockTransport(asking, {
+      decide: () => {
+        decisions += 1;
+        if (decisions === 1) return stream.frames();
+        const r = run("ctx-1", "run-3", 20);
+        return [r.start(), r.token("Done."), r.done("Done.")];
+      },
+    });
+    const client = new AgentClient({ agent: "demo", baseUrl: "/api", transport, headers: { authorization: "Bearer t" } });
+    await client.send("Refund order 1234");
+
+    const decided = client.decide("approve");
+    // Sent at once; the question leaves the view and a fresh reply streams.
+    expect(client.getSnapshot()).toMatchObject({ interrupt: null, status: "streaming", thinking: "", activity: [] });
+    expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.streaming])).toEqual([
+      ["user", false],
+      ["assistant", false],
+      ["assistant", true],
+    ]);
+    await tick();
+    expect(transport.decisions).toHaveLength(1);
+    expect(transport.decisions[0]).toMatchObject({
+      baseUrl: "/api",
+      agent: "demo",
+      contextId: "ctx-1",
+      interruptId: "int-1",
+      value: "approve",
+      headers: { authorization: "Bearer t", "Thinwire-Protocol": "1" },
+    });
+    const r = run("ctx-1", "run-2", 10);
+    stream.push(r.start());
+    stream.push(r.call("c1", "issue_refund"));
+    stream.push(r.result("c1", "issue_refund"));
+    stream.push(r.token("Refunded."));
+    await tick();
+    expect(client.getSnapshot().turns[2]).toMatchObject({ text: "Refunded.", streaming: true });
+    stream.push(r.interrupt(followUp));
+    stream.push(r.done("Refunded.", ["issue_refund"], "interrupted"));
+    expect(await decided).toEqual({
+      text: "Refunded.",
+      toolCalls: ["issue_refund"],
+      contextId: "ctx-1",
+      runId: "run-2",
+      stopReason: "interrupted",
+    });
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: followUp, error: null });
+    expect(client.getSnapshot().activity).toEqual([{ callId: "c1", name: "issue_refund", state: "ok" }]);
+
+    const second = await client.decide("reject");
+    expect(transport.decisions[1]).toMatchObject({ interruptId: "int-2", value: "reject" });
+    expect(second).toMatchObject({ text: "Done.", runId: "run-3", stopReason: "end" });
+    expect(client.getSnapshot().interrupt).toBeNull();
+    expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.stopReason])).toEqual([
+      ["user", "Refund order 1234", null],
+      ["assistant", "Let me check.", "interrupted"],
+      ["assistant", "Refunded.", "interrupted"],
+      ["assistant", "Done.", "end"],
+    ]);
+    expect(new Set(client.getSnapshot().turns.map((turn) => turn.id)).size).toBe(4);
+  });
+
+  it("reattaches to a continued run whose stream broke", async () => {
+    const r = run("ctx-1", "run-2", 10);
+    const [start, a, b, done] = [r.start(), r.token("Refun"), r.token("ded."), r.done("Refunded.")];
+    const transport = new MockTransport(asking, {
+      decide: () => [start!, a!],
+      attach: () => [b!, done!],
+    });
+    const client = new AgentClient({ agent: "demo", transport, reconnect: { baseDelayMs: 1 } });
+    await client.send("Refund order 1234");
+    expect((await client.decide("approve")).text).toBe("Refunded.");
+    expect(transport.attaches.map((request) => [request.contextId, request.after])).toEqual([["ctx-1", 11]]);
+    expect(client.getSnapshot().turns[2]).toMatchObject({ text: "Refunded.", streaming: false, stopReason: "end" });
+  });
+
+  it("keeps the interrupt pending when the server refuses the decision", async () => {
+    const transport = new MockTransport(asking, {
+      decide: () => {
+        throw new ThinwireError("invalid_decision", "Choose approve or reject.", { status: 400 });
+      },
+    });
+    const client = new AgentClient({ agent: "demo", transport });
+    await client.send("Refund order 1234");
+    const turns = client.getSnapshot().turns;
+    const error = await rejection(client.decide("maybe"));
+    expect(error).toMatchObject({ code: "invalid_decision", status: 400 });
+    expect(client.getSnapshot()).toMatchObject({
+      status: "error",
+      interrupt: refund,
+      error: { code: "invalid_decision", message: "Choose approve or reject." },
+    });
+    expect(client.getSnapshot().turns).toEqual(turns);
+  });
+
+  it("drops an interrupt the server says was answered, and shows the transcript again", async () => {
+    const transport = new MockTransport(asking, {
+      decide: () => {
+        throw new ThinwireError("interrupt_answered", "Answered already.", { status: 409 });
+      },
+    });
+    const fetch = vi.fn(async () =>
+      transcriptResponse({
+        turns: [
+          { role: "user", text: "Refund order 1234", toolCalls: [], stopReason: null },
+          { role: "assistant", text: "Let me check.", toolCalls: ["lookup"], stopReason: "interrupted" },
+          { role: "assistant", text: "Refunded.", toolCalls: ["issue_refund"], stopReason: "end" },
+        ],
+      }),
+    );
+    const client = new AgentClient({ agent: "demo", transport, fetch });
+    await client.send("Refund order 1234");
+    expect((await rejection(client.decide("approve"))).code).toBe("interrupt_answered");
+    expect(client.getSnapshot()).toMatchObject({ interrupt: null, error: { code: "interrupt_answered" } });
+    expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["Refund order 1234", "Let me check.", "Refunded."]);
+  });
+
+  it("stop while a decision is pending ends the waiting run and shows the transcript", async () => {
+    const transport = new MockTransport(asking);
+    const fetch = vi.fn(async () =>
+      transcriptResponse({
+        turns: [
+          { role: "user", text: "Refund order 1234", toolCalls: [], stopReason: null },
+          { role: "assistant", text: "Let me check.", toolCalls: ["lookup"], stopReason: "interrupted" },
+          { role: "assistant", text: "", toolCalls: [], stopReason: "stopped" },
+        ],
+      }),
+    );
+    const client = new AgentClient({ agent: "demo", baseUrl: "/api", transport, fetch });
+    await client.send("Refund order 1234");
+    const ids = client.getSnapshot().turns.map((turn) => turn.id);
+    await client.stop();
+    expect(transport.stops.map((request) => request.contextId)).toEqual(["ctx-1"]);
+    expect(fetch).toHaveBeenCalledTimes(1);
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: null, error: null });
+    const turns = client.getSnapshot().turns;
+    expect(turns.map((turn) => [turn.role, turn.text, turn.stopReason])).toEqual([
+      ["user", "Refund order 1234", null],
+      ["assistant", "Let me check.", "interrupted"],
+      ["assistant", "", "stopped"],
+    ]);
+    expect(turns.slice(0, 2).map((turn) => turn.id)).toEqual(ids);
+    // Nothing waits any more.
+    expect((await rejection(client.decide("approve"))).code).toBe("no_pending_interrupt");
+  });
+
+  it("reset forgets the pending interrupt", async () => {
+    const client = new AgentClient({ agent: "demo", transport: new MockTransport(asking) });
+    await client.send("Refund order 1234");
+    client.reset();
+    expect(client.getSnapshot().interrupt).toBeNull();
   });
 });

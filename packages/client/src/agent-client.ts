@@ -10,18 +10,27 @@
  * client attaches again with the last `seq` it applied and the run's remaining
  * frames arrive exactly once. When the run ended while the client was away
  * (the attach has nothing to send), the transcript has its reply.
+ *
+ * A run may stop to ask a person (an `interrupt` frame, then `done` with stop
+ * reason `interrupted`); the question is `snapshot.interrupt` until `decide()`
+ * answers it, which streams the continued run (a new run of the same context)
+ * exactly like a send, or `stop()` ends the waiting run. Meanwhile nothing
+ * else can be sent: the server would refuse it with `decision_pending`.
  */
 import { ThinwireError, toThinwireError } from "./errors.js";
 import {
   type DoneFrame,
   type Frame,
+  type InterruptRequest,
   PROTOCOL_HEADER,
   PROTOCOL_VERSION,
   type RunRequest,
   type StopReason,
+  type Transcript,
   type TranscriptTurn,
 } from "./generated/wire.js";
 import { fetchTranscript, publicTurns } from "./http.js";
+import { publicInterrupt } from "./interrupt.js";
 import { Notifier, type Schedule } from "./notifier.js";
 import { backoffDelay, isReconnectable, reconnectLimits, type ReconnectOptions } from "./reconnect.js";
 import { initialReducerState, reduceFrame, type ReducerState } from "./reduce.js";
@@ -99,6 +108,8 @@ export class AgentClient {
   /** The run found in progress by `start()`. */
   #following: Job | null = null;
   #hydration: { controller: AbortController; promise: Promise<void> } | null = null;
+  /** Requests outside any run (ending a waiting run), cancelled by `reset()`. */
+  readonly #sideRequests = new Set<AbortController>();
   #started = false;
   #disposed = false;
   #turnCount = 0;
@@ -147,16 +158,57 @@ export class AgentClient {
   /**
    * Sends a message and streams the reply into the snapshot, reconnecting when
    * the stream breaks. Resolves with the final reply (stop reason `stopped`
-   * after `stop()`); rejects with a ThinwireError (`invalid_request` for empty
-   * text, `context_busy` while another run is being read, the server's error
-   * code, `network_error` or `stream_interrupted` once reconnecting gave up,
-   * `aborted`).
+   * after `stop()`, `interrupted` when the run asks a person: the question is
+   * then `snapshot.interrupt`); rejects with a ThinwireError (`invalid_request`
+   * for empty text, `context_busy` while another run is being read,
+   * `decision_pending` with its `interruptId` while a decision is pending,
+   * the server's error code, `network_error` or `stream_interrupted` once
+   * reconnecting gave up, `aborted`).
    */
   async send(text: string): Promise<SendResult> {
-    if (this.#disposed) throw new ThinwireError("disposed", "This client has been disposed.");
+    if (this.#disposed) throw disposed();
     if (typeof text !== "string" || text.trim() === "") {
       throw new ThinwireError("invalid_request", "The message text is empty.");
     }
+    if (this.#run || this.#following) throw busy();
+    const waiting = this.#state.snapshot.interrupt;
+    if (waiting) throw decisionPending(waiting.interruptId);
+    const job = newJob();
+    this.#run = job;
+    try {
+      if (this.#hydration) await this.#hydration.promise;
+      if (job.controller.signal.aborted) throw aborted();
+      if (this.#following) throw busy();
+      // Hydration may have found a question pending.
+      const pending = this.#pendingInterrupt();
+      if (pending) throw decisionPending(pending.interruptId);
+      return await this.#stream(text, job);
+    } finally {
+      if (this.#run === job) this.#run = null;
+      settleStops(job);
+    }
+  }
+
+  /**
+   * Answers the pending interrupt (`snapshot.interrupt`) with one of its
+   * `options`, or a value matching its `decisionSchema`, and streams the run
+   * the decision continues into a new assistant reply, exactly like `send()`.
+   * Resolves with that run's result: stop reason `interrupted` again when it
+   * asks another question (the new one is then `snapshot.interrupt`).
+   *
+   * The interrupt leaves the snapshot as soon as the decision is sent. Rejects
+   * with `no_pending_interrupt` (no request made), `context_busy`, the
+   * server's refusal — `invalid_decision`: the interrupt is pending again and
+   * the error shown; `interrupt_answered` / `interrupt_not_found`: it is gone,
+   * and the transcript is loaded again — or as `send()` does.
+   *
+   * ```ts
+   * const { interrupt } = client.getSnapshot();
+   * if (interrupt?.options?.includes("approve")) await client.decide("approve");
+   * ```
+   */
+  async decide(value: unknown): Promise<SendResult> {
+    if (this.#disposed) throw disposed();
     if (this.#run || this.#following) throw busy();
     const job = newJob();
     this.#run = job;
@@ -164,7 +216,11 @@ export class AgentClient {
       if (this.#hydration) await this.#hydration.promise;
       if (job.controller.signal.aborted) throw aborted();
       if (this.#following) throw busy();
-      return await this.#stream(text, job);
+      const { interrupt, contextId } = this.#state.snapshot;
+      if (!interrupt || contextId === null) {
+        throw new ThinwireError("no_pending_interrupt", "No decision is pending.");
+      }
+      return await this.#answer(contextId, interrupt, value, job);
     } finally {
       if (this.#run === job) this.#run = null;
       settleStops(job);
@@ -177,12 +233,19 @@ export class AgentClient {
    * what the pending `send()` resolves with. Resolves once the server took the
    * request; a stop asked before the server announced the run is sent as soon
    * as it does.
+   *
+   * While a decision is pending it ends the waiting run instead: the
+   * interrupt is cleared, the reply ends as `stopped`, and the transcript is
+   * loaded again.
    */
   async stop(): Promise<void> {
     if (this.#disposed) return;
     const job = this.#following ?? this.#run;
-    if (!job) return;
     const contextId = this.#state.snapshot.contextId;
+    if (!job) {
+      if (this.#state.snapshot.interrupt && contextId !== null) await this.#endWaitingRun(contextId);
+      return;
+    }
     if (!job.runKnown || contextId === null) {
       await new Promise<void>((resolve, reject) => job.stops.push({ resolve, reject }));
       return;
@@ -231,15 +294,105 @@ export class AgentClient {
       return await this.#follow(frames, false, job);
     } catch (caught) {
       if (signal.aborted) throw aborted(caught);
-      const error = toThinwireError(caught);
+      let error = toThinwireError(caught);
       // A request that produced no frame leaves no trace but the error.
       this.#fail(error, job.runKnown ? null : user.id, reply.id);
+      if (error.code === "decision_pending" && before.contextId !== null) {
+        // The conversation waits for a decision this client did not know of (another tab, say): show it.
+        const interrupt = await this.#refresh(before.contextId, job, signal);
+        if (signal.aborted) throw aborted(caught);
+        if (error.interruptId === undefined && interrupt) error = withInterruptId(error, interrupt.interruptId);
+      }
       throw error;
     }
   }
 
+  /** Sends the decision and follows the run it continues, in a fresh reply. */
+  async #answer(contextId: string, interrupt: InterruptRequest, value: unknown, job: Job): Promise<SendResult> {
+    const signal = job.controller.signal;
+    const before = this.#state.snapshot;
+    const reply = this.#turn("assistant", "", true);
+    this.#commit({
+      ...this.#state,
+      runId: null,
+      snapshot: {
+        ...before,
+        turns: [...before.turns, reply],
+        thinking: "",
+        activity: [],
+        error: null,
+        status: "streaming",
+        interrupt: null,
+      },
+    });
+    const { interruptId } = interrupt;
+    try {
+      const frames = () => this.#transport.decide({ ...this.#target(), contextId, interruptId, value, signal });
+      return await this.#follow(frames, false, job);
+    } catch (caught) {
+      if (signal.aborted) throw aborted(caught);
+      const error = toThinwireError(caught);
+      if (job.runKnown) {
+        this.#fail(error, null, reply.id);
+        throw error;
+      }
+      // Refused before the continued run began: the question is still open, unless the server says it is gone.
+      const gone = error.code === "interrupt_answered" || error.code === "interrupt_not_found";
+      this.#fail(error, null, reply.id, gone ? null : interrupt);
+      if (gone) await this.#refresh(contextId, job, signal);
+      throw error;
+    }
+  }
+
+  /** A stop while a decision is pending: the server ends the waiting run with an empty `stopped` reply. */
+  async #endWaitingRun(contextId: string): Promise<void> {
+    const controller = new AbortController();
+    this.#sideRequests.add(controller);
+    try {
+      await this.#transport.stop({ ...this.#target(), contextId, signal: controller.signal });
+      if (controller.signal.aborted || this.#run || this.#following) return;
+      if (this.#state.snapshot.contextId !== contextId) return;
+      // Show what the server records at once; the transcript then confirms it.
+      const snapshot = this.#state.snapshot;
+      this.#commit({
+        ...this.#state,
+        snapshot: {
+          ...snapshot,
+          turns: [...snapshot.turns, this.#turn("assistant", "", false, [], "stopped")],
+          interrupt: null,
+          error: null,
+        },
+      });
+      await this.#refresh(contextId, null, controller.signal);
+    } finally {
+      this.#sideRequests.delete(controller);
+    }
+  }
+
+  /**
+   * Shows the server's transcript and pending interrupt again, keeping turn ids;
+   * best effort. Only while `owner` (a job, or null: nothing) is what runs.
+   * Resolves with the pending interrupt, or undefined when nothing was shown.
+   */
+  async #refresh(contextId: string, owner: Job | null, signal: AbortSignal): Promise<InterruptRequest | null | undefined> {
+    let transcript: Transcript;
+    try {
+      transcript = await fetchTranscript(this.#fetch, this.#transcriptUrl(contextId), this.#headers(), signal);
+    } catch {
+      return undefined;
+    }
+    const running = this.#following ?? this.#run;
+    if (signal.aborted || running !== owner || this.#state.snapshot.contextId !== contextId) return undefined;
+    const interrupt = publicInterrupt(transcript.pendingInterrupt);
+    this.#commit({
+      ...this.#state,
+      snapshot: { ...this.#state.snapshot, turns: this.#replaceTurns(publicTurns(transcript.turns)), interrupt },
+    });
+    return interrupt;
+  }
+
   /** Follows a run found in progress: a fresh reply after the transcript, built from the run's frames. */
-  #resume(contextId: string, runId: string, turns: Turn[]): void {
+  #resume(contextId: string, runId: string, turns: Turn[], interrupt: InterruptRequest | null): void {
     const job = newJob();
     job.runKnown = true;
     this.#following = job;
@@ -254,6 +407,7 @@ export class AgentClient {
         activity: [],
         error: null,
         status: "streaming",
+        interrupt,
       },
     });
     const signal = job.controller.signal;
@@ -388,6 +542,7 @@ export class AgentClient {
       snapshot: {
         ...snapshot,
         turns: this.#replaceTurns(turns),
+        interrupt: publicInterrupt(transcript.pendingInterrupt),
         status: failed ? "error" : "idle",
         error:
           failed && snapshot.error === null
@@ -401,8 +556,14 @@ export class AgentClient {
   /**
    * Shows a failed run. A request that produced no frame leaves no trace but
    * the error (`dropUserId` set); otherwise the partial reply is kept, closed.
+   * `interrupt`, when given, becomes the pending one.
    */
-  #fail(error: ThinwireError, dropUserId: string | null, replyId: string): void {
+  #fail(
+    error: ThinwireError,
+    dropUserId: string | null,
+    replyId: string,
+    interrupt: InterruptRequest | null = this.#state.snapshot.interrupt,
+  ): void {
     const turns = this.#state.snapshot.turns.flatMap((turn): Turn[] => {
       if (turn.id === dropUserId) return [];
       if (turn.id !== replyId) return [turn];
@@ -411,7 +572,7 @@ export class AgentClient {
     });
     this.#commit({
       ...this.#state,
-      snapshot: { ...this.#state.snapshot, turns, status: "error", error: errorInfo(error) },
+      snapshot: { ...this.#state.snapshot, turns, interrupt, status: "error", error: errorInfo(error) },
     });
   }
 
@@ -420,11 +581,12 @@ export class AgentClient {
       const transcript = await fetchTranscript(this.#fetch, this.#transcriptUrl(contextId), this.#headers(), signal);
       if (signal.aborted) return;
       const turns = publicTurns(transcript.turns).map((turn) => this.#fromTranscript(turn));
+      const interrupt = publicInterrupt(transcript.pendingInterrupt);
       const active = transcript.activeRunId;
       if (typeof active === "string" && active !== "") {
-        this.#resume(contextId, active, turns);
+        this.#resume(contextId, active, turns, interrupt);
       } else {
-        this.#commit({ ...this.#state, snapshot: { ...this.#state.snapshot, turns, status: "idle" } });
+        this.#commit({ ...this.#state, snapshot: { ...this.#state.snapshot, turns, interrupt, status: "idle" } });
       }
     } catch (caught) {
       if (signal.aborted) return;
@@ -447,6 +609,10 @@ export class AgentClient {
     if (stops.length === 0 || contextId === null) return;
     const request = this.#transport.stop({ ...this.#target(), contextId });
     for (const stop of stops) request.then(stop.resolve, stop.reject);
+  }
+
+  #pendingInterrupt(): InterruptRequest | null {
+    return this.#state.snapshot.interrupt;
   }
 
   #setStatus(status: Status): void {
@@ -474,6 +640,8 @@ export class AgentClient {
     this.#run = null;
     this.#following = null;
     this.#hydration?.controller.abort();
+    for (const controller of this.#sideRequests) controller.abort();
+    this.#sideRequests.clear();
   }
 
   #turn(
@@ -561,6 +729,24 @@ async function drain(iterator: AsyncIterator<Frame>): Promise<void> {
   } catch {
     // Whatever follows `done` cannot change the result.
   }
+}
+
+function disposed(): ThinwireError {
+  return new ThinwireError("disposed", "This client has been disposed.");
+}
+
+function decisionPending(interruptId: string): ThinwireError {
+  return new ThinwireError("decision_pending", "Answer the pending decision first.", { interruptId });
+}
+
+/** The same error, naming the interrupt it is about. */
+function withInterruptId(error: ThinwireError, interruptId: string): ThinwireError {
+  return new ThinwireError(error.code, error.message, {
+    ...(error.status === undefined ? {} : { status: error.status }),
+    retryable: error.retryable,
+    cause: error,
+    interruptId,
+  });
 }
 
 function busy(): ThinwireError {

@@ -52,8 +52,9 @@ describe.each([1, 7, 4096])("the Python demo stream in %i-byte chunks", (size) =
 
     for (const run of runs) {
       const result = await client.send(run.message);
-      const { turns, ...view } = client.getSnapshot();
+      const { turns, interrupt, ...view } = client.getSnapshot();
       expect(result).toEqual(run.result);
+      expect(interrupt).toBeNull();
       expect(view).toEqual({
         contextId: run.contextId,
         status: run.status,

@@ -33,6 +33,7 @@ export {
 export {
   MockTransport,
   type MockAttachHandler,
+  type MockDecideHandler,
   type MockRunHandler,
   type MockStopHandler,
   type MockTransportHandlers,
@@ -42,6 +43,7 @@ export {
   type RunFrame,
   type Transport,
   type TransportAttachRequest,
+  type TransportDecideRequest,
   type TransportRunRequest,
   type TransportStopRequest,
   type TransportTarget,

@@ -27,6 +27,7 @@ describe("reduceFrame", () => {
       contextId: "ctx-1",
       status: "idle",
       error: null,
+      interrupt: null,
       thinking: "Let me check.",
       activity: [
         { callId: "c1", name: "weather", state: "ok" },
@@ -95,5 +96,33 @@ describe("reduceFrame", () => {
     const next = reduceFrame({ ...first, runId: null }, { ...other, seq: 1, type: "run_start", agent: "demo" });
     expect(next.snapshot.contextId).toBe("ctx-2");
     expect(next.lastSeq).toBe(1);
+  });
+
+  it("keeps the question of an interrupt frame and ends the reply as interrupted, idle", () => {
+    const interrupt = {
+      interruptId: "int-1",
+      prompt: "Refund $40?",
+      options: ["approve", "reject"],
+      payload: { order: "1234" },
+      decisionSchema: null,
+    };
+    const state = reduceFrames(initialReducerState(), [
+      RUN[0]!,
+      { ...ids, seq: 2, type: "token", delta: "Let me ask." },
+      { ...ids, seq: 3, type: "interrupt", interrupt: { ...interrupt, internal: "dropped" } as typeof interrupt },
+      { ...ids, seq: 4, type: "done", text: "Let me ask.", toolCalls: [], stopReason: "interrupted" },
+    ]);
+    expect(state.snapshot.interrupt).toEqual(interrupt);
+    expect(state.snapshot.status).toBe("idle");
+    expect(state.snapshot.error).toBeNull();
+    expect(state.snapshot.turns).toEqual([
+      expect.objectContaining({ text: "Let me ask.", streaming: false, stopReason: "interrupted" }),
+    ]);
+  });
+
+  it("ignores an interrupt frame without an id or a prompt", () => {
+    const state = reduceFrames(initialReducerState(), RUN.slice(0, 2));
+    const broken = { ...ids, seq: 3, type: "interrupt", interrupt: { prompt: "?" } } as unknown as Frame;
+    expect(reduceFrame(state, broken).snapshot).toBe(state.snapshot);
   });
 });

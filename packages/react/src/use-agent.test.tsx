@@ -64,6 +64,7 @@ function transcript(contextId: string, userText: string, reply: string): Transcr
       { role: "assistant", text: reply, toolCalls: [], stopReason: "end" },
     ],
     activeRunId: null,
+    pendingInterrupt: null,
   };
 }
 

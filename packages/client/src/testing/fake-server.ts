@@ -3,20 +3,31 @@
  * both wires — a fake `fetch` speaking SSE and a fake `WebSocket` class — so a
  * behaviour test can run unchanged over either transport.
  */
-import type { Command, Frame, RejectedFrame, RunRequest, Transcript } from "../generated/wire.js";
+import type {
+  Command,
+  DecisionRequest,
+  Frame,
+  InterruptRequest,
+  RejectedFrame,
+  RunRequest,
+  StopReason,
+  Transcript,
+} from "../generated/wire.js";
 
-/** How the server answers one run or attach. */
+/** How the server answers one run, decision or attach. */
 export type Reply =
   /** These frames; with `cut`, the connection then drops (no clean end). */
   | { frames: Iterable<Frame> | AsyncIterable<Frame>; cut?: boolean }
   /** A refusal: an HTTP error body, or a WebSocket `rejected` frame. */
-  | { error: { status: number; code: string; message: string } }
+  | { error: { status: number; code: string; message: string; interruptId?: string } }
   /** Nothing to follow: HTTP 204, WebSocket `no_run`. */
   | { nothing: true };
 
 export interface Script {
   run(body: RunRequest): Reply;
   attach?(contextId: string, after: number): Reply;
+  /** Defaults to `interrupt_not_found`. */
+  decide?(contextId: string, decision: DecisionRequest): Reply;
   stop?(contextId: string): void;
   transcript?(contextId: string): Transcript | undefined;
 }
@@ -24,15 +35,17 @@ export interface Script {
 export interface ServerLog {
   runs: RunRequest[];
   attaches: Array<{ contextId: string; after: number }>;
+  decisions: Array<{ contextId: string } & DecisionRequest>;
   stops: string[];
   transcripts: string[];
 }
 
 export function newLog(): ServerLog {
-  return { runs: [], attaches: [], stops: [], transcripts: [] };
+  return { runs: [], attaches: [], decisions: [], stops: [], transcripts: [] };
 }
 
 const encoder = new TextEncoder();
+const NOTHING_PENDING: Reply = { error: { status: 404, code: "interrupt_not_found", message: "No such interrupt." } };
 const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 function json(status: number, body: unknown): Response {
@@ -52,15 +65,18 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
       log.runs.push(body);
       reply = script.run(body);
     } else {
-      const match = /^\/contexts\/([^/]+)(\/events|\/stop)?$/.exec(path);
+      const match = /^\/contexts\/([^/]+)(\/events|\/stop|\/decisions)?$/.exec(path);
       if (!match) return json(404, { error: { code: "not_found", message: "No route." } });
       const contextId = decodeURIComponent(match[1]!);
-      if (match[2] === "/stop") {
+      if (match[2] === "/decisions" && method === "POST") {
+        const decision = JSON.parse(String(init?.body)) as DecisionRequest;
+        log.decisions.push({ contextId, ...decision });
+        reply = script.decide?.(contextId, decision) ?? NOTHING_PENDING;
+      } else if (match[2] === "/stop") {
         log.stops.push(contextId);
         script.stop?.(contextId);
         return json(200, { contextId, runId: null, stopping: true });
-      }
-      if (match[2] === "/events") {
+      } else if (match[2] === "/events") {
         const after = Number(headers.get("Last-Event-ID") ?? url.searchParams.get("after") ?? 0);
         log.attaches.push({ contextId, after });
         reply = script.attach?.(contextId, after) ?? { nothing: true };
@@ -149,6 +165,12 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
           void this.#answer(script.attach?.(command.contextId, after) ?? { nothing: true }, "attach", command.contextId);
           break;
         }
+        case "decide": {
+          const decision: DecisionRequest = { interruptId: command.interruptId, value: command.value };
+          log.decisions.push({ contextId: command.contextId, ...decision });
+          void this.#answer(script.decide?.(command.contextId, decision) ?? NOTHING_PENDING, "decide", command.contextId);
+          break;
+        }
         case "stop":
           log.stops.push(command.contextId);
           script.stop?.(command.contextId);
@@ -176,7 +198,7 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
       this.onclose?.({ code, reason, wasClean: code === 1000 } as CloseEvent);
     }
 
-    async #answer(reply: Reply, command: "send" | "attach", contextId: string | null): Promise<void> {
+    async #answer(reply: Reply, command: "send" | "attach" | "decide", contextId: string | null): Promise<void> {
       await tick();
       if ("error" in reply || "nothing" in reply) {
         const rejected: RejectedFrame = {
@@ -235,7 +257,8 @@ export function runFrames(contextId: string, runId: string, firstSeq = 1) {
     call: (callId: string, name: string): Frame => ({ ...base(), type: "tool_call", callId, name }),
     result: (callId: string, name: string, ok = true): Frame => ({ ...base(), type: "tool_result", callId, name, ok }),
     token: (delta: string): Frame => ({ ...base(), type: "token", delta }),
-    done: (text: string, toolCalls: string[] = [], stopReason: "end" | "stopped" | "error" = "end"): Frame => ({
+    interrupt: (interrupt: InterruptRequest): Frame => ({ ...base(), type: "interrupt", interrupt }),
+    done: (text: string, toolCalls: string[] = [], stopReason: StopReason = "end"): Frame => ({
       ...base(),
       type: "done",
       text,

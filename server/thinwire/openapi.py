@@ -1,0 +1,260 @@
+"""The OpenAPI 3.1 document of the HTTP surface, served at `/openapi.json`.
+
+Built from the same pydantic models as the wire, so it cannot drift from what the
+server accepts and returns. Streams are documented as `text/event-stream` of frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from thinwire import wire
+from thinwire.admin import StatePatch
+
+__all__ = ["openapi_document"]
+
+REF = "#/components/schemas/{model}"
+CONTEXT_ID = {"type": "string", "pattern": r"^ctx-[0-9a-f]{36}$"}
+#: Every error a route may answer, with its status; each has the ErrorBody shape.
+ERRORS = {
+    "400": "Malformed request: bad JSON, an invalid field, a malformed id, another protocol.",
+    "401": "No principal could be identified.",
+    "404": "No such agent, context (for this principal) or interrupt.",
+    "409": "The context is busy, waits for a decision, or the interrupt was answered.",
+    "413": "The body or the message is too large.",
+    "415": "The body is not application/json.",
+    "429": "Too many runs from this principal.",
+}
+
+
+def ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": REF.format(model=model.__name__)}
+
+
+def json_content(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def operation(
+    summary: str,
+    parameters: list[dict[str, Any]],
+    ok: dict[str, Any],
+    *,
+    body: type[BaseModel] | None = None,
+    errors: Sequence[str] = ("400", "401", "404"),
+) -> dict[str, Any]:
+    responses = {**ok}
+    for status in errors:
+        responses[status] = {
+            "description": ERRORS[status],
+            "content": json_content(ref(wire.ErrorBody)),
+        }
+    result: dict[str, Any] = {"summary": summary, "parameters": parameters, "responses": responses}
+    if body is not None:
+        result["requestBody"] = {"required": True, "content": json_content(ref(body))}
+    return result
+
+
+#: One server-sent event: `id` is the frame's seq, `data` the frame as JSON.
+SSE_EVENT = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+        "event": {"type": "string"},
+    },
+    "required": ["data"],
+}
+
+
+def event_stream(description: str) -> dict[str, Any]:
+    return {
+        "200": {
+            "description": description,
+            "content": {"text/event-stream": {"schema": SSE_EVENT}},
+        }
+    }
+
+
+def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, Any]:
+    models: list[type[BaseModel]] = [
+        wire.RunRequest,
+        wire.DecisionRequest,
+        wire.Transcript,
+        wire.StopResult,
+        wire.ErrorBody,
+        StatePatch,
+    ]
+    _, schema = models_json_schema(
+        [
+            (
+                m,
+                "validation"
+                if m in (wire.RunRequest, wire.DecisionRequest, StatePatch)
+                else "serialization",
+            )
+            for m in models
+        ],
+        by_alias=True,
+        ref_template=REF,
+    )
+    agent = {
+        "name": "agent",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "enum": sorted(agents)},
+    }
+    context = {"name": "context_id", "in": "path", "required": True, "schema": CONTEXT_ID}
+    base = "/agents/{agent}/contexts/{context_id}"
+    paths: dict[str, Any] = {
+        "/agents/{agent}/runs": {
+            "post": operation(
+                "Start a run; stream its frames",
+                [agent],
+                event_stream("The run's frames, ending with done."),
+                body=wire.RunRequest,
+                errors=("400", "401", "404", "409", "413", "415", "429"),
+            )
+        },
+        base: {
+            "get": operation(
+                "The public transcript",
+                [agent, context],
+                {
+                    "200": {
+                        "description": "Transcript",
+                        "content": json_content(ref(wire.Transcript)),
+                    }
+                },
+            ),
+            "delete": operation(
+                "Forget every trace of the conversation",
+                [agent, context],
+                {"204": {"description": "Forgotten"}},
+                errors=("400", "401", "404", "409"),
+            ),
+        },
+        f"{base}/events": {
+            "get": operation(
+                "Reattach to the latest run",
+                [
+                    agent,
+                    context,
+                    {
+                        "name": "after",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "integer", "minimum": 0},
+                    },
+                ],
+                {
+                    **event_stream("The missing frames, then live ones."),
+                    "204": {"description": "Nothing to send"},
+                },
+            )
+        },
+        f"{base}/stop": {
+            "post": operation(
+                "Stop the run in progress",
+                [agent, context],
+                {
+                    "200": {
+                        "description": "Stop result",
+                        "content": json_content(ref(wire.StopResult)),
+                    }
+                },
+                errors=("400", "401", "404", "409"),
+            )
+        },
+        f"{base}/clear": {
+            "post": operation(
+                "Drop the history, keep the state",
+                [agent, context],
+                {
+                    "200": {
+                        "description": "Transcript",
+                        "content": json_content(ref(wire.Transcript)),
+                    }
+                },
+                errors=("400", "401", "404", "409"),
+            )
+        },
+        f"{base}/decisions": {
+            "post": operation(
+                "Answer the pending interrupt; stream the continued run",
+                [agent, context],
+                event_stream("The continued run's frames."),
+                body=wire.DecisionRequest,
+                errors=("400", "401", "404", "409", "413", "415", "429"),
+            )
+        },
+        "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "OK"}}}},
+    }
+    document: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": "thinwire", "version": wire.PROTOCOL_VERSION},
+        "paths": paths,
+        "components": {"schemas": schema.get("$defs", {})},
+    }
+    if operator_api:
+        document["components"]["securitySchemes"] = {
+            "operator": {"type": "http", "scheme": "bearer"}
+        }
+        admin = f"/admin{base}"
+        secured: dict[str, Any] = {"security": [{"operator": []}]}
+        paths[f"{admin}/state"] = {
+            "get": {
+                **operation(
+                    "AgentState, writable keys, version",
+                    [agent, context],
+                    {"200": {"description": "State"}},
+                    errors=("400", "401", "404"),
+                ),
+                **secured,
+            },
+            "patch": {
+                **operation(
+                    "Patch several keys atomically",
+                    [
+                        agent,
+                        context,
+                        {
+                            "name": "If-Match",
+                            "in": "header",
+                            "required": False,
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                    {
+                        "200": {"description": "State"},
+                        "403": {
+                            "description": "write_denied",
+                            "content": json_content(ref(wire.ErrorBody)),
+                        },
+                        "412": {
+                            "description": "version_mismatch",
+                            "content": json_content(ref(wire.ErrorBody)),
+                        },
+                    },
+                    body=StatePatch,
+                    errors=("400", "401", "404", "409", "413", "415"),
+                ),
+                **secured,
+            },
+        }
+        paths[f"{admin}/audit"] = {
+            "get": {
+                **operation(
+                    "The audit trail",
+                    [agent, context],
+                    {"200": {"description": "Audit"}},
+                    errors=("400", "401", "404"),
+                ),
+                **secured,
+            }
+        }
+    return document
