@@ -210,4 +210,36 @@ describe("SseTransport attach and stop", () => {
     });
     await expect(refused.stop({ ...target, contextId: "ctx-1" })).rejects.toMatchObject({ code: "unauthenticated" });
   });
+
+  it("POSTs a decision and yields the continued run; a refusal names its interrupt", async () => {
+    const fetch = vi.fn(async (..._args: Parameters<typeof globalThis.fetch>) => eventStream(sse(FRAMES)));
+    const signal = new AbortController().signal;
+    const frames = new SseTransport({ fetch }).decide({
+      ...target,
+      contextId: "ctx 1",
+      interruptId: "int-1",
+      value: { amount: 40 },
+      signal,
+    });
+    expect(await collect(frames)).toEqual(FRAMES);
+    const [url, init] = fetch.mock.calls[0]!;
+    expect(url).toBe("https://api.test/tw/agents/demo/contexts/ctx%201/decisions");
+    expect(init?.method).toBe("POST");
+    expect(init?.signal).toBe(signal);
+    const headers = new Headers(init?.headers);
+    expect(headers.get("Thinwire-Protocol")).toBe("1");
+    expect(headers.get("content-type")).toBe("application/json");
+    expect(headers.get("accept")).toBe("text/event-stream");
+    expect(JSON.parse(String(init?.body))).toEqual({ interruptId: "int-1", value: { amount: 40 } });
+
+    const refused = new SseTransport({
+      fetch: async () =>
+        new Response(
+          JSON.stringify({ error: { code: "decision_pending", message: "Decide first.", interruptId: "int-7" } }),
+          { status: 409 },
+        ),
+    });
+    const error = await failure(refused.run(request()));
+    expect(error).toMatchObject({ code: "decision_pending", status: 409, interruptId: "int-7", retryable: false });
+  });
 });

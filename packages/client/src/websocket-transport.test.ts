@@ -187,4 +187,37 @@ describe("WebSocketTransport", () => {
     expect(webSocketUrl("https://x.test/api/agents/demo/ws")).toBe("wss://x.test/api/agents/demo/ws");
     expect(() => webSocketUrl("/agents/demo/ws")).toThrow(ThinwireError); // no page location in node
   });
+
+  it("sends a decide command and follows the new run of that known context", async () => {
+    const first = runFrames("ctx-1", "run-1");
+    const next = runFrames("ctx-1", "run-2", 10);
+    const stream = channel();
+    const { transport, sockets } = setup({
+      run: () => ({ frames: [first.start(), first.done("Asking.", [], "interrupted")] }),
+      decide: () => ({ frames: stream.frames() }),
+    });
+    await collect(transport.run({ ...target, body: { contextId: "ctx-1", message: { text: "hi" } }, signal: signal() }));
+    const decided = collect(
+      transport.decide({ ...target, contextId: "ctx-1", interruptId: "int-1", value: "approve", signal: signal() }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // A late frame of the old run is not the continued run's.
+    sockets[0]!.receive(JSON.stringify(first.token("late")));
+    const frames = [next.start(), next.token("Done."), next.done("Done.")];
+    for (const frame of frames) stream.push(frame);
+    stream.end();
+    expect(await decided).toEqual(frames);
+    expect(sockets[0]!.sent[1]).toEqual({ type: "decide", contextId: "ctx-1", interruptId: "int-1", value: "approve" });
+  });
+
+  it("throws a rejected decision as its typed error", async () => {
+    const { transport } = setup({
+      run: () => ({ frames: [] }),
+      decide: () => ({ error: { status: 400, code: "invalid_decision", message: "Choose one." } }),
+    });
+    const error = await failure(
+      transport.decide({ ...target, contextId: "ctx-1", interruptId: "int-1", value: "maybe", signal: signal() }),
+    );
+    expect(error).toMatchObject({ code: "invalid_decision", message: "Choose one.", retryable: false });
+  });
 });

@@ -2,6 +2,7 @@ export { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult 
 export type {
   Activity,
   AgentErrorInfo,
+  InterruptRequest,
   ReconnectOptions,
   SendResult,
   Snapshot,

@@ -472,3 +472,42 @@ describe("useAgent streaming", () => {
     expect(sockets[0]!.readyState).toBe(3); // closed with its client
   });
 });
+
+describe("useAgent decisions", () => {
+  it("exposes the pending interrupt and answers it with decide", async () => {
+    const interrupt = {
+      interruptId: "int-1",
+      prompt: "Refund $40?",
+      options: ["approve", "reject"],
+      payload: { order: "1234" },
+      decisionSchema: null,
+    };
+    let seq = 1;
+    const ids = (runId: string) => ({ contextId: "ctx-1", runId, seq: seq++ });
+    const transport = new MockTransport(
+      () => [
+        { ...ids("run-1"), type: "run_start", agent: "demo" },
+        { ...ids("run-1"), type: "interrupt", interrupt },
+        { ...ids("run-1"), type: "done", text: "Checking.", toolCalls: [], stopReason: "interrupted" },
+      ],
+      {
+        decide: () => [
+          { ...ids("run-2"), type: "run_start", agent: "demo" },
+          { ...ids("run-2"), type: "done", text: "Refunded.", toolCalls: [], stopReason: "end" },
+        ],
+      },
+    );
+    const { result } = renderHook(() => useAgent({ agent: "demo", transport }));
+    expect(result.current.interrupt).toBeNull();
+    await act(async () => {
+      expect((await result.current.send("Refund order 1234")).stopReason).toBe("interrupted");
+    });
+    expect(result.current.interrupt).toEqual(interrupt);
+    await act(async () => {
+      expect((await result.current.decide("approve")).text).toBe("Refunded.");
+    });
+    expect(transport.decisions.map((request) => [request.interruptId, request.value])).toEqual([["int-1", "approve"]]);
+    expect(result.current.interrupt).toBeNull();
+    expect(result.current.turns.map((turn) => turn.text)).toEqual(["Refund order 1234", "Checking.", "Refunded."]);
+  });
+});

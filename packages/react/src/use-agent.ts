@@ -51,7 +51,22 @@ export interface UseAgentResult extends Omit<Snapshot, "contextId"> {
   /** The current conversation id; the only thing the client holds. */
   contextRef: { readonly current: string | null };
   send(text: string): Promise<SendResult>;
-  /** Asks the server to stop the reply being streamed; `send` then resolves with stop reason `stopped`. */
+  /**
+   * Answers the pending `interrupt` with one of its `options` (or a value
+   * matching its `decisionSchema`) and streams the run it continues, like
+   * `send`. A refused decision leaves the interrupt pending and shows `error`.
+   *
+   * ```tsx
+   * {interrupt?.options?.map((option) => (
+   *   <button key={option} onClick={() => decide(option).catch(() => {})}>{option}</button>
+   * ))}
+   * ```
+   */
+  decide(value: unknown): Promise<SendResult>;
+  /**
+   * Asks the server to stop the reply being streamed; `send` then resolves with
+   * stop reason `stopped`. While a decision is pending, ends the waiting run.
+   */
   stop(): Promise<void>;
   reset(): void;
 }
@@ -104,6 +119,7 @@ export function useAgent(options: UseAgentOptions): UseAgentResult {
 
   const snapshot = useSyncExternalStore(client.subscribe, client.getSnapshot, client.getSnapshot);
   const send = useCallback((text: string) => client.send(text), [client]);
+  const decide = useCallback((value: unknown) => client.decide(value), [client]);
   const stop = useCallback(() => client.stop(), [client]);
   const reset = useCallback(() => client.reset(), [client]);
   const contextRef = useMemo(
@@ -117,8 +133,8 @@ export function useAgent(options: UseAgentOptions): UseAgentResult {
 
   return useMemo(() => {
     const { contextId: _contextId, ...view } = snapshot;
-    return { ...view, contextRef, send, stop, reset };
-  }, [snapshot, contextRef, send, stop, reset]);
+    return { ...view, contextRef, send, decide, stop, reset };
+  }, [snapshot, contextRef, send, decide, stop, reset]);
 }
 
 /** Transports a hook created itself, closed with their client. */

@@ -1,0 +1,72 @@
+"""Property tests of the frame encoder and the request parser, with hypothesis."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+from conftest import app_for, parse_sse
+from thinwire import wire
+from thinwire.demo import DemoAgent
+from thinwire.runs import encode_frame
+from thinwire.sse import encode
+
+ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=200)
+
+
+def utf8_safe(text: str) -> str:
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+@given(delta=ANY_TEXT, seq=st.integers(min_value=1, max_value=2**53))
+def test_any_text_round_trips_through_an_sse_frame(delta: str, seq: int) -> None:
+    data = encode_frame(wire.TokenFrame, "ctx-1", "run-1", seq, delta=delta)
+    event = encode(seq, data)
+    assert event.endswith(b"\n\n") and event.count(b"\n\n") == 1  # one event, whatever the text
+    (frame,) = parse_sse(event.decode("utf-8"))
+    assert frame["delta"] == utf8_safe(delta)  # exact, or with U+FFFD for lone surrogates
+    assert frame["seq"] == seq and frame["_id"] == str(seq)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+BODIES = (
+    JSON.map(lambda value: json.dumps(value).encode())
+    | st.fixed_dictionaries({"message": st.fixed_dictionaries({"text": ANY_TEXT})}).map(
+        lambda value: json.dumps(value).encode()
+    )
+    | st.binary(max_size=300)
+)
+CONTENT_TYPES = st.sampled_from(
+    ["application/json", "application/json; charset=utf-8", "text/plain", ""]
+)
+
+client = TestClient(app_for({"demo": DemoAgent}, runs_per_second=0))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(body=BODIES, content_type=CONTENT_TYPES)
+def test_any_request_body_gets_a_stream_or_a_typed_4xx(body: bytes, content_type: str) -> None:
+    headers = {"content-type": content_type} if content_type else {}
+    response = client.post("/agents/demo/runs", content=body, headers=headers)
+    if response.status_code == 200:
+        frames = parse_sse(response.text)
+        assert frames[0]["type"] == "run_start" and frames[-1]["type"] == "done"
+        return
+    assert response.status_code in (400, 413, 415), response.text
+    error: dict[str, Any] = response.json()["error"]
+    assert set(error) == {"code", "message"}
+    assert error["code"] in {
+        "invalid_json",
+        "invalid_request",
+        "message_too_large",
+        "body_too_large",
+        "unsupported_media_type",
+    }
