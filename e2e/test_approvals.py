@@ -6,8 +6,9 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from conftest import Demo, Recorder, storage
+from conftest import Demo, storage
 from test_conversation import open_as, send, wait_for_reply
+from thinwire.testing import LeakRecorder
 
 APPROVED = "Done — $40 is on its way back for order 1234."
 REJECTED = "Okay — no refund for order 1234."
@@ -27,7 +28,7 @@ def ask_for_refund(page: Page) -> None:
     expect(page.get_by_test_id("status")).to_have_text("idle")
 
 
-def test_approve(page: Page, own_demo: Demo, recorder: Recorder) -> None:
+def test_approve(page: Page, own_demo: Demo, recorder: LeakRecorder) -> None:
     open_as(page, own_demo, "alice")
     ask_for_refund(page)
     assert ledger(own_demo) == ["lookup_order 1234"]  # asked before the side effect
@@ -57,7 +58,7 @@ def test_reload_while_waiting_then_approve(page: Page, own_demo: Demo) -> None:
 
 
 def test_restart_while_waiting_then_approve_happens_exactly_once(
-    page: Page, own_demo: Demo, recorder: Recorder
+    page: Page, own_demo: Demo, recorder: LeakRecorder
 ) -> None:
     open_as(page, own_demo, "alice")
     ask_for_refund(page)

@@ -7,7 +7,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from conftest import Demo, Recorder, storage
+from conftest import Demo, storage
+from thinwire.testing import LeakRecorder
 
 CONTEXT_ID = re.compile(r"ctx-[0-9a-f]{36}")
 STREAM_WATCH = """() => {
@@ -60,7 +61,9 @@ def test_reply_streams_with_thinking_and_activity(page: Page, demo: Demo) -> Non
     expect(page.get_by_test_id("turn-tools")).to_contain_text("count_words")
 
 
-def test_reload_resumes_the_same_conversation(page: Page, demo: Demo, recorder: Recorder) -> None:
+def test_reload_resumes_the_same_conversation(
+    page: Page, demo: Demo, recorder: LeakRecorder
+) -> None:
     open_as(page, demo, "alice")
     send(page, "my name is Ada")
     wait_for_reply(page, 1)
@@ -117,7 +120,7 @@ def test_new_conversation_forgets_the_id_and_starts_over(page: Page, demo: Demo)
 
 
 def test_server_only_state_never_reaches_the_browser(
-    page: Page, demo: Demo, recorder: Recorder
+    page: Page, demo: Demo, recorder: LeakRecorder
 ) -> None:
     open_as(page, demo, "carol")
     send(page, "tell me your secrets")
@@ -155,7 +158,7 @@ def test_bad_requests_show_a_typed_error(page: Page, demo: Demo) -> None:
 
 
 def test_conversation_survives_a_server_restart(
-    page: Page, own_demo: Demo, recorder: Recorder
+    page: Page, own_demo: Demo, recorder: LeakRecorder
 ) -> None:
     open_as(page, own_demo, "alice")
     send(page, "remember the lighthouse")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from conftest import Demo, Recorder
+from conftest import Demo
 from proxy import proxy_to
 from test_conversation import assistant_turns, open_as, send, wait_for_reply
+from thinwire.testing import LeakRecorder
 
 STREAMING_REPLY = (
     '[data-testid="turn"][data-role="assistant"][data-streaming="true"] [data-testid="turn-text"]'
@@ -118,7 +119,9 @@ def watch_statuses(page: Page) -> str:
     return "window.__statuses"
 
 
-def test_websocket_conversation_leaks_nothing(page: Page, demo: Demo, recorder: Recorder) -> None:
+def test_websocket_conversation_leaks_nothing(
+    page: Page, demo: Demo, recorder: LeakRecorder
+) -> None:
     page.goto(f"{demo.url}/?user=carol&transport=websocket")
     expect(page.get_by_test_id("status")).to_have_text("idle")
     send(page, "over the socket")

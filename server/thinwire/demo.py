@@ -15,6 +15,7 @@ exercises context ownership for real. Requests without the cookie act as the pri
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import secrets
@@ -37,6 +38,7 @@ from thinwire.stores import SQLiteStore, Store
 
 __all__ = [
     "CANARIES",
+    "CANARY_PLACES",
     "DEMO_USERS",
     "DemoAgent",
     "DemoIdentity",
@@ -44,12 +46,25 @@ __all__ = [
     "default_web_dir",
 ]
 
-#: Server-only values; none of them may ever appear on the wire, in storage or the DOM.
+#: Where the demo plants a server-only value: each must never reach a client.
+CANARY_PLACES = (
+    "system_prompt",  # the system prompt, first message of the history
+    "history",  # a private note the agent adds to the history
+    "tool_arguments",  # an argument of every tool call
+    "tool_output",  # the output of count_words and lookup_order
+    "state",  # AgentState (and so its audit trail)
+    "invocation_state",  # the run's scratch space
+    "shared_state",  # shared across a handoff
+    "checkpoint",  # the journal of a run waiting for approval
+    "exception",  # the text of the exception "explode" raises
+    "log",  # a server log line of every run
+)
+#: The canary values, from $THINWIRE_DEMO_CANARY_<PLACE> or a default.
 CANARIES = {
-    "system_prompt": os.environ.get("THINWIRE_DEMO_CANARY_PROMPT", "tw-canary-prompt-4f1c9a"),
-    "state": os.environ.get("THINWIRE_DEMO_CANARY_STATE", "tw-canary-state-b27e05"),
-    "tool_output": os.environ.get("THINWIRE_DEMO_CANARY_TOOL", "tw-canary-tool-93d6e8"),
+    place: os.environ.get(f"THINWIRE_DEMO_CANARY_{place.upper()}", f"tw-canary-{place}-4f1c9a")
+    for place in CANARY_PLACES
 }
+logger = logging.getLogger("thinwire.demo")
 DEMO_USERS = ("alice", "bob", "carol")
 COOKIE = "thinwire_demo_user"
 
@@ -84,11 +99,11 @@ class DemoAgent(Agent):
         if self.delay:
             await asyncio.sleep(self.delay)
 
-    async def count_words(self, text: str) -> dict[str, Any]:
+    async def count_words(self, text: str, hint: str) -> dict[str, Any]:
         await self.pause()
         return {"words": len(text.split()), "note": CANARIES["tool_output"]}
 
-    async def lookup_order(self, order_id: str) -> dict[str, Any]:
+    async def lookup_order(self, order_id: str, hint: str) -> dict[str, Any]:
         await self.pause()
         self.record(f"lookup_order {order_id}")
         return {"id": order_id, "amount": 40, "note": CANARIES["tool_output"]}
@@ -100,7 +115,9 @@ class DemoAgent(Agent):
 
     async def refund(self, run: Run) -> None:
         await run.think("Looking up the order before anything else.")
-        order = await run.tool("lookup_order", self.lookup_order, order_id="1234")
+        order = await run.tool(
+            "lookup_order", self.lookup_order, order_id="1234", hint=CANARIES["checkpoint"]
+        )
         for piece in words(f"Order {order['id']} was ${order['amount']}. "):
             await run.say(piece)
             await self.pause()
@@ -122,14 +139,24 @@ class DemoAgent(Agent):
         await run.say(f"Done — ${order['amount']} is on its way back for order {order['id']}.")
 
     async def run(self, run: Run, text: str) -> None:
+        # Plant a canary in every server-only place a run can reach.
+        logger.info("demo run in %s (%s)", run.context_id, CANARIES["log"])
+        run.invocation_state["scratch"] = CANARIES["invocation_state"]
+        run.shared_state["baton"] = CANARIES["shared_state"]
+        earlier = first_user_message(run.history[:-1])
+        run.history.append({"role": "note", "content": CANARIES["history"]})
         if "refund" in text.lower():
             await self.refund(run)
             return
-        earlier = first_user_message(run.history[:-1])
+        if "explode" in text.lower():
+            await run.say("Something is about to go wrong. ")
+            raise RuntimeError(f"internal failure {CANARIES['exception']}")
         for piece in words("Reading the message, counting its words, recalling what came before."):
             await run.think(piece)
             await self.pause()
-        counted = await run.tool("count_words", self.count_words, text=text)
+        counted = await run.tool(
+            "count_words", self.count_words, text=text, hint=CANARIES["tool_arguments"]
+        )
         run.state["messages_seen"] = run.state["messages_seen"] + 1
         plural = "" if counted["words"] == 1 else "s"
         reply = f"You said “{text}” — {counted['words']} word{plural}. "

@@ -5,6 +5,7 @@ import { MessageList } from "./components/MessageList";
 import { ThinkingPanel } from "./components/ThinkingPanel";
 import { ActivityList } from "./components/ActivityList";
 import { ErrorBanner } from "./components/ErrorBanner";
+import { ApprovalCard } from "./components/ApprovalCard";
 import { Composer } from "./components/Composer";
 import { Footer } from "./components/Footer";
 import type { DemoUser } from "./users";
@@ -25,9 +26,11 @@ export function Chat({ user, onUserChange }: ChatProps) {
     () => ({ agent: "demo", persist: { userId: user }, transport: transportFromUrl() }),
     [user],
   );
-  const { turns, thinking, activity, status, error, send, stop, reset } = useAgent(options);
+  const { turns, thinking, activity, status, error, interrupt, send, decide, stop, reset } = useAgent(options);
   // A reply is under way (maybe reconnecting): it can be stopped, and nothing else sent.
   const replying = status === "streaming" || status === "reconnecting";
+  // A run waits for a decision: it is answered on the approval card, or stopped; nothing else is sent.
+  const waiting = interrupt !== null;
 
   const handleSend = useCallback(
     (text: string) => {
@@ -38,6 +41,14 @@ export function Chat({ user, onUserChange }: ChatProps) {
     [send],
   );
 
+  const handleDecide = useCallback(
+    (value: unknown) => {
+      // A refused decision shows in the hook's `error`, and the card stays.
+      decide(value).catch(() => undefined);
+    },
+    [decide],
+  );
+
   const handleStop = useCallback(() => {
     stop().catch(() => undefined);
   }, [stop]);
@@ -46,12 +57,13 @@ export function Chat({ user, onUserChange }: ChatProps) {
     <div className="app">
       <Header user={user} status={status} onUserChange={onUserChange} onNewConversation={reset} />
       <main className="conversation">
-        <MessageList turns={turns} busy={replying} />
+        <MessageList turns={turns} busy={replying} awaitingDecision={waiting} />
         <ThinkingPanel text={thinking} />
         <ActivityList items={activity} />
+        {interrupt ? <ApprovalCard interrupt={interrupt} disabled={replying} onDecide={handleDecide} /> : null}
         {error ? <ErrorBanner error={error} /> : null}
       </main>
-      <Composer disabled={replying} onSend={handleSend} onStop={handleStop} />
+      <Composer disabled={replying || waiting} stoppable={replying || waiting} onSend={handleSend} onStop={handleStop} />
       <Footer />
     </div>
   );

@@ -7,3 +7,4 @@ export type AgentTurn = AgentView["turns"][number];
 export type AgentActivity = AgentView["activity"][number];
 export type AgentStatus = AgentView["status"];
 export type AgentError = NonNullable<AgentView["error"]>;
+export type AgentInterrupt = NonNullable<AgentView["interrupt"]>;

@@ -171,15 +171,13 @@ export class AgentClient {
       throw new ThinwireError("invalid_request", "The message text is empty.");
     }
     if (this.#run || this.#following) throw busy();
-    const waiting = this.#state.snapshot.interrupt;
-    if (waiting) throw decisionPending(waiting.interruptId);
     const job = newJob();
     this.#run = job;
     try {
       if (this.#hydration) await this.#hydration.promise;
       if (job.controller.signal.aborted) throw aborted();
       if (this.#following) throw busy();
-      // Hydration may have found a question pending.
+      // Checked after the hydration, which may have found a question pending.
       const pending = this.#pendingInterrupt();
       if (pending) throw decisionPending(pending.interruptId);
       return await this.#stream(text, job);

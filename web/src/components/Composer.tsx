@@ -1,13 +1,15 @@
 import { useState, type FormEvent, type KeyboardEvent } from "react";
 
 interface ComposerProps {
-  /** True while a reply is streaming: sending is blocked, typing is not, and Stop is offered. */
+  /** Sending is blocked (a reply is streaming, or a decision is pending); typing is not. */
   disabled: boolean;
+  /** Stop is offered: a reply is streaming, or a run waits for a decision. */
+  stoppable: boolean;
   onSend: (text: string) => void;
   onStop: () => void;
 }
 
-export function Composer({ disabled, onSend, onStop }: ComposerProps) {
+export function Composer({ disabled, stoppable, onSend, onStop }: ComposerProps) {
   const [draft, setDraft] = useState("");
   const empty = draft.trim().length === 0;
   const canSend = !disabled && !empty;
@@ -48,7 +50,7 @@ export function Composer({ disabled, onSend, onStop }: ComposerProps) {
         className="button button--secondary"
         data-testid="stop"
         type="button"
-        disabled={!disabled}
+        disabled={!stoppable}
         onClick={() => onStop()}
       >
         Stop

@@ -5,9 +5,11 @@ import { TurnView } from "./TurnView";
 interface MessageListProps {
   turns: readonly AgentTurn[];
   busy: boolean;
+  /** A decision is pending: the last reply is the one waiting for it. */
+  awaitingDecision: boolean;
 }
 
-export function MessageList({ turns, busy }: MessageListProps) {
+export function MessageList({ turns, busy, awaitingDecision }: MessageListProps) {
   const endRef = useRef<HTMLDivElement>(null);
   const last = turns[turns.length - 1];
 
@@ -27,7 +29,9 @@ export function MessageList({ turns, busy }: MessageListProps) {
       {turns.length === 0 ? (
         <p className="messages__empty">No messages yet. Say hello to start a conversation.</p>
       ) : (
-        turns.map((turn) => <TurnView key={turn.id} turn={turn} />)
+        turns.map((turn) => (
+          <TurnView key={turn.id} turn={turn} awaitingDecision={awaitingDecision && turn === last} />
+        ))
       )}
       <div ref={endRef} />
     </section>

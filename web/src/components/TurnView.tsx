@@ -1,14 +1,25 @@
 import type { AgentTurn } from "../agent-types";
 
 const ENDINGS: Partial<Record<NonNullable<AgentTurn["stopReason"]>, string>> = {
-  interrupted: "The server stopped before this reply was finished.",
+  interrupted: "This reply was interrupted.",
   stopped: "Stopped.",
   error: "This reply failed.",
 };
 
-export function TurnView({ turn }: { turn: AgentTurn }) {
+interface TurnViewProps {
+  turn: AgentTurn;
+  /** This reply paused to ask the question that is still pending. */
+  awaitingDecision?: boolean;
+}
+
+export function TurnView({ turn, awaitingDecision = false }: TurnViewProps) {
   const { role, text, toolCalls, streaming, stopReason } = turn;
-  const ending = stopReason ? ENDINGS[stopReason] : undefined;
+  const ending =
+    stopReason === "interrupted" && awaitingDecision
+      ? "Waiting for a decision."
+      : stopReason
+        ? ENDINGS[stopReason]
+        : undefined;
   const author = role === "user" ? "You" : "Assistant";
   return (
     <article

@@ -1,6 +1,6 @@
-"""Helpers for test suites that need a real thinwire server: a free port and a process.
+"""A real thinwire server for a test: a free port and a process.
 
-    with serve("thinwire.demo:create_demo_app", factory=True) as server:
+    with serve("serve", "myproject.agents:app") as server:
         httpx.get(server.url + "/healthz")
 
 The process is started with uvicorn through the `thinwire` CLI's own interpreter, waited

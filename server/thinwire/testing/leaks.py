@@ -1,0 +1,180 @@
+"""Recording every channel a browser page sees, and asserting no secret crossed any.
+
+    recorder = LeakRecorder()
+    recorder.attach(page)
+    ... drive the page ...
+    recorder.assert_no_leak(page, {"system prompt": "canary-123"})
+    recorder.assert_storage_holds_only_context_ids(page)
+
+Channels: every request and response (bodies and headers, SSE streams included), every
+WebSocket frame, cookies, localStorage, sessionStorage, IndexedDB, Cache Storage, the DOM
+(text and attributes) and the console. A failure names each canary and where it was.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from playwright.sync_api import ConsoleMessage, Page, Request, Response, WebSocket
+
+__all__ = ["CONTEXT_ID", "LeakRecorder", "browser_storage"]
+
+CONTEXT_ID = re.compile(r"ctx-[0-9a-f]{36}")
+CONTEXT_KEY = re.compile(r"thinwire:[^:]+:[^:]+:contextId")
+
+READ_STORAGE = """async () => {
+  const dump = (area) => Object.fromEntries(Object.keys(area).map((k) => [k, area.getItem(k)]));
+  const indexed = {};
+  for (const info of (await indexedDB.databases?.()) ?? []) {
+    const db = await new Promise((ok, fail) => {
+      const open = indexedDB.open(info.name);
+      open.onsuccess = () => ok(open.result);
+      open.onerror = () => fail(open.error);
+    });
+    for (const name of db.objectStoreNames) {
+      const all = db.transaction(name).objectStore(name).getAll();
+      indexed[`${info.name}/${name}`] = await new Promise((ok) => {
+        all.onsuccess = () => ok(all.result);
+      });
+    }
+    db.close();
+  }
+  const cached = {};
+  for (const name of (await globalThis.caches?.keys()) ?? []) {
+    const cache = await caches.open(name);
+    for (const request of await cache.keys()) {
+      cached[`${name} ${request.url}`] = await (await cache.match(request)).text();
+    }
+  }
+  return {
+    localStorage: dump(localStorage),
+    sessionStorage: dump(sessionStorage),
+    indexedDB: indexed,
+    cacheStorage: cached,
+  };
+}"""
+
+DOM = """() => {
+  const parts = [document.documentElement.outerHTML];
+  for (const element of document.querySelectorAll("*")) {
+    if (element.shadowRoot) parts.push(element.shadowRoot.innerHTML);
+    if ("value" in element && typeof element.value === "string") parts.push(element.value);
+  }
+  return parts.join("\\n");
+}"""
+
+
+def browser_storage(page: Page) -> dict[str, Any]:
+    """localStorage, sessionStorage, IndexedDB and Cache Storage of the page's origin."""
+    result: dict[str, Any] = page.evaluate(READ_STORAGE)
+    return result
+
+
+@dataclass
+class Exchange:
+    request: Request
+    request_headers: str
+    response_headers: str
+    response_body: str
+
+
+def body_text(response: Response) -> str:
+    try:
+        return response.body().decode("utf-8", "replace")
+    except Exception:  # a redirect or an aborted stream has no body to read
+        return ""
+
+
+@dataclass
+class LeakRecorder:
+    """Everything that crossed into one browser page."""
+
+    exchanges: list[Exchange] = field(default_factory=list)
+    websocket_frames: list[str] = field(default_factory=list)
+    console: list[str] = field(default_factory=list)
+
+    @property
+    def requests(self) -> list[Request]:
+        return [exchange.request for exchange in self.exchanges]
+
+    def attach(self, page: Page) -> LeakRecorder:
+        page.on("requestfinished", self._capture)
+        page.on("requestfailed", self._capture)
+        page.on("websocket", self._watch_socket)
+        page.on("console", self._log)
+        page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
+        return self
+
+    def _capture(self, request: Request) -> None:
+        # Read the body now: the browser may drop it after a reload or navigation.
+        response = request.response()
+        self.exchanges.append(
+            Exchange(
+                request=request,
+                request_headers=str(request.all_headers()),
+                response_headers=str(response.all_headers()) if response else "",
+                response_body=body_text(response) if response else "",
+            )
+        )
+
+    def _watch_socket(self, socket: WebSocket) -> None:
+        def record(direction: str) -> Callable[[str | bytes], None]:
+            return lambda payload: self.websocket_frames.append(f"{direction} {payload!s}")
+
+        socket.on("framesent", record("sent"))
+        socket.on("framereceived", record("received"))
+
+    def _log(self, message: ConsoleMessage) -> None:
+        self.console.append(f"{message.type}: {message.text}")
+
+    def channels(self, page: Page) -> dict[str, str]:
+        """Channel name -> everything it carried, as text."""
+        seen: dict[str, str] = {}
+        for index, exchange in enumerate(self.exchanges):
+            request = exchange.request
+            where = f"request {index} {request.method} {request.url}"
+            seen[f"{where} (request headers)"] = exchange.request_headers
+            seen[f"{where} (request body)"] = request.post_data or ""
+            seen[f"{where} (response headers)"] = exchange.response_headers
+            seen[f"{where} (response body)"] = exchange.response_body
+        seen["WebSocket frames"] = "\n".join(self.websocket_frames)
+        seen["console"] = "\n".join(self.console)
+        seen["cookies"] = str(page.context.cookies())
+        for area, content in browser_storage(page).items():
+            seen[area] = str(content)
+        seen["DOM"] = page.evaluate(DOM)
+        return seen
+
+    def leaks(self, page: Page, canaries: Mapping[str, str]) -> list[str]:
+        return [
+            f"the {name} canary leaked in {channel}"
+            for channel, text in self.channels(page).items()
+            for name, canary in canaries.items()
+            if canary in text
+        ]
+
+    def assert_no_leak(self, page: Page, canaries: Mapping[str, str]) -> None:
+        """Fail, naming each canary and channel, if any canary crossed into the page."""
+        leaks = self.leaks(page, canaries)
+        assert not leaks, "\n".join(leaks)
+
+    def assert_storage_holds_only_context_ids(self, page: Page) -> dict[str, str]:
+        """Fail unless the page stored nothing but context ids, under per-user keys.
+
+        Returns the stored ids by key.
+        """
+        storage = browser_storage(page)
+        local: dict[str, str] = storage["localStorage"]
+        wrong = {
+            k: v
+            for k, v in local.items()
+            if not (CONTEXT_KEY.fullmatch(k) and CONTEXT_ID.fullmatch(v))
+        }
+        assert not wrong, f"localStorage holds more than context ids: {wrong}"
+        for area in ("sessionStorage", "indexedDB", "cacheStorage"):
+            assert not storage[area], f"{area} is not empty: {storage[area]}"
+        return local

@@ -1,0 +1,98 @@
+import { useState, type FormEvent } from "react";
+import type { AgentInterrupt } from "../agent-types";
+
+interface ApprovalCardProps {
+  interrupt: AgentInterrupt;
+  /** True while a reply streams: answers wait until it ends. */
+  disabled: boolean;
+  onDecide: (value: unknown) => void;
+}
+
+/** The question a paused run asks: its prompt, its public details and one button per answer. */
+export function ApprovalCard({ interrupt, disabled, onDecide }: ApprovalCardProps) {
+  const { prompt, options, payload } = interrupt;
+  return (
+    <section className="approval" data-testid="approval" aria-live="polite" aria-label="Decision needed">
+      <p className="approval__prompt" data-testid="approval-prompt">
+        {prompt}
+      </p>
+      <Payload value={payload} />
+      {options === null ? (
+        <FreeAnswer disabled={disabled} onDecide={onDecide} />
+      ) : (
+        <div className="approval__options">
+          {options.map((option, index) => (
+            <button
+              key={option}
+              className={`button ${index === 0 ? "button--primary" : "button--secondary"}`}
+              data-testid={`decide-${option}`}
+              type="button"
+              disabled={disabled}
+              onClick={() => onDecide(option)}
+            >
+              {capitalize(option)}
+            </button>
+          ))}
+        </div>
+      )}
+    </section>
+  );
+}
+
+/** The payload's own fields, as a definition list; anything but an object as its JSON. */
+function Payload({ value }: { value: unknown }) {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== "object" || Array.isArray(value)) {
+    return (
+      <pre className="approval__payload" data-testid="approval-payload">
+        {show(value)}
+      </pre>
+    );
+  }
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 0) return null;
+  return (
+    <dl className="approval__payload" data-testid="approval-payload">
+      {entries.map(([key, item]) => (
+        <div className="approval__field" key={key}>
+          <dt>{key}</dt>
+          <dd>{show(item)}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+/** A free-form answer: the typed text is the value. */
+function FreeAnswer({ disabled, onDecide }: Pick<ApprovalCardProps, "disabled" | "onDecide">) {
+  const [draft, setDraft] = useState("");
+  const empty = draft.trim().length === 0;
+  const handleSubmit = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    if (disabled || empty) return;
+    onDecide(draft);
+    setDraft("");
+  };
+  return (
+    <form className="approval__free" onSubmit={handleSubmit}>
+      <input
+        className="approval__input"
+        data-testid="decide-free-input"
+        aria-label="Your answer"
+        value={draft}
+        onChange={(event) => setDraft(event.target.value)}
+      />
+      <button className="button button--primary" data-testid="decide-free" type="submit" disabled={disabled || empty}>
+        Answer
+      </button>
+    </form>
+  );
+}
+
+function show(value: unknown): string {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+function capitalize(option: string): string {
+  return option.charAt(0).toUpperCase() + option.slice(1);
+}
