@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -10,6 +11,17 @@ from pathlib import Path
 import uvicorn
 
 __all__ = ["main"]
+
+
+def configure_logging(level: str) -> None:
+    """thinwire's own log lines (run failures with their reference, dropped slow
+    clients) go to stderr beside uvicorn's."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+    logger = logging.getLogger("thinwire")
+    logger.addHandler(handler)
+    logger.setLevel(level.upper())
+    logger.propagate = False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     args = parser.parse_args(argv)
+    configure_logging(args.log_level)
     if args.command == "demo":
         from thinwire.demo import create_demo_app
 
