@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import secrets
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,14 @@ from thinwire.stores import (
     AuditEntry,
     ContextRecord,
     Event,
+    LeaseLost,
     MemoryStore,
     SQLiteStore,
     Store,
     VersionConflict,
 )
+from thinwire.stores.redis import RedisStore
+from thinwire.testing import redis_server_binary, serve_redis
 
 pytestmark = pytest.mark.anyio
 
@@ -30,9 +34,24 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    if redis_server_binary() is None:
+        pytest.skip("no redis-server here (make test installs Debian's package)")
+    with serve_redis() as url:
+        yield url
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    instance: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "t.db")
+    instance: Store
+    if request.param == "memory":
+        instance = MemoryStore()
+    elif request.param == "sqlite":
+        instance = SQLiteStore(tmp_path / "t.db")
+    else:
+        url = request.getfixturevalue("redis_url")
+        instance = RedisStore.from_url(url, prefix=f"test-{secrets.token_hex(4)}")
     yield instance
     await instance.close()
 
@@ -200,6 +219,9 @@ async def test_events_are_trimmed_and_expired(store: Store) -> None:
     await store.append_events("ctx-2", [event(1, time=50.0)])
     await store.trim_events("ctx-1", before_seq=3)
     assert [e.seq for e in await store.read_events("ctx-1")] == [3, 4, 5]
+    if isinstance(store, RedisStore):  # each log expires by itself, a TTL after its last frame
+        assert 0 < await store.redis.ttl(store._key("events", "ctx-1")) <= store.event_ttl
+        return
     assert await store.expire_events(before_time=104.5) == 3
     assert [e.seq for e in await store.read_events("ctx-1")] == [5]
     assert await store.read_events("ctx-2") == []
@@ -210,6 +232,60 @@ async def test_delete_removes_events_too(store: Store) -> None:
     await store.append_events("ctx-1", [event(1)])
     await store.delete("ctx-1")
     assert await store.read_events("ctx-1") == []
+
+
+async def test_a_lease_has_one_owner_until_released_or_expired(store: Store) -> None:
+    await store.create(record())
+    first = await store.acquire_lease("ctx-1", "replica-a", ttl=30)
+    assert first is not None
+    assert await store.acquire_lease("ctx-1", "replica-b", ttl=30) is None
+    assert await store.lease_owner("ctx-1") == "replica-a"
+    assert await store.renew_lease("ctx-1", "replica-a", first, ttl=30)
+    await store.release_lease("ctx-1", "replica-b", first)  # not b's to release
+    assert await store.lease_owner("ctx-1") == "replica-a"
+    await store.release_lease("ctx-1", "replica-a", first)
+    assert await store.lease_owner("ctx-1") is None
+    second = await store.acquire_lease("ctx-1", "replica-b", ttl=0.2)
+    assert second is not None and second > first  # fencing tokens only grow
+    await asyncio.sleep(0.3)  # ...and a lease ends by itself
+    assert await store.lease_owner("ctx-1") is None
+    assert not await store.renew_lease("ctx-1", "replica-b", second, ttl=30)
+    assert await store.acquire_lease("ctx-1", "replica-a", ttl=30) is not None
+
+
+async def test_a_fenced_save_needs_the_lease_it_names(store: Store) -> None:
+    await store.create(record())
+    stale = await store.acquire_lease("ctx-1", "replica-a", ttl=0.2)
+    assert stale is not None
+    await asyncio.sleep(0.3)  # replica-a pauses; its lease runs out
+    fresh = await store.acquire_lease("ctx-1", "replica-b", ttl=30)
+    assert fresh is not None
+    with pytest.raises(LeaseLost):
+        await store.save(record(state={"by": "a"}), expected_version=1, fence=stale)
+    assert await store.save(record(state={"by": "b"}), expected_version=1, fence=fresh) == 2
+    loaded = await store.load("ctx-1")
+    assert loaded is not None and loaded.state == {"by": "b"}
+
+
+async def test_stop_requests_reach_any_process(store: Store) -> None:
+    assert not await store.stop_requested("run-1")
+    await store.request_stop("run-1")
+    assert await store.stop_requested("run-1") and not await store.stop_requested("run-2")
+
+
+async def test_follow_events_waits_for_the_next_frame(store: Store) -> None:
+    await store.create(record())
+    await store.append_events("ctx-1", [event(1)])
+    assert [e.seq for e in await store.follow_events("ctx-1", 0, timeout=1)] == [1]
+    assert await store.follow_events("ctx-1", 1, timeout=0.1) == []
+
+    async def later() -> None:
+        await asyncio.sleep(0.1)
+        await store.append_events("ctx-1", [event(2)])
+
+    writer = asyncio.create_task(later())
+    assert [e.seq for e in await store.follow_events("ctx-1", 1, timeout=5)] == [2]
+    await writer
 
 
 # --- SQLite only: durability and atomicity on disk ------------------------------------

@@ -123,7 +123,7 @@ def operator_routes(registry: ContextRegistry, token: str) -> list[BaseRoute]:
             patch = StatePatch.model_validate(await read_json(request, MAX_PATCH_BYTES))
         except ValidationError as exc:
             raise BadRequest("invalid_request", describe(exc)) from exc
-        with registry.hold(context, "operator"):
+        async with registry.hold(context, "operator"):
             if expected_version is not None and expected_version != context.record.version:
                 raise PreconditionFailed(
                     "version_mismatch",

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,8 @@ class Context:
     run: RunLog | None = None
     #: Who is changing the context right now ("run", "operator", "clear", "forget").
     holder: str | None = None
+    #: The fencing token of this replica's lease, while it holds the context.
+    lease: int | None = None
 
     @property
     def id(self) -> str:
@@ -92,11 +95,21 @@ def not_found(context_id: str) -> NotFound:
 
 class ContextRegistry:
     def __init__(
-        self, store: Store, agents: Mapping[str, AgentFactory], *, max_contexts: int = 1000
+        self,
+        store: Store,
+        agents: Mapping[str, AgentFactory],
+        *,
+        max_contexts: int = 1000,
+        lease_ttl: float = 10.0,
     ) -> None:
         self.store = store
         self.agents = agents
         self.max_contexts = max_contexts
+        #: How long a replica's hold on a context outlives the replica: with a shared
+        #: store, a context whose replica died is usable again after this.
+        self.lease_ttl = lease_ttl
+        #: This process, as a lease owner.
+        self.replica_id = "replica-" + secrets.token_hex(6)
         self._live: OrderedDict[str, Context] = OrderedDict()
         self._loading: dict[str, asyncio.Lock] = {}
 
@@ -148,9 +161,26 @@ class ContextRegistry:
             context = await self._load(context_id)
         else:
             self._live.move_to_end(context_id)
+            if self.store.shared and context.holder is None:
+                # Another replica may have written since: the store is the truth.
+                await self.refresh(context)
         if context is None or context.agent_name != agent_name:
             raise not_found(context_id)
         return context
+
+    async def refresh(self, context: Context) -> None:
+        """Take the stored record when it is newer than the one in hand."""
+        record = await self.store.load(context.id)
+        if record is None:
+            self.forget_cached(context)
+            raise not_found(context.id)
+        if record.version != context.record.version:
+            context.record = record
+            context.state = AgentState(
+                record.state,
+                writable_keys=context.agent.writable_keys,
+                source=f"agent:{record.agent}",
+            )
 
     async def _load(self, context_id: str) -> Context | None:
         lock = self._loading.setdefault(context_id, asyncio.Lock())
@@ -163,12 +193,31 @@ class ContextRegistry:
                     return None
                 context = self._context(record)
                 if record.active_run is not None:
-                    await self._record_killed_run(context)
+                    await self.recover_dead_run(context)
                 self._remember(context)
                 return context
         finally:
             if not lock.locked():
                 self._loading.pop(context_id, None)
+
+    async def recover_dead_run(self, context: Context) -> None:
+        """Record the marked run as interrupted if no process runs it any more."""
+        if not self.store.shared:
+            await self._record_killed_run(context)  # this process owns the store
+            return
+        if await self.store.lease_owner(context.id) is not None:
+            return  # alive on a replica
+        token = await self.store.acquire_lease(context.id, self.replica_id, self.lease_ttl)
+        if token is None:
+            return
+        context.lease = token
+        try:
+            await self.refresh(context)
+            if context.record.active_run is not None:
+                await self._record_killed_run(context)
+        finally:
+            context.lease = None
+            await self.store.release_lease(context.id, self.replica_id, token)
 
     async def _record_killed_run(self, context: Context) -> None:
         """A run was in progress when its process died: its turn ends as interrupted, and
@@ -195,27 +244,50 @@ class ContextRegistry:
         )
         await self.save(context, events=[event])
 
-    @contextlib.contextmanager
-    def hold(self, context: Context, holder: str) -> Iterator[None]:
+    @contextlib.asynccontextmanager
+    async def hold(self, context: Context, holder: str) -> AsyncIterator[None]:
         """Exclusive use of the context for the block, or `context_busy`."""
-        self.acquire(context, holder)
+        await self.acquire(context, holder)
         try:
             yield
         finally:
-            self.release(context)
+            await self.release(context)
 
-    def acquire(self, context: Context, holder: str) -> None:
-        """Hold the context, or `context_busy`. While a decision is pending only the
-        decision itself, a stop or a forget may: anything else is `decision_pending`."""
+    async def acquire(self, context: Context, holder: str) -> None:
+        """Hold the context, or `context_busy` — also when another replica holds it. While
+        a decision is pending only the decision itself, a stop or a forget may: anything
+        else is `decision_pending`."""
         if context.holder is not None:
             raise Conflict("context_busy", f"{context.id} is busy ({context.holder})")
-        suspended = context.record.suspended
-        if suspended is not None and holder not in ("decision", "stop", "forget"):
-            raise DecisionPending(suspended["interrupt"]["interruptId"])
         context.holder = holder
+        try:
+            if self.store.shared:
+                token = await self.store.acquire_lease(context.id, self.replica_id, self.lease_ttl)
+                if token is None:
+                    raise Conflict("context_busy", f"{context.id} is busy on another replica")
+                context.lease = token
+                await self.refresh(context)
+            suspended = context.record.suspended
+            if suspended is not None and holder not in ("decision", "stop", "forget"):
+                raise DecisionPending(suspended["interrupt"]["interruptId"])
+        except BaseException:
+            await self.release(context)
+            raise
 
-    def release(self, context: Context) -> None:
+    async def release(self, context: Context) -> None:
         context.holder = None
+        if context.lease is not None:
+            token, context.lease = context.lease, None
+            with contextlib.suppress(Exception):  # it expires by itself anyway
+                await self.store.release_lease(context.id, self.replica_id, token)
+
+    async def renew(self, context: Context) -> bool:
+        """Keep holding the context's lease; False when it was lost."""
+        if context.lease is None:
+            return True
+        return await self.store.renew_lease(
+            context.id, self.replica_id, context.lease, self.lease_ttl
+        )
 
     async def save(self, context: Context, events: Sequence[Event] = ()) -> None:
         """Save the context's record and pending audit entries, compare-and-set.
@@ -229,7 +301,11 @@ class ContextRegistry:
         audit = context.state.take_audit()
         try:
             record.version = await self.store.save(
-                record, expected_version=record.version, audit=audit, events=events
+                record,
+                expected_version=record.version,
+                audit=audit,
+                events=events,
+                fence=context.lease,
             )
         except Exception:
             self.forget_cached(context)
@@ -237,6 +313,6 @@ class ContextRegistry:
 
     async def forget(self, context: Context) -> None:
         """Remove every trace of the context from the store and the cache."""
-        with self.hold(context, "forget"):
+        async with self.hold(context, "forget"):
             await self.store.delete(context.id)
             self.forget_cached(context)

@@ -176,7 +176,7 @@ async def begin_run(
     answer to the pending interrupt `answering`. `context_busy` if the context is held,
     `decision_pending` if it waits for an answer and this is not one."""
     run_id = run_id or new_run_id()
-    registry.acquire(context, "decision" if answering else "run")
+    await registry.acquire(context, "decision" if answering else "run")
     try:
         record = context.record
         previous = record.last_run
@@ -193,7 +193,7 @@ async def begin_run(
         record.last_run = {"runId": run_id, "firstSeq": record.last_seq + 1}
         await registry.save(context)
     except BaseException:
-        registry.release(context)
+        await registry.release(context)
         raise
     log = context.run = RunLog(context, run_id, lease)
     if previous is not None:
@@ -209,11 +209,25 @@ def failure(log: RunLog, code: str, what: str) -> None:
     log.error(code, f"{what}. Reference: {reference}.", retryable=code == "store_error")
 
 
-async def flush_periodically(registry: ContextRegistry, log: RunLog) -> None:
+async def flush_periodically(
+    registry: ContextRegistry, log: RunLog, task: asyncio.Task[Any] | None
+) -> None:
+    """While the run goes: flush its frames, keep its lease, and heed a stop asked for on
+    another replica."""
+    ticks = 0
+    renew_every = max(1, int(registry.lease_ttl / 3 / FLUSH_INTERVAL))
     while True:
         await asyncio.sleep(FLUSH_INTERVAL)
+        ticks += 1
         try:
             await log.flush(registry)
+            if registry.store.shared:
+                if ticks % renew_every == 0 and not await registry.renew(log.context):
+                    logger.warning("lost the lease of %s mid-run", log.context.id)
+                if task is not None and await registry.store.stop_requested(log.run_id):
+                    log.stop_requested = True
+                    task.cancel()
+                    return
         except Exception:
             # The frames stay unflushed and go with the run's final save.
             logger.warning("flushing frames of %s failed", log.context.id, exc_info=True)
@@ -245,7 +259,7 @@ async def execute(
         journal=journal,
     )
     start = Start(len(context.history), context.state.to_json())
-    flusher = asyncio.create_task(flush_periodically(registry, log))
+    flusher = asyncio.create_task(flush_periodically(registry, log, asyncio.current_task()))
     outcome = Outcome("end")
     try:
         log.run_start(context.agent_name)
@@ -350,4 +364,4 @@ async def finish(
         log.publish(done, stored=True, last=True)
     finally:
         context.run = None
-        registry.release(context)
+        await registry.release(context)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
@@ -122,6 +123,9 @@ class AgentServer:
         log = context.run
         if log is not None:
             return log.follow(after, self.heartbeat_interval)
+        active = context.record.active_run
+        if active is not None and self.store.shared:
+            return self._follow_elsewhere(context, active["runId"], after)
         frames = await stored_frames(self.contexts, context, after)
         if not frames:
             return None
@@ -132,12 +136,32 @@ class AgentServer:
 
         return replay()
 
+    async def _follow_elsewhere(
+        self, context: Context, run_id: str, after: int
+    ) -> AsyncIterator[tuple[int, str] | None]:
+        """A run on another replica, followed through the store's event log."""
+        wait = self.heartbeat_interval or 15.0
+        while True:
+            events = await self.store.follow_events(context.id, after, timeout=wait)
+            if not events:
+                yield None  # a heartbeat; and is that replica still alive?
+                await self.contexts.refresh(context)
+                if context.record.active_run is not None:
+                    await self.contexts.recover_dead_run(context)
+                continue
+            for event in events:
+                after = event.seq
+                if event.run_id == run_id:
+                    yield event.seq, event.data
+                    if json.loads(event.data).get("type") == "done":
+                        return
+
     async def stop(self, context: Context) -> dict[str, Any]:
         """Cancel the run in progress (it ends with stop reason `stopped`), or end the
         run that waits for a decision."""
         suspended = context.record.suspended
         if suspended is not None:
-            with self.contexts.hold(context, "stop"):
+            async with self.contexts.hold(context, "stop"):
                 record = context.record
                 record.suspended = None
                 record.history.append({"role": "assistant", "content": "", "stopReason": "stopped"})
@@ -151,6 +175,10 @@ class AgentServer:
         if log is not None and task is not None and not log.finished:
             log.stop_requested = True
             task.cancel()
+        active = context.record.active_run
+        if log is None and active is not None and self.store.shared:
+            await self.store.request_stop(active["runId"])  # it runs on another replica
+            return stop_result(context, active["runId"], stopping=True)
         return stop_result(context, log.run_id if log else None, bool(log and log.stop_requested))
 
     def transcript(self, context: Context) -> dict[str, Any]:
@@ -161,14 +189,14 @@ class AgentServer:
             context_id=context.id,
             agent=context.agent_name,
             turns=turns,
-            active_run_id=context.run.run_id if context.run else None,
+            active_run_id=active_run_id(context),
             pending_interrupt=suspended["interrupt"] if suspended else None,
         )
         return body.model_dump(by_alias=True)
 
     async def clear(self, context: Context) -> None:
         """Drop the conversation history; keep AgentState, the audit trail and the id."""
-        with self.contexts.hold(context, "clear"):
+        async with self.contexts.hold(context, "clear"):
             record = context.record
             record.history = [m for m in record.history if m["role"] == "system"]
             record.transcript = []
@@ -221,3 +249,11 @@ def check_decision(request: Mapping[str, Any], value: Any) -> None:
             raise BadRequest(
                 "invalid_decision", f"the decision does not fit: {error.message[:200]}"
             )
+
+
+def active_run_id(context: Context) -> str | None:
+    """The run in progress here, or (with a shared store) on another replica."""
+    if context.run is not None:
+        return context.run.run_id
+    active = context.record.active_run
+    return str(active["runId"]) if active else None

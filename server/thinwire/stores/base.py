@@ -13,6 +13,13 @@ conformance suite in `server/tests/test_stores.py` checks):
 - `delete` removes every trace of a context: its record, its audit trail, its events.
 - Events (the frames of a context's recent runs) are kept by seq, once each: appending
   an event again is a no-op, so a retried flush never duplicates a frame.
+- Leases: at most one owner holds a context's lease at a time, until it releases it or
+  its time runs out. Each grant comes with a fencing token, greater than every token
+  before it; a save given `fence` lands only while that token still holds the lease, so
+  a replica that lost its lease (paused, partitioned) cannot overwrite the next one.
+
+A `shared` store (Redis) is used by several server processes at once; the others are
+owned by one process, which may cache what it loaded.
 
 These map onto SQLite transactions and onto Redis (WATCH/MULTI or a script), so the
 same interface serves one process or several replicas.
@@ -21,6 +28,8 @@ same interface serves one process or several replicas.
 from __future__ import annotations
 
 import abc
+import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +39,7 @@ __all__ = [
     "AuditEntry",
     "ContextRecord",
     "Event",
+    "LeaseLost",
     "Store",
     "StoreError",
     "VersionConflict",
@@ -50,6 +60,10 @@ class VersionConflict(StoreError):
 
 class AlreadyExists(StoreError):
     pass
+
+
+class LeaseLost(StoreError):
+    """A fenced save whose lease has expired or passed to another owner."""
 
 
 @dataclass
@@ -142,6 +156,9 @@ class Event:
 
 
 class Store(abc.ABC):
+    #: True when several server processes use this store at once.
+    shared: bool = False
+
     @abc.abstractmethod
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
         """Store a new context at version 1; `AlreadyExists` if the id is taken."""
@@ -158,9 +175,11 @@ class Store(abc.ABC):
         expected_version: int,
         audit: Sequence[AuditEntry] = (),
         events: Sequence[Event] = (),
+        fence: int | None = None,
     ) -> int:
-        """Replace the record if its stored version is `expected_version`; return the new
-        version. The audit entries and events are appended in the same atomic step."""
+        """Replace the record if its stored version is `expected_version` (and, with
+        `fence`, if that token still holds the context's lease); return the new version.
+        The audit entries and events are appended in the same atomic step."""
 
     @abc.abstractmethod
     async def append_events(self, context_id: str, events: Sequence[Event]) -> None:
@@ -176,7 +195,42 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def expire_events(self, before_time: float) -> int:
-        """Drop frames of every context kept since before `before_time`; return how many."""
+        """Drop frames of every context kept since before `before_time`; return how many.
+        A shared store may expire whole logs by itself instead (and return 0)."""
+
+    async def follow_events(self, context_id: str, after: int, timeout: float) -> list[Event]:
+        """The kept frames with seq > `after`, waiting up to `timeout` seconds for one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            events = await self.read_events(context_id, after)
+            if events or time.monotonic() >= deadline:
+                return events
+            await asyncio.sleep(0.05)
+
+    @abc.abstractmethod
+    async def acquire_lease(self, context_id: str, owner: str, ttl: float) -> int | None:
+        """A fencing token if `owner` now holds the lease for `ttl` seconds; None if
+        another owner holds it."""
+
+    @abc.abstractmethod
+    async def renew_lease(self, context_id: str, owner: str, token: int, ttl: float) -> bool:
+        """Extend a lease still held with `token`; False if it was lost."""
+
+    @abc.abstractmethod
+    async def release_lease(self, context_id: str, owner: str, token: int) -> None:
+        """Give the lease up, if `token` still holds it."""
+
+    @abc.abstractmethod
+    async def lease_owner(self, context_id: str) -> str | None:
+        """Who holds the lease now, if anyone."""
+
+    @abc.abstractmethod
+    async def request_stop(self, run_id: str) -> None:
+        """Ask whichever process runs `run_id` to stop it."""
+
+    @abc.abstractmethod
+    async def stop_requested(self, run_id: str) -> bool:
+        """Whether a stop of `run_id` was asked for."""
 
     @abc.abstractmethod
     async def delete(self, context_id: str) -> bool:

@@ -18,12 +18,14 @@ from thinwire.stores.base import (
     Store,
     VersionConflict,
 )
+from thinwire.stores.leases import LocalLeases
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(Store):
+class MemoryStore(LocalLeases, Store):
     def __init__(self) -> None:
+        super().__init__()
         self._records: dict[str, tuple[str, str, int, str]] = {}
         self._audit: dict[str, list[str]] = {}
         self._events: dict[str, dict[int, Event]] = {}
@@ -49,11 +51,13 @@ class MemoryStore(Store):
         expected_version: int,
         audit: Sequence[AuditEntry] = (),
         events: Sequence[Event] = (),
+        fence: int | None = None,
     ) -> int:
         stored = self._records.get(record.id)
         actual = stored[2] if stored else None
         if actual != expected_version:
             raise VersionConflict(record.id, expected_version, actual)
+        self.check_fence(record.id, fence)
         version = self._write(record, expected_version + 1, audit)
         self._keep(record.id, events)
         return version
@@ -93,6 +97,7 @@ class MemoryStore(Store):
         return version
 
     async def delete(self, context_id: str) -> bool:
+        self.forget_leases(context_id)
         self._audit.pop(context_id, None)
         self._events.pop(context_id, None)
         return self._records.pop(context_id, None) is not None

@@ -25,6 +25,7 @@ from thinwire.stores.base import (
     Store,
     VersionConflict,
 )
+from thinwire.stores.leases import LocalLeases
 
 __all__ = ["SQLiteStore"]
 
@@ -60,8 +61,9 @@ CREATE INDEX IF NOT EXISTS events_by_time ON events (time);
 """
 
 
-class SQLiteStore(Store):
+class SQLiteStore(LocalLeases, Store):
     def __init__(self, path: Path | str) -> None:
+        super().__init__()
         self.path = Path(path)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thinwire-sqlite")
         self._connection: sqlite3.Connection | None = None
@@ -123,9 +125,11 @@ class SQLiteStore(Store):
         expected_version: int,
         audit: Sequence[AuditEntry] = (),
         events: Sequence[Event] = (),
+        fence: int | None = None,
     ) -> int:
         data = encode_record(record)
         version = expected_version + 1
+        self.check_fence(record.id, fence)
 
         def save(connection: sqlite3.Connection) -> int:
             with transaction(connection):
@@ -214,6 +218,8 @@ class SQLiteStore(Store):
         )
 
     async def delete(self, context_id: str) -> bool:
+        self.forget_leases(context_id)
+
         def delete(connection: sqlite3.Connection) -> bool:
             with transaction(connection):
                 connection.execute("DELETE FROM audit WHERE context_id = ?", (context_id,))

@@ -7,6 +7,16 @@
 from __future__ import annotations
 
 from thinwire.testing.leaks import CONTEXT_ID, LeakRecorder, browser_storage
+from thinwire.testing.redis import redis_server_binary, serve_redis
 from thinwire.testing.server import ServerProcess, free_port, serve
 
-__all__ = ["CONTEXT_ID", "LeakRecorder", "ServerProcess", "browser_storage", "free_port", "serve"]
+__all__ = [
+    "CONTEXT_ID",
+    "LeakRecorder",
+    "ServerProcess",
+    "browser_storage",
+    "free_port",
+    "redis_server_binary",
+    "serve",
+    "serve_redis",
+]

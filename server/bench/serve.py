@@ -1,0 +1,56 @@
+"""Run one Python server under test: `python -m bench.serve KIND --port P`.
+
+uvicorn as users run it, minus the access log (which would measure logging), with a
+backlog and a file limit big enough for thousands of streams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+from pathlib import Path
+
+import uvicorn
+
+from bench.servers import APPS, thinwire_app
+
+__all__ = ["main", "raise_file_limit"]
+
+
+def raise_file_limit() -> int:
+    """The soft limit on open files, raised to the hard one; returns the new limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        soft = hard
+    return soft
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.serve")
+    parser.add_argument("kind", choices=sorted(APPS))
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--heartbeat", type=float, default=15.0)
+    parser.add_argument("--data-dir", type=Path)
+    parser.add_argument("--page-dir", type=Path)
+    args = parser.parse_args(argv)
+    raise_file_limit()
+    if args.kind == "thinwire":
+        if args.data_dir is None:
+            parser.error("thinwire needs --data-dir")
+        app = thinwire_app(args.heartbeat, args.data_dir, args.page_dir)
+    else:
+        app = APPS[args.kind](args.heartbeat)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+        backlog=4096,
+        timeout_graceful_shutdown=2,
+    )
+
+
+if __name__ == "__main__":
+    main()

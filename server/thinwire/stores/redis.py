@@ -1,0 +1,264 @@
+"""The store for several replicas: everything in Redis, each save one Lua script.
+
+    store = RedisStore.from_url("redis://127.0.0.1:6379/0", prefix="myapp")
+
+Keys, under `prefix`:
+
+    {p}:ctx:{id}      hash: agent, owner, version, data (the record as JSON)
+    {p}:audit:{id}    list of audit entries (JSON), appended with the save they belong to
+    {p}:events:{id}   stream of frames, entry id "{seq}-1", expiring after `event_ttl`
+    {p}:lease:{id}    "{owner} {token}" with a time to live: who may run the context
+    {p}:fence:{id}    the last fencing token handed out
+    {p}:stop:{run}    a stop requested for a run, wherever it runs
+
+A replica caches nothing it relies on: records are read from Redis when used, and a
+save is a compare-and-set on the version (and, fenced, on the lease) run as one script,
+so it lands whole or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from thinwire.stores.base import (
+    AlreadyExists,
+    AuditEntry,
+    ContextRecord,
+    Event,
+    LeaseLost,
+    Store,
+    VersionConflict,
+)
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["RedisStore"]
+
+CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'agent', ARGV[1], 'owner', ARGV[2], 'version', 1, 'data', ARGV[3])
+for i = 4, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+return 1
+"""
+
+SAVE = """
+local version = redis.call('HGET', KEYS[1], 'version')
+if not version then return -1 end
+if tonumber(version) ~= tonumber(ARGV[1]) then return tonumber(version) end
+if ARGV[4] ~= '' then
+  local lease = redis.call('GET', KEYS[4])
+  if not lease or string.match(lease, '%S+$') ~= ARGV[4] then return -2 end
+end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3])
+local n = tonumber(ARGV[5])
+for i = 1, n do redis.call('RPUSH', KEYS[2], ARGV[5 + i]) end
+local at = 6 + n
+local events = tonumber(ARGV[at])
+for i = 0, events - 1 do
+  local base = at + 1 + i * 4
+  redis.pcall('XADD', KEYS[3], ARGV[base] .. '-1',
+    'run', ARGV[base + 1], 'data', ARGV[base + 2], 'time', ARGV[base + 3])
+end
+if events > 0 then redis.call('EXPIRE', KEYS[3], ARGV[at + 1 + events * 4]) end
+return 0
+"""
+
+APPEND = """
+for i = 0, (#ARGV - 1) / 4 - 1 do
+  local base = 2 + i * 4
+  redis.pcall('XADD', KEYS[1], ARGV[base] .. '-1',
+    'run', ARGV[base + 1], 'data', ARGV[base + 2], 'time', ARGV[base + 3])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+"""
+
+ACQUIRE = """
+local lease = redis.call('GET', KEYS[1])
+if lease and string.match(lease, '^%S+') ~= ARGV[1] then return false end
+local token = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. token, 'PX', ARGV[2])
+return token
+"""
+
+RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def require_redis() -> Any:
+    try:
+        import redis.asyncio
+    except ImportError as exc:
+        raise ImportError(
+            'RedisStore needs the redis client: pip install "thinwire[redis]"'
+        ) from exc
+    return redis.asyncio
+
+
+def event_args(events: Sequence[Event]) -> list[Any]:
+    """XADD arguments, in seq order: a stream only grows."""
+    args: list[Any] = []
+    for event in sorted(events, key=lambda event: event.seq):
+        args += [event.seq, event.run_id, event.data, repr(event.time)]
+    return args
+
+
+class RedisStore(Store):
+    shared = True
+
+    def __init__(
+        self, client: Redis, *, prefix: str = "thinwire", event_ttl: float = 86400
+    ) -> None:
+        # Typed loosely: with decode_responses the client returns str, which its
+        # annotations cannot express.
+        self.redis: Any = client
+        self.prefix = prefix
+        self.event_ttl = max(1, int(event_ttl))
+        self._create: Any = client.register_script(CREATE)
+        self._save: Any = client.register_script(SAVE)
+        self._append: Any = client.register_script(APPEND)
+        self._acquire: Any = client.register_script(ACQUIRE)
+        self._renew: Any = client.register_script(RENEW)
+        self._release: Any = client.register_script(RELEASE)
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, prefix: str = "thinwire", event_ttl: float = 86400
+    ) -> RedisStore:
+        client = require_redis().from_url(url, decode_responses=True)
+        return cls(client, prefix=prefix, event_ttl=event_ttl)
+
+    def _key(self, kind: str, name: str) -> str:
+        return f"{self.prefix}:{kind}:{name}"
+
+    def _keys(self, context_id: str) -> list[str]:
+        return [self._key(kind, context_id) for kind in ("ctx", "audit", "events", "lease")]
+
+    async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
+        data = json.dumps(record.to_json(), allow_nan=False)
+        entries = [audit_json(entry, 1) for entry in audit]
+        keys = [self._key("ctx", record.id), self._key("audit", record.id)]
+        if not await self._create(keys=keys, args=[record.agent, record.owner, data, *entries]):
+            raise AlreadyExists(record.id)
+
+    async def load(self, context_id: str) -> ContextRecord | None:
+        stored = await self.redis.hgetall(self._key("ctx", context_id))
+        if not stored or "data" not in stored:
+            return None
+        return ContextRecord.from_json(
+            id=context_id,
+            agent=stored["agent"],
+            owner=stored["owner"],
+            version=int(stored["version"]),
+            data=json.loads(stored["data"]),
+        )
+
+    async def save(
+        self,
+        record: ContextRecord,
+        *,
+        expected_version: int,
+        audit: Sequence[AuditEntry] = (),
+        events: Sequence[Event] = (),
+        fence: int | None = None,
+    ) -> int:
+        version = expected_version + 1
+        data = json.dumps(record.to_json(), allow_nan=False)
+        entries = [audit_json(entry, version) for entry in audit]
+        args = [expected_version, version, data, "" if fence is None else fence, len(entries)]
+        args += [*entries, len(events), *event_args(events), self.event_ttl]
+        result = int(await self._save(keys=self._keys(record.id), args=args))
+        if result == -2:
+            raise LeaseLost(f"{record.id}: the lease of token {fence} is gone")
+        if result != 0:
+            raise VersionConflict(record.id, expected_version, None if result == -1 else result)
+        return version
+
+    async def append_events(self, context_id: str, events: Sequence[Event]) -> None:
+        if events:
+            key = self._key("events", context_id)
+            await self._append(keys=[key], args=[self.event_ttl, *event_args(events)])
+
+    def _events(self, entries: list[Any]) -> list[Event]:
+        return [
+            Event(
+                seq=int(entry_id.split("-")[0]),
+                run_id=f["run"],
+                data=f["data"],
+                time=float(f["time"]),
+            )
+            for entry_id, f in entries
+        ]
+
+    async def read_events(self, context_id: str, after: int = 0) -> list[Event]:
+        entries = await self.redis.xrange(self._key("events", context_id), f"{after + 1}-0", "+")
+        return self._events(entries)
+
+    async def follow_events(self, context_id: str, after: int, timeout: float) -> list[Event]:
+        key = self._key("events", context_id)
+        answer = await self.redis.xread({key: f"{after}-1"}, block=max(1, int(timeout * 1000)))
+        return self._events(answer[0][1]) if answer else []
+
+    async def trim_events(self, context_id: str, before_seq: int) -> None:
+        key = self._key("events", context_id)
+        await self.redis.xtrim(key, minid=f"{before_seq}-0", approximate=False)
+
+    async def expire_events(self, before_time: float) -> int:
+        return 0  # every event stream expires by itself, `event_ttl` after its last frame
+
+    async def acquire_lease(self, context_id: str, owner: str, ttl: float) -> int | None:
+        keys = [self._key("lease", context_id), self._key("fence", context_id)]
+        token = await self._acquire(keys=keys, args=[owner, int(ttl * 1000)])
+        return int(token) if token else None
+
+    async def renew_lease(self, context_id: str, owner: str, token: int, ttl: float) -> bool:
+        keys = [self._key("lease", context_id)]
+        return bool(await self._renew(keys=keys, args=[f"{owner} {token}", int(ttl * 1000)]))
+
+    async def release_lease(self, context_id: str, owner: str, token: int) -> None:
+        await self._release(keys=[self._key("lease", context_id)], args=[f"{owner} {token}"])
+
+    async def lease_owner(self, context_id: str) -> str | None:
+        lease = await self.redis.get(self._key("lease", context_id))
+        return str(lease).split(" ")[0] if lease else None
+
+    async def request_stop(self, run_id: str) -> None:
+        await self.redis.set(self._key("stop", run_id), 1, ex=3600)
+
+    async def stop_requested(self, run_id: str) -> bool:
+        return bool(await self.redis.exists(self._key("stop", run_id)))
+
+    async def delete(self, context_id: str) -> bool:
+        keys = [*self._keys(context_id), self._key("fence", context_id)]
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.exists(self._key("ctx", context_id))
+            pipe.delete(*keys)
+            existed, _ = await pipe.execute()
+        return bool(existed)
+
+    async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:
+        entries = [
+            AuditEntry(key=k, value=v, time=t, source=s, version=n)
+            for k, v, t, s, n in map(
+                json.loads, await self.redis.lrange(self._key("audit", context_id), 0, -1)
+            )
+        ]
+        return [entry for entry in entries if key is None or entry.key == key]
+
+    async def close(self) -> None:
+        await self.redis.aclose()
+
+
+def audit_json(entry: AuditEntry, version: int) -> str:
+    return json.dumps([entry.key, entry.value, entry.time, entry.source, version], allow_nan=False)
