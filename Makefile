@@ -79,8 +79,8 @@ lint: $(STAMPS)/python $(STAMPS)/client ## ruff, mypy --strict and tsc --noEmit
 	npm run typecheck
 
 .PHONY: test-py
-test-py: $(STAMPS)/python ## Python server tests
-	$(BIN)/pytest
+test-py: $(STAMPS)/python ## Python server tests (starts its own redis-server)
+	THINWIRE_REDIS_SERVER="$$(server/tests/find-redis-server)" $(BIN)/pytest
 
 .PHONY: test-ts
 test-ts: $(STAMPS)/client ## TypeScript client and hook tests (vitest)
@@ -88,7 +88,8 @@ test-ts: $(STAMPS)/client ## TypeScript client and hook tests (vitest)
 
 .PHONY: e2e
 e2e: $(STAMPS)/python $(STAMPS)/web ## Playwright end-to-end tests in Chromium
-	THINWIRE_CHROMIUM="$$(e2e/find-chromium)" $(BIN)/pytest e2e
+	THINWIRE_CHROMIUM="$$(e2e/find-chromium)" \
+	THINWIRE_REDIS_SERVER="$$(server/tests/find-redis-server)" $(BIN)/pytest e2e
 
 .PHONY: test
 test: ## install what is missing, then run every check and suite

@@ -73,6 +73,7 @@ def create_app(
     identify: Identify,
     store: Store | None = None,
     max_contexts: int = 1000,
+    lease_ttl: float = 10.0,
     operator_token: str | None = None,
     max_message_bytes: int = 32 * 1024,
     max_body_bytes: int | None = None,
@@ -90,9 +91,11 @@ def create_app(
 
     `identify(connection)` names the principal a request acts for (see
     `thinwire.identity`; `thinwire.anonymous` opts out of ownership explicitly). `store`
-    defaults to SQLite under `default_data_dir()`. `operator_token` enables the operator
-    API at `/admin`. `max_message_bytes` bounds a user message (UTF-8), `max_body_bytes`
-    the request body (default: room for a maximal message with JSON escaping).
+    defaults to SQLite under `default_data_dir()`; with a shared store (Redis), a replica
+    that dies mid-run frees its contexts after `lease_ttl` seconds. `operator_token`
+    enables the operator API at `/admin`. `max_message_bytes` bounds a user message
+    (UTF-8), `max_body_bytes` the request body (default: room for a maximal message with
+    JSON escaping).
     `heartbeat_interval` keeps idle streams alive through proxies; a client that does not
     take a frame within `send_timeout` seconds is disconnected (it can reattach); the
     frames of past runs are kept `event_ttl` seconds. `allowed_origins` lists other sites
@@ -106,6 +109,7 @@ def create_app(
         identify=identify,
         store=store or SQLiteStore.in_directory(default_data_dir()),
         max_contexts=max_contexts,
+        lease_ttl=lease_ttl,
         max_message_bytes=max_message_bytes,
         max_body_bytes=max_body_bytes or 6 * max_message_bytes + 4096,
         heartbeat_interval=heartbeat_interval,

@@ -35,6 +35,11 @@ def main(argv: list[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="serve the demo agent and page")
     demo.add_argument("--delay", type=float, default=0.03, help="seconds between streamed pieces")
     demo.add_argument("--data-dir", type=Path, help="where the SQLite store lives")
+    demo.add_argument(
+        "--store",
+        default=os.environ.get("THINWIRE_STORE_URL"),
+        help="a store URL instead, e.g. redis://127.0.0.1:6379/0?prefix=demo",
+    )
 
     for command in (serve, demo):
         command.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -52,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         from thinwire.demo import create_demo_app
 
-        target: object = create_demo_app(delay=args.delay, data_dir=args.data_dir)
+        target: object = create_demo_app(
+            delay=args.delay, data_dir=args.data_dir, store_url=args.store
+        )
     else:
         target = args.app
     uvicorn.run(

@@ -267,6 +267,9 @@ class ContextRegistry:
                     raise Conflict("context_busy", f"{context.id} is busy on another replica")
                 context.lease = token
                 await self.refresh(context)
+                if context.record.active_run is not None and context.run is None:
+                    # Holding the lease, nobody else runs it: its replica died.
+                    await self._record_killed_run(context)
             suspended = context.record.suspended
             if suspended is not None and holder not in ("decision", "stop", "forget"):
                 raise DecisionPending(suspended["interrupt"]["interruptId"])

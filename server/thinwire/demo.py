@@ -34,7 +34,7 @@ from thinwire.errors import BadRequest
 from thinwire.identity import SignedValue
 from thinwire.interrupts import Approval, Rejected
 from thinwire.parsing import describe, read_json
-from thinwire.stores import SQLiteStore, Store
+from thinwire.stores import SQLiteStore, Store, store_from_url
 
 __all__ = [
     "CANARIES",
@@ -234,10 +234,15 @@ def create_demo_app(
     web_dir: Path | None = None,
     data_dir: Path | None = None,
     store: Store | None = None,
+    store_url: str | None = None,
 ) -> Starlette:
-    """The demo: SQLite under `data_dir` unless a `store` is given; the operator API when
+    """The demo: SQLite under `data_dir`, unless a `store` or a `store_url` (e.g. a
+    redis:// URL for several replicas) is given; the operator API when
     $THINWIRE_OPERATOR_TOKEN is set."""
     data_dir = data_dir or default_data_dir()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if store is None and store_url:
+        store = store_from_url(store_url)
     identity = DemoIdentity(demo_secret(data_dir))
     ledger = data_dir / "ledger.log"
     return create_app(
@@ -245,6 +250,7 @@ def create_demo_app(
         identify=identity,
         store=store or SQLiteStore.in_directory(data_dir),
         operator_token=os.environ.get("THINWIRE_OPERATOR_TOKEN"),
+        lease_ttl=float(os.environ.get("THINWIRE_LEASE_TTL", "10")),
         web_dir=web_dir if web_dir is not None else default_web_dir(),
         routes=[login_route(identity)],
     )

@@ -43,6 +43,7 @@ class AgentServer:
         identify: Identify,
         store: Store,
         max_contexts: int,
+        lease_ttl: float = 10.0,
         max_message_bytes: int,
         max_body_bytes: int,
         heartbeat_interval: float | None,
@@ -54,7 +55,9 @@ class AgentServer:
         self.agents = dict(agents)
         self.identify = identify
         self.store = store
-        self.contexts = ContextRegistry(store, self.agents, max_contexts=max_contexts)
+        self.contexts = ContextRegistry(
+            store, self.agents, max_contexts=max_contexts, lease_ttl=lease_ttl
+        )
         self.max_message_bytes = max_message_bytes
         self.max_body_bytes = max_body_bytes
         self.heartbeat_interval = heartbeat_interval

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs, urlsplit, urlunsplit
+
 from thinwire.stores.base import (
     AlreadyExists,
     AuditEntry,
@@ -15,6 +17,24 @@ from thinwire.stores.base import (
 from thinwire.stores.memory import MemoryStore
 from thinwire.stores.sqlite import SQLiteStore
 
+
+def store_from_url(url: str, *, event_ttl: float = 86400) -> Store:
+    """A store named by URL: `redis://host:6379/0?prefix=myapp` (several replicas),
+    `sqlite:///path/to/file.sqlite3`, or `memory://`."""
+    parts = urlsplit(url)
+    if parts.scheme in ("redis", "rediss", "unix"):
+        from thinwire.stores.redis import RedisStore
+
+        prefix = parse_qs(parts.query).get("prefix", ["thinwire"])[0]
+        plain = urlunsplit(parts._replace(query=""))
+        return RedisStore.from_url(plain, prefix=prefix, event_ttl=event_ttl)
+    if parts.scheme == "sqlite":
+        return SQLiteStore(parts.path)
+    if parts.scheme == "memory":
+        return MemoryStore()
+    raise ValueError(f"no store for {parts.scheme!r} URLs: use redis://, sqlite:/// or memory://")
+
+
 __all__ = [
     "AlreadyExists",
     "AuditEntry",
@@ -26,4 +46,5 @@ __all__ = [
     "Store",
     "StoreError",
     "VersionConflict",
+    "store_from_url",
 ]

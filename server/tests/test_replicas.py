@@ -1,0 +1,195 @@
+"""Several replicas on one Redis: any request may land on any replica, nothing breaks."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+
+from conftest import parse_sse
+from test_uvicorn import events, wait_for
+from thinwire.testing import ServerProcess, redis_server_binary, serve, serve_redis
+
+TOKEN = "replica-operator-token"
+AUTH = {"authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    if redis_server_binary() is None:
+        pytest.skip("no redis-server here (make test installs Debian's package)")
+    with serve_redis() as url:
+        yield url
+
+
+class Replicas:
+    def __init__(self, redis_url: str, root: Path, delay: float) -> None:
+        self.env = {
+            "THINWIRE_OPERATOR_TOKEN": TOKEN,
+            "THINWIRE_DEMO_SECRET": "shared-secret-of-the-replicas",
+            "THINWIRE_LEASE_TTL": "1",
+        }
+        self.store = f"{redis_url}?prefix=replicas-{root.name}"
+        self.root = root
+        self.delay = delay
+
+    def start(self, name: str) -> Any:
+        data = self.root / name
+        args = ("demo", "--delay", str(self.delay), "--data-dir", str(data), "--store", self.store)
+        return serve(*args, env=self.env, log_dir=self.root)
+
+    def ledger(self) -> list[str]:
+        lines: list[str] = []
+        for path in sorted(self.root.glob("*/ledger.log")):
+            lines += path.read_text().splitlines()
+        return lines
+
+
+@pytest.fixture
+def pair(redis_url: str, tmp_path: Path) -> Iterator[tuple[ServerProcess, ServerProcess, Replicas]]:
+    replicas = Replicas(redis_url, tmp_path, delay=0.05)
+    with replicas.start("a") as a, replicas.start("b") as b:
+        yield a, b, replicas
+
+
+def run(server: ServerProcess, text: str, context_id: str | None = None) -> list[dict[str, Any]]:
+    body: dict[str, Any] = {"message": {"text": text}}
+    if context_id:
+        body["contextId"] = context_id
+    response = httpx.post(f"{server.url}/agents/demo/runs", json=body, timeout=30)
+    assert response.status_code == 200, response.text
+    return parse_sse(response.text)
+
+
+def test_a_conversation_alternating_between_replicas(pair: Any) -> None:
+    a, b, _ = pair
+    first = run(a, "my name is Ada")
+    context_id = first[0]["contextId"]
+    second = run(b, "who am I?", context_id)
+    third = run(a, "and again?", context_id)
+    assert "Earlier you told me “my name is Ada”" in second[-1]["text"]
+    assert "Earlier you told me “my name is Ada”" in third[-1]["text"]
+    seqs = [f["seq"] for f in first + second + third]
+    assert seqs == list(range(1, len(seqs) + 1))
+    # No stale cache: each replica's run saw the other's writes.
+    state = httpx.get(f"{b.url}/admin/agents/demo/contexts/{context_id}/state", headers=AUTH).json()
+    assert state["state"]["messages_seen"] == 3
+    transcript = httpx.get(f"{a.url}/agents/demo/contexts/{context_id}").json()
+    assert [t["text"] for t in transcript["turns"][::2]] == [
+        "my name is Ada",
+        "who am I?",
+        "and again?",
+    ]
+
+
+def test_reattach_on_the_other_replica_mid_stream(pair: Any) -> None:
+    a, b, _ = pair
+    with httpx.Client(timeout=30) as client:
+        with client.stream(
+            "POST", f"{a.url}/agents/demo/runs", json={"message": {"text": "long one"}}
+        ) as response:
+            stream = events(response)
+            seen = [next(stream) for _ in range(3)]
+        context_id = seen[0]["contextId"]
+        live = httpx.get(f"{b.url}/agents/demo/contexts/{context_id}").json()
+        assert live["activeRunId"] == seen[0]["runId"]  # B knows A is running it
+        rest = parse_sse(
+            client.get(
+                f"{b.url}/agents/demo/contexts/{context_id}/events",
+                headers={"Last-Event-ID": str(seen[-1]["seq"])},
+            ).text
+        )
+    frames = seen + rest
+    assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
+    assert frames[-1]["type"] == "done" and frames[-1]["stopReason"] == "end"
+    assert "".join(f["delta"] for f in frames if f["type"] == "token") == frames[-1]["text"]
+
+
+def test_stop_on_the_other_replica_reaches_the_run(pair: Any) -> None:
+    a, b, _ = pair
+    with httpx.Client(timeout=30) as client, client.stream(
+        "POST", f"{a.url}/agents/demo/runs", json={"message": {"text": "stop me"}}
+    ) as response:
+        stream = events(response)
+        start = next(stream)
+        assert start is not None
+        stopped = client.post(f"{b.url}/agents/demo/contexts/{start['contextId']}/stop").json()
+        assert stopped["stopping"] is True and stopped["runId"] == start["runId"]
+        done = [f for f in stream if f is not None][-1]
+    assert done["type"] == "done" and done["stopReason"] == "stopped"
+
+
+def test_a_decision_on_the_other_replica(pair: Any) -> None:
+    a, b, replicas = pair
+    asked = run(a, "a refund please")
+    request = asked[-2]["interrupt"]
+    resumed = httpx.post(
+        f"{b.url}/agents/demo/contexts/{asked[0]['contextId']}/decisions",
+        json={"interruptId": request["interruptId"], "value": "approve"},
+        timeout=30,
+    )
+    assert parse_sse(resumed.text)[-1]["text"] == "Done — $40 is on its way back for order 1234."
+    assert sorted(replicas.ledger()) == ["issue_refund 1234 40", "lookup_order 1234"]
+
+
+def test_concurrent_sends_from_both_replicas_make_one_run(pair: Any) -> None:
+    a, b, _ = pair
+    context_id = run(a, "hello")[0]["contextId"]
+    body = {"contextId": context_id, "message": {"text": "at once"}}
+    results: dict[str, Any] = {}
+    barrier = threading.Barrier(2)
+
+    def send(name: str, server: ServerProcess) -> None:
+        barrier.wait()
+        response = httpx.post(f"{server.url}/agents/demo/runs", json=body, timeout=30)
+        results[name] = (response.status_code, response.text)
+
+    threads = [threading.Thread(target=send, args=item) for item in (("a", a), ("b", b))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    statuses = sorted(status for status, _ in results.values())
+    assert statuses == [200, 409]
+    busy = next(text for status, text in results.values() if status == 409)
+    assert '"context_busy"' in busy
+    turns = httpx.get(f"{a.url}/agents/demo/contexts/{context_id}").json()["turns"]
+    assert [t["text"] for t in turns[::2]] == ["hello", "at once"]
+
+
+def test_a_replica_dying_mid_run_frees_the_context(redis_url: str, tmp_path: Path) -> None:
+    replicas = Replicas(redis_url, tmp_path, delay=0.2)
+    with replicas.start("b") as b:
+        with replicas.start("a") as a, httpx.Client(timeout=30) as client:
+            done = run(a, "first, finished")
+            context_id = done[0]["contextId"]
+            body = {"contextId": context_id, "message": {"text": "second, killed"}}
+            with client.stream("POST", f"{a.url}/agents/demo/runs", json=body) as response:
+                stream = events(response)
+                next(stream)
+                a.kill()
+
+        # B refuses while A's lease lasts, then takes over within the lease's time.
+        def usable() -> bool:
+            response = httpx.post(
+                f"{b.url}/agents/demo/runs",
+                json={"contextId": context_id, "message": {"text": "third"}},
+                timeout=30,
+            )
+            return response.status_code == 200
+
+        wait_for(usable, timeout=10)
+        turns = httpx.get(f"{b.url}/agents/demo/contexts/{context_id}").json()["turns"]
+    assert [(t["role"], t["stopReason"]) for t in turns] == [
+        ("user", None),
+        ("assistant", "end"),
+        ("user", None),
+        ("assistant", "interrupted"),
+        ("user", None),
+        ("assistant", "end"),
+    ]
+    assert turns[1]["text"] == done[-1]["text"]  # nothing finished was lost
