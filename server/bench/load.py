@@ -18,8 +18,11 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
+
+from pydantic_core import from_json
 
 from bench.servers import delta, expected_text
 
@@ -63,6 +66,11 @@ class Result:
     heartbeats: int = 0
 
 
+@cache
+def expected_deltas(count: int) -> tuple[str, ...]:
+    return tuple(delta(i) for i in range(count))
+
+
 @dataclass
 class Checker:
     """Checks the events of one stream as they come."""
@@ -78,7 +86,10 @@ class Checker:
     events: int = 0
     #: Set when the first event arrives (the idle streams wait for it).
     on_event: Callable[[], None] | None = None
-    text: list[str] = field(default_factory=list)
+    expected: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.expected = expected_deltas(self.deltas)
 
     def event(self, data: bytes) -> None:
         self.events += 1
@@ -86,7 +97,7 @@ class Checker:
             self.on_event()
         if data == b"[DONE]":  # the AI SDK's end marker
             return
-        frame: dict[str, Any] = json.loads(data)
+        frame: dict[str, Any] = from_json(data)
         seq = frame.get("seq")
         if seq is not None:
             if self.last_seq is not None and seq != self.last_seq + 1:
@@ -94,13 +105,14 @@ class Checker:
             self.last_seq = seq
         kind = frame.get("type")
         if kind in DELTA_TYPES:
+            index = self.next_delta
             if self.closed:
                 self.fail("a delta after the closing frame")
-            if frame["delta"] != delta(self.next_delta):
-                self.fail(f"delta {frame['delta']!r} where w{self.next_delta} was due")
-            if self.next_delta == 0:
+            if index >= len(self.expected) or frame["delta"] != self.expected[index]:
+                self.fail(f"delta {frame['delta']!r} where w{index} was due")
+            if index == 0:
                 self.first_delta = time.perf_counter()
-            self.next_delta += 1
+            self.next_delta = index + 1
         elif kind in CLOSING_TYPES:
             self.closed = True
             text = frame.get("text")

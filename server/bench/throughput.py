@@ -94,9 +94,7 @@ async def measure(
     cpu, own = server.cpu(), time.process_time()
     results, wall = await run_cell(target, concurrency, streams, plan.deltas, plan.budget)
     server_cpu, loadgen_cpu = server.cpu() - cpu, time.process_time() - own
-    return summarize(
-        name, concurrency, results, wall, server_cpu, server.peak_rss(), loadgen_cpu
-    )
+    return summarize(name, concurrency, results, wall, server_cpu, server.peak_rss(), loadgen_cpu)
 
 
 def run_throughput(plan: Plan, servers: Sequence[str] = SERVERS) -> list[dict[str, Any]]:

@@ -111,9 +111,12 @@ def test_reattach_on_the_other_replica_mid_stream(pair: Any) -> None:
 
 def test_stop_on_the_other_replica_reaches_the_run(pair: Any) -> None:
     a, b, _ = pair
-    with httpx.Client(timeout=30) as client, client.stream(
-        "POST", f"{a.url}/agents/demo/runs", json={"message": {"text": "stop me"}}
-    ) as response:
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream(
+            "POST", f"{a.url}/agents/demo/runs", json={"message": {"text": "stop me"}}
+        ) as response,
+    ):
         stream = events(response)
         start = next(stream)
         assert start is not None

@@ -12,7 +12,7 @@ the run's log, not queued per client, and each write must complete within
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import anyio
 from starlette.responses import Response
@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 
 from thinwire import wire
 
-__all__ = ["SSE_HEADERS", "EventStream", "encode"]
+__all__ = ["SSE_HEADERS", "EventStream", "encode", "encode_all"]
 
 logger = logging.getLogger("thinwire.sse")
 
@@ -38,6 +38,11 @@ Frames = AsyncIterator[tuple[int, str] | None]
 def encode(seq: int, data: str) -> bytes:
     """One SSE event. `data` is compact JSON, so it never contains a newline."""
     return f"id: {seq}\ndata: {data}\n\n".encode()
+
+
+def encode_all(frames: Sequence[tuple[int, str]]) -> bytes:
+    """Several SSE events, as one body."""
+    return "".join([f"id: {seq}\ndata: {data}\n\n" for seq, data in frames]).encode()
 
 
 class EventStream(Response):
@@ -63,8 +68,14 @@ class EventStream(Response):
         async def stream(scope: anyio.CancelScope) -> None:
             if self.retry_ms is not None:
                 await write(f"retry: {self.retry_ms}\n\n".encode())
-            async for item in self.frames:
-                await write(HEARTBEAT if item is None else encode(*item))
+            batches = getattr(self.frames, "batches", None)
+            if batches is not None:
+                # Frames that arrived together leave in one write (a run log's follower).
+                async for batch in batches():
+                    await write(HEARTBEAT if batch is None else encode_all(batch))
+            else:
+                async for item in self.frames:
+                    await write(HEARTBEAT if item is None else encode(*item))
             await write(b"", more=False)
             scope.cancel()
 
