@@ -40,10 +40,14 @@ def start(client: TestClient, headers: dict[str, str]) -> str:
 
 
 def probes(context_id: str) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """Every route that names a context: read, send, attach, stop, decide, clear, forget."""
     base = f"/agents/demo/contexts/{context_id}"
     return [
         ("GET", base, None),
         ("POST", "/agents/demo/runs", {"contextId": context_id, "message": {"text": "hi"}}),
+        ("GET", f"{base}/events", None),
+        ("POST", f"{base}/stop", None),
+        ("POST", f"{base}/decisions", {"interruptId": "int-" + "0" * 24, "value": "approve"}),
         ("POST", f"{base}/clear", None),
         ("DELETE", base, None),
     ]

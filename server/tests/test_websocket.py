@@ -18,13 +18,22 @@ URL = "/agents/demo/ws"
 PROTOCOL = ["thinwire.v1"]
 
 
+def by_header(connection: Any) -> str:
+    return str(connection.headers.get("x-user", "anon"))
+
+
 @pytest.fixture
 def client() -> Iterator[TestClient]:
     import asyncio
 
     Paced.gate = asyncio.Event()
     Paced.effects = []
-    app = app_for({"demo": Paced, "talker": DemoAgent}, heartbeat_interval=None)
+    app = app_for(
+        {"demo": Paced, "talker": DemoAgent},
+        heartbeat_interval=None,
+        run_burst=10,
+        identify=by_header,
+    )
     with TestClient(app) as test_client:
         yield test_client
 
@@ -160,3 +169,32 @@ def test_unauthenticated_socket_is_closed_4401() -> None:
         with pytest.raises(WebSocketDisconnect) as closed:
             socket.receive_text()
         assert closed.value.code == 4401
+
+
+def test_a_flood_of_commands_is_refused_and_others_go_on(client: TestClient) -> None:
+    """Attaches beyond what one socket may follow and sends beyond the rate limit are
+    refused with typed frames; the sockets and a bystander keep working."""
+    with (
+        client.websocket_connect(URL, subprotocols=PROTOCOL) as attacher,
+        client.websocket_connect(URL, subprotocols=PROTOCOL) as sender,
+        client.websocket_connect(
+            "/agents/talker/ws", subprotocols=PROTOCOL, headers={"x-user": "calm"}
+        ) as bystander,
+    ):
+        attacher.send_json({"type": "send", "message": {"text": "held at the gate"}})
+        context_id = receive(attacher, 1)[0]["contextId"]
+        for _ in range(200):
+            attacher.send_json({"type": "attach", "contextId": context_id, "after": 0})
+        while (frame := attacher.receive_json())["type"] != "rejected":
+            pass
+        assert frame["code"] == "too_many_streams"
+
+        for n in range(100):
+            sender.send_json({"type": "send", "message": {"text": f"spam {n}"}})
+        while (frame := sender.receive_json())["type"] != "rejected":
+            pass
+        assert frame["code"] == "rate_limited"
+
+        open_gate(client)
+        bystander.send_json({"type": "send", "message": {"text": "unaffected"}})
+        assert until_done(bystander)[-1]["stopReason"] == "end"

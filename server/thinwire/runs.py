@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import contextlib
 import logging
 import secrets
 import time
@@ -83,6 +82,7 @@ class RunLog:
         #: Set by a stop, so the cancellation is recorded as `stopped`, not `interrupted`.
         self.stop_requested = False
         self._waiters: list[asyncio.Future[bool]] = []
+        self._flusher_waiter: asyncio.Future[bool] | None = None
         self._calls = 0
         #: `{"contextId":…,"runId":…,"seq":` — what every frame of this run starts with.
         self._prefix = (
@@ -143,13 +143,30 @@ class RunLog:
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
 
-    def unflushed_frames(self) -> asyncio.Future[bool] | None:
-        """Resolves once a frame is waiting to be flushed (None: one is waiting now)."""
-        if self.flushed < len(self.frames):
-            return None
-        waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
-        return waiter
+    async def flusher_pause(self, timeout: float | None) -> None:
+        """For the run's flusher: `timeout` seconds, or until the next frame when None;
+        cut short by `stop_flushing`. One future and one timer: no task per tick."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bool] = loop.create_future()
+        self._flusher_waiter = waiter
+        if timeout is None:
+            self._waiters.append(waiter)  # the next frame resolves it
+            timer = None
+        else:
+            timer = loop.call_later(timeout, _settle, waiter, True)
+        try:
+            await waiter
+        finally:
+            self._flusher_waiter = None
+            if timer is not None:
+                timer.cancel()
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+    def stop_flushing(self) -> None:
+        """Wake the run's flusher now (its run is over)."""
+        if self._flusher_waiter is not None:
+            _settle(self._flusher_waiter, False)
 
     def _append(self, model: type[BaseModel], **fields: Any) -> None:
         closing = model in (wire.ErrorFrame, wire.DoneFrame)
@@ -324,12 +341,17 @@ async def flush_periodically(
 ) -> None:
     """While the run goes: flush its frames, keep its lease, and heed a stop asked for on
     another replica. Ends when `over` is set, not by cancellation, which a store client
-    may swallow mid-command."""
+    may swallow mid-command. With a store of one process there is only the flush, so
+    the flusher sleeps until a frame comes: a run that sends nothing (one waiting for a
+    person, say) costs no wake-ups."""
     ticks = 0
     renew_every = max(1, int(registry.lease_ttl / 3 / FLUSH_INTERVAL))
     while not over.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(over.wait(), FLUSH_INTERVAL)
+        if not registry.store.shared and log.flushed >= len(log.frames):
+            await log.flusher_pause(None)
+            if over.is_set():
+                return
+        await log.flusher_pause(FLUSH_INTERVAL)
         if over.is_set():
             return
         ticks += 1
@@ -395,6 +417,7 @@ async def execute(
         outcome = Outcome("error")
     finally:
         over.set()
+        log.stop_flushing()
         try:
             await asyncio.wait_for(asyncio.shield(flusher), FLUSH_INTERVAL * 20)
         except (TimeoutError, asyncio.CancelledError):

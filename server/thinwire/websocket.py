@@ -1,6 +1,6 @@
 """The WebSocket transport: the same frames and the same commands as HTTP, one socket.
 
-    client -> server   {"type": "send" | "attach" | "stop", ...}   (wire.Command)
+    client -> server   {"type": "send" | "attach" | "stop" | "decide", ...}   (wire.Command)
     server -> client   frames of every run the socket follows, and `rejected` for a
                        command the server refused (the equivalent of an HTTP 4xx)
 
@@ -28,7 +28,13 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from thinwire import wire
-from thinwire.errors import BadRequest, PayloadTooLarge, ThinwireError, Unauthorized
+from thinwire.errors import (
+    BadRequest,
+    PayloadTooLarge,
+    ThinwireError,
+    TooManyRequests,
+    Unauthorized,
+)
 from thinwire.parsing import check_message, describe
 from thinwire.server import AgentServer
 from thinwire.sse import Frames
@@ -38,6 +44,8 @@ __all__ = ["SUBPROTOCOL", "agent_socket"]
 logger = logging.getLogger("thinwire.websocket")
 
 SUBPROTOCOL = f"thinwire.v{wire.PROTOCOL_VERSION}"
+#: Runs one socket may follow at once.
+MAX_FOLLOWED = 32
 COMMANDS: TypeAdapter[
     wire.SendCommand | wire.AttachCommand | wire.StopCommand | wire.DecideCommand
 ] = TypeAdapter(wire.Command)
@@ -147,6 +155,9 @@ class Session:
 
     async def handle(self, command: wire.Command, agent_name: str, principal: str) -> None:
         server = self.server
+        if not isinstance(command, wire.StopCommand) and len(self.followers) >= MAX_FOLLOWED:
+            # Each followed run costs a task; a flood of attaches must not grow them.
+            raise TooManyRequests("too_many_streams", f"follow at most {MAX_FOLLOWED} runs at once")
         if isinstance(command, wire.SendCommand):
             text = command.message.text
             check_message(text, server.max_message_bytes)
