@@ -26,7 +26,7 @@ help: ## list the targets
 
 $(STAMPS)/python: pyproject.toml
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev,bench]'
 	@mkdir -p $(STAMPS) && touch $@
 
 $(STAMPS)/node: $(NODE_MANIFESTS)
@@ -98,6 +98,18 @@ test: ## install what is missing, then run every check and suite
 	$(MAKE) test-py
 	$(MAKE) test-ts
 	$(MAKE) e2e
+
+# --- benchmarks -----------------------------------------------------------------------
+
+# The bench's Node pieces (the AI SDK server, esbuild) install apart from the workspaces.
+$(STAMPS)/bench-node: packages/bench/package.json packages/bench/package-lock.json
+	npm ci --prefix packages/bench --no-audit --no-fund --loglevel=error
+	@mkdir -p $(STAMPS) && touch $@
+
+.PHONY: bench
+bench: $(STAMPS)/python $(STAMPS)/react $(STAMPS)/bench-node ## thinwire side by side with bare, sse-starlette and the AI SDK (QUICK=1: short run)
+	THINWIRE_CHROMIUM="$${THINWIRE_CHROMIUM:-$$(e2e/find-chromium || true)}" \
+		$(BIN)/python -m bench $(if $(QUICK),--quick) $(BENCH_ARGS)
 
 .PHONY: clean
 clean: ## remove builds and stamps (keeps installs)

@@ -137,14 +137,15 @@ def test_server_only_state_never_reaches_the_browser(
     urls = [r.url for r in recorder.requests]
     assert sum(u.endswith("/agents/demo/runs") for u in urls) == 2
     assert any("/agents/demo/contexts/ctx-" in u for u in urls)
-    bodies = [
-        text for name, text in recorder.channels(page).items() if name.endswith("(response body)")
-    ]
-    assert any('"type":"done"' in body for body in bodies)  # the SSE streams were read whole
-    assert any('"turns":[' in body for body in bodies)  # and so were the transcripts
+    read = recorder.fetched
+    runs = [text for url, text in read.items() if url.endswith("/agents/demo/runs")]
+    assert runs and runs[0].count('"type":"done"') == 2  # both SSE streams, read whole
+    assert any('"turns":[' in text for url, text in read.items() if "/contexts/" in url)
     recorder.assert_no_leak(page, demo.canaries)
     # The check itself can fail: text that did cross the wire is reported, with where.
-    with pytest.raises(AssertionError, match=r"the typed canary leaked in .*response body"):
+    with pytest.raises(
+        AssertionError, match=r"the typed canary leaked in fetch .*as the page read it"
+    ):
         recorder.assert_no_leak(page, {"typed": "and your system prompt"})
     assert list(storage(page, "localStorage")) == ["thinwire:demo:carol:contextId"]
     assert [m for m in recorder.console if m.startswith(("error", "pageerror"))] == []

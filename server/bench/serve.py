@@ -33,12 +33,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--heartbeat", type=float, default=15.0)
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--page-dir", type=Path)
+    parser.add_argument("--store", choices=("sqlite", "memory"), default="sqlite")
     args = parser.parse_args(argv)
     raise_file_limit()
     if args.kind == "thinwire":
-        if args.data_dir is None:
+        if args.data_dir is None and args.store == "sqlite":
             parser.error("thinwire needs --data-dir")
-        app = thinwire_app(args.heartbeat, args.data_dir, args.page_dir)
+        data_dir = args.data_dir if args.store == "sqlite" else None
+        app = thinwire_app(args.heartbeat, data_dir, args.page_dir)
     else:
         app = APPS[args.kind](args.heartbeat)
     uvicorn.run(

@@ -2,7 +2,8 @@
 
 - `bare`: a Starlette StreamingResponse writing pre-formatted SSE frames, the floor.
 - `thinwire`: `create_app` with the default SQLite store, the event log and SSE or
-  WebSocket; the agent says N deltas as fast as it can.
+  WebSocket; the agent says N deltas as fast as it can. (With `--store memory`, the
+  same without SQLite: what the store costs.)
 - `sse-starlette`: `EventSourceResponse`, the common Python choice.
 
 Each app also answers `POST /idle` (bare, sse-starlette) or runs the `gated` agent
@@ -24,7 +25,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 import thinwire
-from thinwire import Agent, Run, SQLiteStore
+from thinwire import Agent, MemoryStore, Run, SQLiteStore
 
 __all__ = ["APPS", "delta", "expected_text"]
 
@@ -151,14 +152,17 @@ class Gated(Agent):
         await asyncio.Event().wait()
 
 
-def thinwire_app(heartbeat: float, data_dir: Path, page_dir: Path | None = None) -> Starlette:
+def thinwire_app(
+    heartbeat: float, data_dir: Path | None, page_dir: Path | None = None
+) -> Starlette:
+    """The default SQLite store in `data_dir`; the memory store when it is None."""
     routes: list[BaseRoute] = []
     if page_dir is not None:
         routes.append(Mount("/page", StaticFiles(directory=page_dir, html=True)))
     return thinwire.create_app(
         {"deltas": Deltas, "paced": Paced, "gated": Gated},
         identify=thinwire.anonymous,
-        store=SQLiteStore.in_directory(data_dir),
+        store=MemoryStore() if data_dir is None else SQLiteStore.in_directory(data_dir),
         runs_per_second=0,
         heartbeat_interval=heartbeat,
         routes=routes,

@@ -20,7 +20,7 @@ from bench.stats import percentile
 
 __all__ = ["SERVERS", "Plan", "run_throughput"]
 
-SERVERS = ("bare", "thinwire", "thinwire-ws", "sse-starlette", "ai-sdk")
+SERVERS = ("bare", "thinwire", "thinwire-ws", "thinwire-memory", "sse-starlette", "ai-sdk")
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ def server_for(name: str) -> Iterator[tuple[Server, Target]]:
     if name.startswith("thinwire"):
         with tempfile.TemporaryDirectory(prefix="thinwire-bench-") as data_dir:
             argv = python_server("thinwire", port, "--data-dir", data_dir)
+            if name == "thinwire-memory":
+                argv += ["--store", "memory"]
             with started(name, argv, port) as server:
                 if name == "thinwire-ws":
                     yield server, Target(name, port, "/agents/deltas/ws", transport="ws")

@@ -58,6 +58,31 @@ READ_STORAGE = """async () => {
   };
 }"""
 
+#: Installed in every document before its own scripts: hands every byte a fetch response
+#: delivers to the page (streams included) to the recorder, chunk by chunk. DevTools
+#: may drop a streamed body it did not buffer; what the page itself read is never lost.
+TAP = """(() => {
+  const tap = window.__thinwireTap;
+  const fetch = window.fetch.bind(window);
+  window.fetch = async (...args) => {
+    const response = await fetch(...args);
+    if (!response.body) return response;
+    const [mine, theirs] = response.body.tee();
+    (async () => {
+      const reader = theirs.getReader();
+      const decoder = new TextDecoder();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        tap(response.url, decoder.decode(value, { stream: true }));
+      }
+    })().catch(() => {});
+    const copy = new Response(mine, response);
+    Object.defineProperty(copy, "url", { value: response.url });
+    return copy;
+  };
+})();"""
+
 DOM = """() => {
   const parts = [document.documentElement.outerHTML];
   for (const element of document.querySelectorAll("*")) {
@@ -85,8 +110,8 @@ class Exchange:
 def body_text(response: Response) -> str:
     try:
         return response.body().decode("utf-8", "replace")
-    except Exception:  # a redirect or an aborted stream has no body to read
-        return ""
+    except Exception as exc:  # a redirect or an aborted stream has no body to read
+        return f"<body unavailable: {exc}>"
 
 
 @dataclass
@@ -94,6 +119,8 @@ class LeakRecorder:
     """Everything that crossed into one browser page."""
 
     exchanges: list[Exchange] = field(default_factory=list)
+    #: What each fetch response delivered to the page's own code: url -> text.
+    fetched: dict[str, str] = field(default_factory=dict)
     websocket_frames: list[str] = field(default_factory=list)
     console: list[str] = field(default_factory=list)
 
@@ -102,6 +129,9 @@ class LeakRecorder:
         return [exchange.request for exchange in self.exchanges]
 
     def attach(self, page: Page) -> LeakRecorder:
+        """Record `page` from now on; attach before its first navigation."""
+        page.expose_binding("__thinwireTap", self._tap)
+        page.add_init_script(TAP)
         page.on("requestfinished", self._capture)
         page.on("requestfailed", self._capture)
         page.on("websocket", self._watch_socket)
@@ -120,6 +150,9 @@ class LeakRecorder:
                 response_body=body_text(response) if response else "",
             )
         )
+
+    def _tap(self, source: Any, url: str, text: str) -> None:
+        self.fetched[url] = self.fetched.get(url, "") + text
 
     def _watch_socket(self, socket: WebSocket) -> None:
         def record(direction: str) -> Callable[[str | bytes], None]:
@@ -141,6 +174,8 @@ class LeakRecorder:
             seen[f"{where} (request body)"] = request.post_data or ""
             seen[f"{where} (response headers)"] = exchange.response_headers
             seen[f"{where} (response body)"] = exchange.response_body
+        for url, text in self.fetched.items():
+            seen[f"fetch {url} (as the page read it)"] = text
         seen["WebSocket frames"] = "\n".join(self.websocket_frames)
         seen["console"] = "\n".join(self.console)
         seen["cookies"] = str(page.context.cookies())

@@ -1,0 +1,144 @@
+"""Cold resume: a conversation of 10 or 1,000 turns, not in the server's memory, read back.
+
+The contexts are written to SQLite first, then a fresh server process opens the store and
+serves `GET /agents/{agent}/contexts/{id}` for each of them once: every request loads a
+record from the store, restores the context and answers its public transcript. Measured
+from the request's first byte out to the response's last byte in, on one kept-alive
+connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.procs import free_port, python_server, started
+from bench.stats import percentile
+from thinwire.identity import ANONYMOUS
+from thinwire.ids import new_context_id
+from thinwire.stores import ContextRecord, SQLiteStore
+
+__all__ = ["run_resume"]
+
+USER_TEXT = "Could you tell me a little more about that, with an example? " * 2
+REPLY_TEXT = "Sure. Here is a longer answer that goes on for a while, as replies do. " * 6
+
+
+def conversation(context_id: str, turns: int) -> ContextRecord:
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are a benchmark."}]
+    transcript: list[dict[str, Any]] = []
+    for turn in range(turns):
+        if turn % 2 == 0:
+            history.append({"role": "user", "content": USER_TEXT})
+            transcript.append(
+                {"role": "user", "text": USER_TEXT, "toolCalls": [], "stopReason": None}
+            )
+        else:
+            history.append({"role": "assistant", "content": REPLY_TEXT, "stopReason": "end"})
+            transcript.append(
+                {"role": "assistant", "text": REPLY_TEXT, "toolCalls": [], "stopReason": "end"}
+            )
+    now = time.time()
+    return ContextRecord(
+        id=context_id,
+        agent="deltas",
+        owner=ANONYMOUS,
+        history=history,
+        transcript=transcript,
+        last_seq=turns * 10,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+async def write_contexts(data_dir: Path, sizes: dict[int, int]) -> dict[int, list[str]]:
+    """`sizes`: turns -> how many contexts of that many turns. Returns their ids."""
+    store = SQLiteStore.in_directory(data_dir)
+    ids: dict[int, list[str]] = {}
+    try:
+        for turns, count in sizes.items():
+            ids[turns] = []
+            for _ in range(count):
+                record = conversation(new_context_id(), turns)
+                await store.create(record)
+                ids[turns].append(record.id)
+    finally:
+        await store.close()
+    return ids
+
+
+class Connection:
+    """One kept-alive HTTP/1.1 connection for GET requests with a Content-Length."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, port: int) -> Connection:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**24)
+        return cls(reader, writer)
+
+    async def get(self, path: str) -> tuple[int, bytes]:
+        self.writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":", 1)[1])
+        return status, await self.reader.readexactly(length)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def time_reads(port: int, ids: dict[int, list[str]]) -> dict[int, list[float]]:
+    connection = await Connection.open(port)
+    timings: dict[int, list[float]] = {}
+    try:
+        for turns, context_ids in ids.items():
+            timings[turns] = []
+            for context_id in context_ids:
+                began = time.perf_counter()
+                status, body = await connection.get(f"/agents/deltas/contexts/{context_id}")
+                elapsed = time.perf_counter() - began
+                if status != 200 or len(json.loads(body)["turns"]) != turns:
+                    raise RuntimeError(f"GET {context_id}: {status} {body[:200]!r}")
+                timings[turns].append(elapsed)
+    finally:
+        connection.close()
+    return timings
+
+
+def run_resume(sizes: tuple[int, ...], count: int) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="thinwire-bench-") as directory:
+        data_dir = Path(directory)
+        # 20 small contexts to warm the server up with, read before the measured ones.
+        warm = asyncio.run(write_contexts(data_dir, {10: 20}))
+        ids = asyncio.run(write_contexts(data_dir, {turns: count for turns in sizes}))
+        port = free_port()
+        argv = python_server("thinwire", port, "--data-dir", str(data_dir))
+        with started("thinwire", argv, port):
+            asyncio.run(time_reads(port, warm))
+            timings = asyncio.run(time_reads(port, ids))
+    rows = []
+    for turns, values in timings.items():
+        row = {
+            "turns": turns,
+            "contexts": len(values),
+            "p50_ms": percentile(values, 0.5) * 1e3,
+            "p99_ms": percentile(values, 0.99) * 1e3,
+            "max_ms": max(values) * 1e3,
+        }
+        rows.append(row)
+        print(
+            f"  cold resume of {turns:>5} turns: p50 {row['p50_ms']:.2f} ms,"
+            f" p99 {row['p99_ms']:.2f} ms",
+            flush=True,
+        )
+    return rows
