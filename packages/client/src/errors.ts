@@ -52,3 +52,31 @@ export function toThinwireError(error: unknown, signal?: AbortSignal): ThinwireE
     cause: error,
   });
 }
+
+// The client's own refusals, shared by the AgentClient modules (not exported by the package).
+
+export function aborted(cause?: unknown): ThinwireError {
+  return new ThinwireError("aborted", "The request was cancelled.", cause === undefined ? {} : { cause });
+}
+
+export function busy(): ThinwireError {
+  return new ThinwireError("context_busy", "A message is already being answered.", { retryable: true });
+}
+
+export function disposed(): ThinwireError {
+  return new ThinwireError("disposed", "This client has been disposed.");
+}
+
+export function decisionPending(interruptId: string): ThinwireError {
+  return new ThinwireError("decision_pending", "Answer the pending decision first.", { interruptId });
+}
+
+/** The same error, naming the interrupt it is about. */
+export function withInterruptId(error: ThinwireError, interruptId: string): ThinwireError {
+  return new ThinwireError(error.code, error.message, {
+    ...(error.status === undefined ? {} : { status: error.status }),
+    retryable: error.retryable,
+    cause: error,
+    interruptId,
+  });
+}
