@@ -23,7 +23,7 @@ from bench.serve import raise_file_limit
 from bench.throughput import SERVERS, Plan, run_throughput
 
 SUITES = ("streams", "idle", "resume", "client", "render")
-FULL = Plan(deltas=200, cells=((1, 100), (50, 300), (500, 1000)), budget=20.0)
+FULL = Plan(deltas=200, cells=((1, 100), (50, 300), (500, 1000)), budget=20.0, rounds=2)
 QUICK = Plan(deltas=200, cells=((1, 20), (50, 100), (500, 500)), budget=8.0)
 
 
@@ -59,7 +59,12 @@ def main(argv: list[str] | None = None) -> int:
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "quick": args.quick,
         "machine": machine(),
-        "plan": {"deltas": plan.deltas, "cells": plan.cells, "budget_s": plan.budget},
+        "plan": {
+            "deltas": plan.deltas,
+            "cells": plan.cells,
+            "budget_s": plan.budget,
+            "rounds": plan.rounds,
+        },
     }
     began = time.perf_counter()
     if "streams" in suites:

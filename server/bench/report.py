@@ -37,9 +37,10 @@ def _ms(value: float) -> str:
     return f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
 
 
-def streams_table(rows: Sequence[Row], deltas: int) -> list[str]:
+def streams_table(rows: Sequence[Row], deltas: int, rounds: int = 1) -> list[str]:
+    best = f"best of {rounds} rounds, " if rounds > 1 else ""
     lines = [
-        f"### Streams of {deltas} deltas (ratio to bare at the same C)",
+        f"### Streams of {deltas} deltas ({best}ratio to bare at the same C)",
         "",
         "| server | C | deltas/s | first delta p50 ms | p99 ms | stream p50 ms | p99 ms "
         "| CPU s / 1k deltas | peak RSS MB | failures | load gen CPU s / 1k (busy) |",
@@ -175,7 +176,8 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
 def report(results: dict[str, Any]) -> str:
     lines: list[str] = []
     if results.get("streams"):
-        lines += [*streams_table(results["streams"], results["plan"]["deltas"]), ""]
+        plan = results["plan"]
+        lines += [*streams_table(results["streams"], plan["deltas"], plan.get("rounds", 1)), ""]
     if results.get("idle"):
         lines += [*idle_table(results["idle"]), ""]
     if results.get("resume"):

@@ -36,6 +36,7 @@ from thinwire.errors import (
     Unauthorized,
 )
 from thinwire.parsing import check_message, describe
+from thinwire.runs import Follower
 from thinwire.server import AgentServer
 from thinwire.sse import Frames
 
@@ -115,6 +116,11 @@ class Session:
         async with self.send_lock:
             await asyncio.wait_for(self.websocket.send_text(text), self.server.send_timeout)
 
+    async def send_all(self, texts: list[str]) -> None:
+        async with self.send_lock, asyncio.timeout(self.server.send_timeout):
+            for text in texts:
+                await self.websocket.send_text(text)
+
     async def reject(self, error: ThinwireError, command: wire.Command | None = None) -> None:
         frame = wire.RejectedFrame(
             code=error.code,
@@ -180,9 +186,16 @@ class Session:
     def forward(self, frames: Frames) -> None:
         async def pump() -> None:
             try:
-                async for item in frames:
-                    if item is not None:
-                        await self.send(item[1])
+                if isinstance(frames, Follower):
+                    # Whatever arrived since the last write goes out under one lock and
+                    # one timeout: a fast run costs a lock per batch, not per frame.
+                    async for batch in frames.batches():
+                        if batch:
+                            await self.send_all([data for _, data in batch])
+                else:
+                    async for item in frames:
+                        if item is not None:
+                            await self.send(item[1])
             except TimeoutError:
                 logger.warning("closing a WebSocket that stopped reading")
                 with contextlib.suppress(Exception):
