@@ -331,3 +331,13 @@ async def test_sqlite_failure_mid_save_leaves_the_old_version(
     assert loaded is not None and loaded.version == 1 and loaded.state["count"] == 0
     assert await store.save(record(state={"count": 2}), expected_version=1) == 2
     await store.close()
+
+
+async def test_a_save_can_trim_old_events_in_the_same_step(store: Store) -> None:
+    await store.create(record())
+    await store.append_events("ctx-1", [event(n) for n in range(1, 6)])
+    await store.save(record(), expected_version=1, events=[event(6)], trim_before=4)
+    assert [e.seq for e in await store.read_events("ctx-1")] == [4, 5, 6]
+    with pytest.raises(VersionConflict):  # a refused save trims nothing
+        await store.save(record(), expected_version=1, trim_before=6)
+    assert [e.seq for e in await store.read_events("ctx-1")] == [4, 5, 6]

@@ -292,7 +292,9 @@ class ContextRegistry:
             context.id, self.replica_id, context.lease, self.lease_ttl
         )
 
-    async def save(self, context: Context, events: Sequence[Event] = ()) -> None:
+    async def save(
+        self, context: Context, events: Sequence[Event] = (), trim_before: int | None = None
+    ) -> None:
         """Save the context's record and pending audit entries, compare-and-set.
 
         On any failure (a `VersionConflict` included) the cached copy is dropped, so the
@@ -309,6 +311,7 @@ class ContextRegistry:
                 audit=audit,
                 events=events,
                 fence=context.lease,
+                trim_before=trim_before,
             )
         except Exception:
             self.forget_cached(context)

@@ -318,14 +318,12 @@ async def begin_run(
             )
         record.active_run = {"runId": run_id, "seqLease": lease}
         record.last_run = {"runId": run_id, "firstSeq": record.last_seq + 1}
-        await registry.save(context)
+        # Keep the frames of this run and the one before it; older ones are done with.
+        await registry.save(context, trim_before=previous["firstSeq"] if previous else None)
     except BaseException:
         await registry.release(context)
         raise
     log = context.run = RunLog(context, run_id, lease)
-    if previous is not None:
-        # Keep the frames of this run and the one before it; older ones are done with.
-        await registry.store.trim_events(context.id, previous["firstSeq"])
     return log
 
 

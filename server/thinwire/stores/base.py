@@ -176,10 +176,12 @@ class Store(abc.ABC):
         audit: Sequence[AuditEntry] = (),
         events: Sequence[Event] = (),
         fence: int | None = None,
+        trim_before: int | None = None,
     ) -> int:
         """Replace the record if its stored version is `expected_version` (and, with
         `fence`, if that token still holds the context's lease); return the new version.
-        The audit entries and events are appended in the same atomic step."""
+        The audit entries and events are appended, and the events before `trim_before`
+        dropped, in the same atomic step."""
 
     @abc.abstractmethod
     async def append_events(self, context_id: str, events: Sequence[Event]) -> None:

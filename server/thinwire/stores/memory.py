@@ -52,6 +52,7 @@ class MemoryStore(LocalLeases, Store):
         audit: Sequence[AuditEntry] = (),
         events: Sequence[Event] = (),
         fence: int | None = None,
+        trim_before: int | None = None,
     ) -> int:
         stored = self._records.get(record.id)
         actual = stored[2] if stored else None
@@ -60,6 +61,8 @@ class MemoryStore(LocalLeases, Store):
         self.check_fence(record.id, fence)
         version = self._write(record, expected_version + 1, audit)
         self._keep(record.id, events)
+        if trim_before is not None:
+            await self.trim_events(record.id, trim_before)
         return version
 
     def _keep(self, context_id: str, events: Sequence[Event]) -> None:

@@ -63,6 +63,8 @@ for i = 0, events - 1 do
     'run', ARGV[base + 1], 'data', ARGV[base + 2], 'time', ARGV[base + 3])
 end
 if events > 0 then redis.call('EXPIRE', KEYS[3], ARGV[at + 1 + events * 4]) end
+local trim = ARGV[at + 2 + events * 4]
+if trim ~= '' then redis.call('XTRIM', KEYS[3], 'MINID', trim .. '-0') end
 return 0
 """
 
@@ -172,12 +174,14 @@ class RedisStore(Store):
         audit: Sequence[AuditEntry] = (),
         events: Sequence[Event] = (),
         fence: int | None = None,
+        trim_before: int | None = None,
     ) -> int:
         version = expected_version + 1
         data = json.dumps(record.to_json(), allow_nan=False)
         entries = [audit_json(entry, version) for entry in audit]
         args = [expected_version, version, data, "" if fence is None else fence, len(entries)]
         args += [*entries, len(events), *event_args(events), self.event_ttl]
+        args.append("" if trim_before is None else trim_before)
         result = int(await self._save(keys=self._keys(record.id), args=args))
         if result == -2:
             raise LeaseLost(f"{record.id}: the lease of token {fence} is gone")

@@ -126,6 +126,7 @@ class SQLiteStore(LocalLeases, Store):
         audit: Sequence[AuditEntry] = (),
         events: Sequence[Event] = (),
         fence: int | None = None,
+        trim_before: int | None = None,
     ) -> int:
         data = encode_record(record)
         version = expected_version + 1
@@ -144,6 +145,11 @@ class SQLiteStore(LocalLeases, Store):
                     raise VersionConflict(record.id, expected_version, row[0] if row else None)
                 self._append_audit(connection, record.id, version, audit)
                 self._insert_events(connection, record.id, events)
+                if trim_before is not None:
+                    connection.execute(
+                        "DELETE FROM events WHERE context_id = ? AND seq < ?",
+                        (record.id, trim_before),
+                    )
             return version
 
         return await self._run(save)
