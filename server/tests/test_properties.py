@@ -70,3 +70,26 @@ def test_any_request_body_gets_a_stream_or_a_typed_4xx(body: bytes, content_type
         "body_too_large",
         "unsupported_media_type",
     }
+
+
+@settings(max_examples=100, deadline=None)
+@given(delta=ANY_TEXT)
+def test_the_run_log_fast_path_sends_any_text(delta: str) -> None:
+    """Deltas skip the model on the hot path; whatever the text, the frame is valid JSON."""
+    import asyncio
+
+    from thinwire.contexts import ContextRegistry, new_record
+    from thinwire.runs import RunLog
+    from thinwire.stores import MemoryStore
+
+    async def frames() -> list[str]:
+        store = MemoryStore()
+        registry = ContextRegistry(store, {"demo": DemoAgent})
+        await store.create(new_record("ctx-a", "demo", DemoAgent(), "ada"))
+        log = RunLog(await registry.get("demo", "ctx-a", "ada"), "run-1", 1_000)
+        log.token(delta)
+        log.thinking(delta)
+        return log.frames
+
+    for data in asyncio.run(frames()):
+        assert json.loads(data)["delta"] == utf8_safe(delta)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import json
 import logging
 import secrets
 import time
@@ -57,7 +58,26 @@ def encode_frame(
     model: type[BaseModel], context_id: str, run_id: str, seq: int, **fields: Any
 ) -> str:
     frame = model(context_id=context_id, run_id=run_id, seq=seq, **fields)
-    return frame.model_dump_json(by_alias=True)
+    try:
+        return frame.model_dump_json(by_alias=True)
+    except PydanticSerializationError:
+        # Text UTF-8 cannot carry (a lone surrogate from a model, say) is replaced, not
+        # allowed to fail the run.
+        return json.dumps(
+            replace_unencodable(frame.model_dump(by_alias=True)),
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+
+
+def replace_unencodable(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [replace_unencodable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: replace_unencodable(item) for key, item in value.items()}
+    return value
 
 
 class RunLog:
