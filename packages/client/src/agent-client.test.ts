@@ -1,9 +1,10 @@
 import { describe, expect, it, vi } from "vitest";
 import { AgentClient } from "./agent-client.js";
 import { ThinwireError } from "./errors.js";
-import type { Frame, InterruptRequest, StopReason, Transcript } from "./generated/wire.js";
+import type { Frame, InterruptRequest, Transcript } from "./generated/wire.js";
 import { MockTransport } from "./mock-transport.js";
 import type { Transport, TransportRunRequest } from "./transport.js";
+import { runFrames as run } from "./testing/fake-server.js";
 
 /** A frame stream the test pushes into by hand. */
 function channel() {
@@ -29,27 +30,6 @@ function channel() {
   };
 }
 
-/** Builds the frames of one run with consecutive seqs. */
-function run(contextId: string, runId: string, firstSeq = 1) {
-  let seq = firstSeq;
-  const base = () => ({ contextId, runId, seq: seq++ });
-  return {
-    start: (): Frame => ({ ...base(), type: "run_start", agent: "demo" }),
-    thinking: (delta: string): Frame => ({ ...base(), type: "thinking", delta }),
-    call: (callId: string, name: string): Frame => ({ ...base(), type: "tool_call", callId, name }),
-    result: (callId: string, name: string, ok = true): Frame => ({ ...base(), type: "tool_result", callId, name, ok }),
-    token: (delta: string): Frame => ({ ...base(), type: "token", delta }),
-    interrupt: (interrupt: InterruptRequest): Frame => ({ ...base(), type: "interrupt", interrupt }),
-    done: (text: string, toolCalls: string[] = [], stopReason: StopReason = "end"): Frame => ({
-      ...base(),
-      type: "done",
-      text,
-      toolCalls,
-      stopReason,
-    }),
-    error: (code: string, message: string): Frame => ({ ...base(), type: "error", code, message, retryable: false }),
-  };
-}
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 

@@ -265,5 +265,6 @@ export function runFrames(contextId: string, runId: string, firstSeq = 1) {
       toolCalls,
       stopReason,
     }),
+    error: (code: string, message: string): Frame => ({ ...base(), type: "error", code, message, retryable: false }),
   };
 }
