@@ -341,3 +341,122 @@ async def test_a_save_can_trim_old_events_in_the_same_step(store: Store) -> None
     with pytest.raises(VersionConflict):  # a refused save trims nothing
         await store.save(record(), expected_version=1, trim_before=6)
     assert [e.seq for e in await store.read_events("ctx-1")] == [4, 5, 6]
+
+
+async def test_sqlite_keeps_a_flush_as_one_span_and_cuts_spans_exactly(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    await store.create(record())
+    flush = [event(n, time=7.0) for n in range(1, 201)]
+    mixed = [event(201, time=8.0), event(202, "run-2", time=8.0), event(204, "run-2", time=8.0)]
+    await store.append_events("ctx-1", [*flush, *mixed])
+    await store.close()
+    with sqlite3.connect(tmp_path / "t.db") as connection:
+        rows = connection.execute("SELECT first_seq, last_seq FROM spans ORDER BY 1").fetchall()
+    assert rows == [(1, 200), (201, 201), (202, 202), (204, 204)]
+    store = SQLiteStore(tmp_path / "t.db")
+    await store.trim_events("ctx-1", before_seq=150)  # cuts inside the first span
+    assert [e.seq for e in await store.read_events("ctx-1")] == [*range(150, 203), 204]
+    # A retried flush over kept frames adds only the missing ones: 203 and 205.
+    await store.append_events("ctx-1", [event(n, time=9.0) for n in range(150, 206)])
+    kept = await store.read_events("ctx-1", after=149)
+    assert [e.seq for e in kept] == list(range(150, 206))
+    assert kept[0] == event(150, time=7.0) and kept[-1] == event(205, time=9.0)
+    assert kept[52:55] == [event(202, "run-2", 8.0), event(203, time=9.0), event(204, "run-2", 8.0)]
+    await store.close()
+
+
+async def test_sqlite_refuses_a_frame_that_is_not_json(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    await store.create(record())
+    with pytest.raises(ValueError, match="not JSON"):
+        await store.append_events("ctx-1", [Event(1, "run-1", '{"a":"\x1e"}', 1.0)])
+    assert await store.read_events("ctx-1") == []
+    await store.close()
+
+
+async def test_sqlite_moves_a_file_with_one_row_per_frame_over(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    with sqlite3.connect(path) as connection:
+        connection.executescript(
+            "CREATE TABLE events (context_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+            "run_id TEXT NOT NULL, data TEXT NOT NULL, time REAL NOT NULL, "
+            "PRIMARY KEY (context_id, seq)) WITHOUT ROWID;"
+        )
+        connection.executemany(
+            "INSERT INTO events VALUES ('ctx-1', ?, 'run-1', ?, 100.0)",
+            [(e.seq, e.data) for e in (event(1), event(2))],
+        )
+    store = SQLiteStore(path)
+    assert await store.read_events("ctx-1") == [event(1), event(2)]
+    await store.close()
+    with sqlite3.connect(path) as connection:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+    assert "events" not in tables
+
+
+async def test_sqlite_writes_that_arrive_together_share_a_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    await asyncio.gather(*(store.create(record(f"ctx-{n}")) for n in range(50)))
+    commits: list[int] = []
+    commit = store._commit
+
+    def counted(functions: list[Any]) -> Any:
+        commits.append(len(functions))
+        return commit(functions)
+
+    monkeypatch.setattr(store, "_commit", counted)
+    saves = [
+        store.save(record(f"ctx-{n}", state={"n": n}), expected_version=1, audit=[entry("n", n)])
+        for n in range(50)
+    ]
+    stale = store.save(record("ctx-7", state={"n": -1}), expected_version=1, audit=[entry("n", -1)])
+    outcomes = await asyncio.gather(*saves[:25], stale, *saves[25:], return_exceptions=True)
+    assert sum(commits) == 51 and len(commits) < 51  # some shared a commit
+    assert isinstance(outcomes[25], VersionConflict)  # failed alone, in the middle of a group
+    assert [o for o in outcomes if not isinstance(o, Exception)] == [2] * 50
+    await store.close()
+    reopened = SQLiteStore(tmp_path / "t.db")
+    for n in range(50):
+        loaded = await reopened.load(f"ctx-{n}")
+        assert loaded is not None and loaded.state == {"n": n}
+    assert [e.value for e in await reopened.audit("ctx-7")] == [7]
+    await reopened.close()
+
+
+async def test_sqlite_a_failed_commit_acknowledges_none_of_its_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    await store.create(record())
+    await store.create(record("ctx-2"))
+    store._connect = fail_commits(store._connect)  # type: ignore[method-assign]
+    outcomes = await asyncio.gather(
+        store.save(record(state={"count": 1}), expected_version=1),
+        store.save(record("ctx-2", state={"count": 1}), expected_version=1),
+        return_exceptions=True,
+    )
+    assert all(isinstance(o, sqlite3.OperationalError) for o in outcomes)
+    for context_id in ("ctx-1", "ctx-2"):
+        loaded = await store.load(context_id)
+        assert loaded is not None and loaded.version == 1 and loaded.state["count"] == 0
+    await store.close()
+
+
+def fail_commits(connect: Callable[[], sqlite3.Connection]) -> Callable[[], Any]:
+    """A connection whose COMMIT fails like a full disk; everything else goes through."""
+
+    class Failing:
+        def __init__(self, connection: sqlite3.Connection) -> None:
+            self.connection = connection
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            if sql == "COMMIT":
+                raise sqlite3.OperationalError("database or disk is full")
+            return self.connection.execute(sql, *args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.connection, name)
+
+    return lambda: Failing(connect())
