@@ -1,10 +1,12 @@
 """Cold resume: a conversation of 10 or 1,000 turns, not in the server's memory, read back.
 
 The contexts are written to SQLite first, then a fresh server process opens the store and
-serves `GET /agents/{agent}/contexts/{id}` for each of them once: every request loads a
-record from the store, restores the context and answers its public transcript. Measured
-from the request's first byte out to the response's last byte in, on one kept-alive
-connection.
+serves `GET /agents/{agent}/contexts/{id}` for each of them once: each request reads the
+stored transcript (and the small part of the record) and answers it. Measured from the
+request's first byte out to the response's last byte in, on one kept-alive connection.
+
+What the first *send* to such a context pays on top, restoring the whole record (history
+included) into a live context, is measured in this process as `restore`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 
 from bench.procs import free_port, python_server, started
 from bench.stats import percentile
+from thinwire.agent import Agent
+from thinwire.contexts import ContextRegistry
 from thinwire.identity import ANONYMOUS
 from thinwire.ids import new_context_id
 from thinwire.stores import ContextRecord, SQLiteStore
@@ -115,6 +119,25 @@ async def time_reads(port: int, ids: dict[int, list[str]]) -> dict[int, list[flo
     return timings
 
 
+async def time_restores(data_dir: Path, ids: dict[int, list[str]]) -> dict[int, list[float]]:
+    """Each context loaded whole into a live context, as a send to it would."""
+    store = SQLiteStore.in_directory(data_dir)
+    registry = ContextRegistry(store, {"deltas": Agent})
+    timings: dict[int, list[float]] = {}
+    try:
+        for turns, context_ids in ids.items():
+            timings[turns] = []
+            for context_id in context_ids:
+                began = time.perf_counter()
+                context = await registry.get_for_operator("deltas", context_id)
+                timings[turns].append(time.perf_counter() - began)
+                if len(context.transcript) != turns:
+                    raise RuntimeError(f"restore of {context_id}: {len(context.transcript)}")
+    finally:
+        await store.close()
+    return timings
+
+
 def run_resume(sizes: tuple[int, ...], count: int) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="thinwire-bench-") as directory:
         data_dir = Path(directory)
@@ -126,6 +149,7 @@ def run_resume(sizes: tuple[int, ...], count: int) -> list[dict[str, Any]]:
         with started("thinwire", argv, port):
             asyncio.run(time_reads(port, warm))
             timings = asyncio.run(time_reads(port, ids))
+        restores = asyncio.run(time_restores(data_dir, ids))
     rows = []
     for turns, values in timings.items():
         row = {
@@ -134,6 +158,8 @@ def run_resume(sizes: tuple[int, ...], count: int) -> list[dict[str, Any]]:
             "p50_ms": percentile(values, 0.5) * 1e3,
             "p99_ms": percentile(values, 0.99) * 1e3,
             "max_ms": max(values) * 1e3,
+            "restore_p50_ms": percentile(restores[turns], 0.5) * 1e3,
+            "restore_p99_ms": percentile(restores[turns], 0.99) * 1e3,
         }
         rows.append(row)
         print(

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
+from typing import Any
 
 import pytest
+from starlette.requests import HTTPConnection
 from starlette.testclient import TestClient
 
-from conftest import app_for, parse_sse, send, server_context
-from thinwire import Agent, MemoryStore, Run
+from conftest import app_for, assert_no_canary, parse_sse, send, server_context
+from thinwire import Agent, MemoryStore, Run, SQLiteStore
 from thinwire.contexts import SEQ_LEASE, ContextRegistry, new_record
 from thinwire.demo import DemoAgent
 from thinwire.runs import begin_run
@@ -127,3 +131,64 @@ def test_clear_and_forget_wait_for_the_run() -> None:
             client.portal.call(Busy.release.set)
             assert "done" in "\n".join(lines)
         assert client.delete(base).status_code == 204
+
+
+def by_header(connection: HTTPConnection) -> str | None:
+    return connection.headers.get("x-user")
+
+
+def test_a_cold_read_is_answered_from_the_stored_transcript(tmp_path: Path) -> None:
+    """A conversation this process does not hold is read back without being restored,
+    and the answer is the one the live context gives, pending interrupt and all."""
+    path = tmp_path / "t.db"
+    ada = {"x-user": "ada"}
+
+    def app() -> Any:
+        agents = {"demo": lambda: DemoAgent(delay=0, ledger=tmp_path / "ledger.log")}
+        return app_for(agents, store=SQLiteStore(path), identify=by_header)
+
+    with TestClient(app()) as client:
+        first = parse_sse(
+            client.post("/agents/demo/runs", json=run_body("hello"), headers=ada).text
+        )
+        context_id = first[0]["contextId"]
+        asked = client.post("/agents/demo/runs", json=run_body("refund", context_id), headers=ada)
+        assert parse_sse(asked.text)[-2]["type"] == "interrupt"
+        live = client.get(f"/agents/demo/contexts/{context_id}", headers=ada)
+    assert live.status_code == 200 and live.json()["pendingInterrupt"] is not None
+
+    with TestClient(app()) as client:
+        registry = client.app.state.thinwire.contexts  # type: ignore[attr-defined]
+        cold = client.get(f"/agents/demo/contexts/{context_id}", headers=ada)
+        assert cold.status_code == 200 and cold.json() == live.json()
+        assert cold.headers["content-type"] == "application/json"
+        assert len(registry) == 0  # read, not restored
+        for headers, agent in (({"x-user": "eve"}, "demo"), (ada, "other")):
+            probe = client.get(f"/agents/{agent}/contexts/{context_id}", headers=headers)
+            assert probe.status_code == 404, probe.text
+        assert_no_canary(cold.text)
+
+
+def run_body(text: str, context_id: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"message": {"text": text}}
+    if context_id is not None:
+        body["contextId"] = context_id
+    return body
+
+
+CONTEXT_ID = "ctx-" + "a" * 36
+
+
+@pytest.mark.anyio
+async def test_a_cold_read_of_a_killed_run_records_it_first(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    await store.create(new_record(CONTEXT_ID, "demo", DemoAgent(), "ada"))
+    first = ContextRegistry(store, {"demo": DemoAgent})
+    log = await begin_run(first, await first.get("demo", CONTEXT_ID, "ada"), "hello")
+    log.run_start("demo")  # ...and the process dies here.
+
+    server = app_for({"demo": DemoAgent}, store=store).state.thinwire
+    body = json.loads(await server.read_transcript("demo", CONTEXT_ID, "ada"))
+    assert [turn["stopReason"] for turn in body["turns"]] == [None, "interrupted"]
+    assert body["activeRunId"] is None
+    await store.close()

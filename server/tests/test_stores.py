@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import secrets
 import sqlite3
@@ -460,3 +461,40 @@ def fail_commits(connect: Callable[[], sqlite3.Connection]) -> Callable[[], Any]
             return getattr(self.connection, name)
 
     return lambda: Failing(connect())
+
+
+async def test_sqlite_reads_and_rewrites_a_record_kept_whole(tmp_path: Path) -> None:
+    """Rows written before history and transcript had columns keep both in `data`."""
+    path = tmp_path / "t.db"
+    turns = [{"role": "user", "text": "hï", "toolCalls": [], "stopReason": None}]
+    old = record(transcript=turns, version=3)
+    with sqlite3.connect(path) as connection:
+        connection.execute(
+            "CREATE TABLE contexts (id TEXT PRIMARY KEY, agent TEXT NOT NULL, "
+            "owner TEXT NOT NULL, version INTEGER NOT NULL, data TEXT NOT NULL)"
+        )
+        connection.execute(
+            "INSERT INTO contexts VALUES ('ctx-1', 'demo', 'user:ada', 3, ?)",
+            (json.dumps(old.to_json()),),
+        )
+    store = SQLiteStore(path)
+    assert await store.load("ctx-1") == old
+    view = await store.load_transcript("ctx-1")
+    assert view is not None and json.loads(view.turns_json) == turns
+    assert await store.save(record(transcript=[*turns, *turns]), expected_version=3) == 4
+    view = await store.load_transcript("ctx-1")
+    assert view is not None and json.loads(view.turns_json) == [*turns, *turns]
+    assert await store.load_transcript("ctx-2") is None
+    await store.close()
+
+
+async def test_load_transcript_is_the_records_public_part(store: Store) -> None:
+    turns = [{"role": "user", "text": "é 👋", "toolCalls": [], "stopReason": None}]
+    interrupt = {"interruptId": "int-1", "kind": "approval", "message": "ok?"}
+    suspended = {"runId": "run-1", "text": "x", "journal": [], "interrupt": interrupt}
+    await store.create(record(transcript=turns, suspended=suspended))
+    view = await store.load_transcript("ctx-1")
+    assert view is not None
+    assert (view.agent, view.owner, view.active_run) == ("demo", "user:ada", None)
+    assert json.loads(view.turns_json) == turns and view.pending_interrupt == interrupt
+    assert await store.load_transcript("ctx-missing") is None

@@ -33,7 +33,7 @@ from thinwire.stores import AuditEntry, ContextRecord, Event, Store
 if TYPE_CHECKING:
     from thinwire.runs import RunLog
 
-__all__ = ["Context", "ContextRegistry", "new_record"]
+__all__ = ["Context", "ContextRegistry", "new_record", "public_turn"]
 
 AgentFactory = Callable[[], Agent]
 
@@ -89,6 +89,17 @@ def new_record(context_id: str, agent_name: str, agent: Agent, owner: str) -> Co
     )
 
 
+def public_turn(
+    role: str, text: str, tool_calls: Sequence[str] = (), stop_reason: str | None = None
+) -> dict[str, Any]:
+    """A transcript turn, built through its wire model: the transcript holds nothing a
+    client may not see, so it can be sent as it is stored."""
+    turn = wire.TranscriptTurn.model_validate(
+        {"role": role, "text": text, "toolCalls": list(tool_calls), "stopReason": stop_reason}
+    )
+    return turn.model_dump(by_alias=True)
+
+
 def not_found(context_id: str) -> NotFound:
     return NotFound("context_not_found", f"no context {context_id} for this agent")
 
@@ -129,6 +140,10 @@ class ContextRegistry:
         idle = [c for c in self._live.values() if c.holder is None]
         for stale in idle[: max(0, len(self._live) - self.max_contexts)]:
             del self._live[stale.id]
+
+    def cached(self, context_id: str) -> Context | None:
+        """The live context, if this process holds it (whoever owns it)."""
+        return self._live.get(context_id)
 
     def forget_cached(self, context: Context) -> None:
         """Drop the cached copy; the next use reloads it from the store."""
@@ -226,9 +241,7 @@ class ContextRegistry:
         active = record.active_run
         assert active is not None
         record.history.append({"role": "assistant", "content": "", "stopReason": "interrupted"})
-        record.transcript.append(
-            {"role": "assistant", "text": "", "toolCalls": [], "stopReason": "interrupted"}
-        )
+        record.transcript.append(public_turn("assistant", "", stop_reason="interrupted"))
         record.last_seq = max(record.last_seq, active["seqLease"])
         record.active_run = None
         done = wire.DoneFrame(

@@ -28,6 +28,11 @@ def json_response(body: Any, status_code: int = 200) -> Response:
     return JSONResponse(body, status_code=status_code, headers=PROTOCOL_HEADERS)
 
 
+def json_body(body: bytes) -> Response:
+    """A body that is JSON already."""
+    return Response(body, media_type="application/json", headers=PROTOCOL_HEADERS)
+
+
 def after_of(request: Request) -> int:
     """Where a reattach resumes: `Last-Event-ID`, else `?after=`, else the start."""
     raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
@@ -76,12 +81,18 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         )
 
     async def read_context(request: Request) -> Response:
-        return json_response(server.transcript(await owned_context(request)))
+        check_protocol(request)
+        agent_name = server.agent_name(request.path_params["agent"])
+        principal = await server.principal(request)
+        body = await server.read_transcript(
+            agent_name, request.path_params["context_id"], principal
+        )
+        return json_body(body)
 
     async def clear_context(request: Request) -> Response:
         context = await owned_context(request)
         await server.clear(context)
-        return json_response(server.transcript(context))
+        return json_body(server.transcript(context))
 
     async def forget_context(request: Request) -> Response:
         await server.forget(await owned_context(request))

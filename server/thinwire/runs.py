@@ -31,7 +31,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from thinwire import wire
 from thinwire.agent import Run
-from thinwire.contexts import SEQ_LEASE, Context, ContextRegistry
+from thinwire.contexts import SEQ_LEASE, Context, ContextRegistry, public_turn
 from thinwire.ids import new_run_id
 from thinwire.interrupts import ReplayMismatch, Suspend
 from thinwire.stores import Event
@@ -333,9 +333,7 @@ async def begin_run(
             record.answered = [*record.answered, answering][-ANSWERED_KEPT:]
         if text is not None:
             record.history.append({"role": "user", "content": text})
-            record.transcript.append(
-                {"role": "user", "text": text, "toolCalls": [], "stopReason": None}
-            )
+            record.transcript.append(public_turn("user", text))
         record.active_run = {"runId": run_id, "seqLease": lease}
         record.last_run = {"runId": run_id, "firstSeq": record.last_seq + 1}
         # Keep the frames of this run and the one before it; older ones are done with.
@@ -486,12 +484,7 @@ async def finish(
         )
     if run.text or run.tool_calls or outcome.stop_reason != "end":
         record.transcript.append(
-            {
-                "role": "assistant",
-                "text": run.text,
-                "toolCalls": run.tool_calls,
-                "stopReason": outcome.stop_reason,
-            }
+            public_turn("assistant", run.text, run.tool_calls, outcome.stop_reason)
         )
     record.active_run = None
     done = log.encode(

@@ -16,10 +16,11 @@ from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from typing import Any
 
 import jsonschema
+from pydantic_core import to_json
 from starlette.requests import HTTPConnection
 
 from thinwire import wire
-from thinwire.contexts import AgentFactory, Context, ContextRegistry
+from thinwire.contexts import AgentFactory, Context, ContextRegistry, not_found, public_turn
 from thinwire.errors import BadRequest, Conflict, NotFound
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
@@ -168,9 +169,7 @@ class AgentServer:
                 record = context.record
                 record.suspended = None
                 record.history.append({"role": "assistant", "content": "", "stopReason": "stopped"})
-                record.transcript.append(
-                    {"role": "assistant", "text": "", "toolCalls": [], "stopReason": "stopped"}
-                )
+                record.transcript.append(public_turn("assistant", "", stop_reason="stopped"))
                 await self.contexts.save(context)
             return stop_result(context, suspended["runId"], stopping=True)
         log = context.run
@@ -184,18 +183,31 @@ class AgentServer:
             return stop_result(context, active["runId"], stopping=True)
         return stop_result(context, log.run_id if log else None, bool(log and log.stop_requested))
 
-    def transcript(self, context: Context) -> dict[str, Any]:
-        """The public projection of a context, built field by field."""
-        turns = [wire.TranscriptTurn.model_validate(turn) for turn in context.transcript]
+    async def read_transcript(self, agent_name: str, context_id: str, principal: str) -> bytes:
+        """`GET` of a conversation, as JSON. A context this process does not hold is
+        answered from the store's transcript alone, without restoring it: reading a
+        long conversation back parses none of its history and fills no cache."""
+        validate_context_id(context_id)
+        if self.contexts.cached(context_id) is None:
+            view = await self.store.load_transcript(context_id)
+            if view is None or view.agent != agent_name or view.owner != principal:
+                raise not_found(context_id)
+            if view.active_run is None:  # else: a run to find alive or record as killed
+                return encode_transcript(
+                    context_id, agent_name, view.turns_json, None, view.pending_interrupt
+                )
+        return self.transcript(await self.context(agent_name, context_id, principal))
+
+    def transcript(self, context: Context) -> bytes:
+        """The public projection of a live context, as JSON."""
         suspended = context.record.suspended
-        body = wire.Transcript(
-            context_id=context.id,
-            agent=context.agent_name,
-            turns=turns,
-            active_run_id=active_run_id(context),
-            pending_interrupt=suspended["interrupt"] if suspended else None,
+        return encode_transcript(
+            context.id,
+            context.agent_name,
+            to_json(context.transcript).decode(),
+            active_run_id(context),
+            suspended["interrupt"] if suspended else None,
         )
-        return body.model_dump(by_alias=True)
 
     async def clear(self, context: Context) -> None:
         """Drop the conversation history; keep AgentState, the audit trail and the id."""
@@ -231,6 +243,27 @@ class AgentServer:
             task.cancel()
         await asyncio.gather(*runs, return_exceptions=True)
         await self.store.close()
+
+
+def encode_transcript(
+    context_id: str,
+    agent: str,
+    turns_json: str,
+    active_run: str | None,
+    pending_interrupt: Mapping[str, Any] | None,
+) -> bytes:
+    """A `Transcript` body. Everything but the turns goes through the wire model; the
+    turns, public by construction (`public_turn`), are spliced in as stored."""
+    rest = wire.Transcript(
+        context_id=context_id,
+        agent=agent,
+        turns=[],
+        active_run_id=active_run,
+        pending_interrupt=(
+            wire.InterruptRequest.model_validate(pending_interrupt) if pending_interrupt else None
+        ),
+    ).model_dump_json(by_alias=True, exclude={"turns"})
+    return f'{{"turns":{turns_json},{rest[1:]}'.encode()
 
 
 def stop_result(context: Context, run_id: str | None, stopping: bool) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from thinwire.stores.base import (
     LeaseLost,
     Store,
     StoreError,
+    TranscriptView,
     VersionConflict,
 )
 from thinwire.stores.memory import MemoryStore
@@ -45,6 +46,7 @@ __all__ = [
     "SQLiteStore",
     "Store",
     "StoreError",
+    "TranscriptView",
     "VersionConflict",
     "store_from_url",
 ]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ __all__ = [
     "LeaseLost",
     "Store",
     "StoreError",
+    "TranscriptView",
     "VersionConflict",
 ]
 
@@ -134,6 +136,31 @@ class ContextRecord:
 
 
 @dataclass(frozen=True)
+class TranscriptView:
+    """What reading a conversation back needs, and no more: a store can load it without
+    the history, which is most of a long conversation's record."""
+
+    agent: str
+    owner: str
+    #: The transcript as a JSON array, ready to be sent.
+    turns_json: str
+    active_run: dict[str, Any] | None
+    #: The public request of the interrupt the conversation waits for, if any.
+    pending_interrupt: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, record: ContextRecord) -> TranscriptView:
+        suspended = record.suspended
+        return cls(
+            agent=record.agent,
+            owner=record.owner,
+            turns_json=json.dumps(record.transcript, ensure_ascii=False, separators=(",", ":")),
+            active_run=record.active_run,
+            pending_interrupt=suspended["interrupt"] if suspended else None,
+        )
+
+
+@dataclass(frozen=True)
 class AuditEntry:
     """One AgentState write: which key, the value written, when, and by whom."""
 
@@ -166,6 +193,12 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def load(self, context_id: str) -> ContextRecord | None:
         """The stored record, or None."""
+
+    async def load_transcript(self, context_id: str) -> TranscriptView | None:
+        """The stored transcript and what goes with it, or None. A store may read less
+        than `load` does for it."""
+        record = await self.load(context_id)
+        return None if record is None else TranscriptView.of(record)
 
     @abc.abstractmethod
     async def save(

@@ -37,6 +37,7 @@ from thinwire.stores.base import (
     Event,
     Store,
     StoreError,
+    TranscriptView,
     VersionConflict,
 )
 from thinwire.stores.leases import LocalLeases
@@ -52,7 +53,12 @@ CREATE TABLE IF NOT EXISTS contexts (
     agent TEXT NOT NULL,
     owner TEXT NOT NULL,
     version INTEGER NOT NULL,
-    data TEXT NOT NULL
+    -- The record's JSON without its history and transcript, which have columns of
+    -- their own so a read of the transcript parses neither. Rows written before those
+    -- columns existed have them NULL and everything in data.
+    data TEXT NOT NULL,
+    history TEXT,
+    transcript TEXT
 );
 CREATE TABLE IF NOT EXISTS audit (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -174,6 +180,10 @@ class SQLiteStore(LocalLeases, Store):
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
             connection.executescript(SCHEMA)
+            columns = {row[1] for row in connection.execute("PRAGMA table_info(contexts)")}
+            for column in ("history", "transcript"):
+                if column not in columns:
+                    connection.execute(f"ALTER TABLE contexts ADD COLUMN {column} TEXT")
             legacy = connection.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'"
             ).fetchone()
@@ -183,13 +193,14 @@ class SQLiteStore(LocalLeases, Store):
         return self._connection
 
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
-        data = encode_record(record)
+        data, history, transcript = encode_record(record)
 
         def create(connection: sqlite3.Connection) -> None:
             try:
                 connection.execute(
-                    "INSERT INTO contexts (id, agent, owner, version, data) VALUES (?, ?, ?, 1, ?)",
-                    (record.id, record.agent, record.owner, data),
+                    "INSERT INTO contexts (id, agent, owner, version, data, history, transcript) "
+                    "VALUES (?, ?, ?, 1, ?, ?, ?)",
+                    (record.id, record.agent, record.owner, data, history, transcript),
                 )
             except sqlite3.IntegrityError as exc:
                 raise AlreadyExists(record.id) from exc
@@ -200,13 +211,43 @@ class SQLiteStore(LocalLeases, Store):
     async def load(self, context_id: str) -> ContextRecord | None:
         def load(connection: sqlite3.Connection) -> ContextRecord | None:
             row = connection.execute(
-                "SELECT agent, owner, version, data FROM contexts WHERE id = ?", (context_id,)
+                "SELECT agent, owner, version, data, history, transcript FROM contexts "
+                "WHERE id = ?",
+                (context_id,),
             ).fetchone()
             if row is None:
                 return None
-            agent, owner, version, data = row
+            agent, owner, version, data, history, transcript = row
+            fields = json.loads(data)
+            if history is not None:
+                fields["history"] = json.loads(history)
+                fields["transcript"] = json.loads(transcript)
             return ContextRecord.from_json(
-                id=context_id, agent=agent, owner=owner, version=version, data=json.loads(data)
+                id=context_id, agent=agent, owner=owner, version=version, data=fields
+            )
+
+        return await self._run(load)
+
+    async def load_transcript(self, context_id: str) -> TranscriptView | None:
+        """The transcript column as it is stored, with the small part of the record: the
+        history is not read, nothing is parsed but the small part."""
+
+        def load(connection: sqlite3.Connection) -> TranscriptView | None:
+            row = connection.execute(
+                "SELECT agent, owner, data, transcript FROM contexts WHERE id = ?",
+                (context_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            agent, owner, data, transcript = row
+            fields = json.loads(data)
+            suspended = fields.get("suspended")
+            return TranscriptView(
+                agent=agent,
+                owner=owner,
+                turns_json=transcript if transcript is not None else dumps(fields["transcript"]),
+                active_run=fields["activeRun"],
+                pending_interrupt=suspended["interrupt"] if suspended else None,
             )
 
         return await self._run(load)
@@ -221,14 +262,15 @@ class SQLiteStore(LocalLeases, Store):
         fence: int | None = None,
         trim_before: int | None = None,
     ) -> int:
-        data = encode_record(record)
+        data, history, transcript = encode_record(record)
         version = expected_version + 1
         self.check_fence(record.id, fence)
 
         def save(connection: sqlite3.Connection) -> int:
             updated = connection.execute(
-                "UPDATE contexts SET data = ?, version = ? WHERE id = ? AND version = ?",
-                (data, version, record.id, expected_version),
+                "UPDATE contexts SET data = ?, history = ?, transcript = ?, version = ? "
+                "WHERE id = ? AND version = ?",
+                (data, history, transcript, version, record.id, expected_version),
             ).rowcount
             if updated != 1:
                 row = connection.execute(
@@ -431,6 +473,13 @@ def join_frames(span: Sequence[Event]) -> str:
     return joined
 
 
-def encode_record(record: ContextRecord) -> str:
-    """Serialised before any transaction starts: a non-JSON value changes nothing."""
-    return json.dumps(record.to_json(), allow_nan=False, separators=(",", ":"))
+def encode_record(record: ContextRecord) -> tuple[str, str, str]:
+    """The record's columns (the rest, history, transcript), serialised before any
+    transaction starts: a non-JSON value changes nothing."""
+    fields = record.to_json()
+    history, transcript = dumps(fields.pop("history")), dumps(fields.pop("transcript"))
+    return dumps(fields), history, transcript
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
