@@ -65,6 +65,13 @@ export interface AgentClientOptions {
    * ```
    */
   schedule?: Schedule;
+  /**
+   * With `schedule`: milliseconds a batched notification keeps from the one
+   * before it (immediate ones included); a flush that comes sooner waits for
+   * the next `schedule`. `useAgent` sets it so a view commits at most 60 times
+   * a second, whatever the display's refresh rate.
+   */
+  minNotifyInterval?: number;
 }
 
 export class AgentClient {
@@ -88,7 +95,10 @@ export class AgentClient {
     if (!options.agent) throw new TypeError("AgentClient needs an agent name.");
     this.#options = options;
     const fetchImpl: typeof fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
-    this.#notifier = new Notifier(options.schedule);
+    this.#notifier = new Notifier(
+      options.schedule,
+      options.minNotifyInterval === undefined ? {} : { minInterval: options.minNotifyInterval },
+    );
     this.#state = initialReducerState(emptySnapshot(options.contextId ?? null));
     this.#core = {
       transport: options.transport ?? new SseTransport({ fetch: fetchImpl }),

@@ -3,8 +3,9 @@
  *
  * One client per (agent, baseUrl, persist.userId, explicit contextId, transport
  * kind); its snapshot is read with `useSyncExternalStore`. Streaming frames are
- * announced at most once per animation frame (the client's `schedule` option
- * over `requestAnimationFrame`); status changes are announced at once.
+ * announced at most once per animation frame and 60 times a second (the client's
+ * `schedule` over `requestAnimationFrame`, with `minNotifyInterval`); status
+ * changes are announced at once, and count towards the 60.
  * With `persist`, the conversation id (and nothing else) lives in storage under
  * `contextStorageKey(agent, userId)`, so a reload resumes the conversation.
  *
@@ -145,6 +146,11 @@ const ownedTransports = new WeakMap<AgentClient, WebSocketTransport>();
  * `requestAnimationFrame`, or a hidden tab, where browsers pause them — a 16 ms timer
  * (which browsers slow down in the background) keeps the view current instead.
  */
+/** Animation frames closer than this to the previous commit are skipped: at most 60
+ * commits a second on any display (a 120 Hz one commits every other frame). A little
+ * under 1/60 s, so a 60 Hz display's frames, which jitter, all count. */
+const MIN_COMMIT_INTERVAL_MS = 1000 / 60 - 1;
+
 function nextFrame(flush: () => void): void {
   const hidden = typeof document !== "undefined" && document.visibilityState === "hidden";
   if (typeof requestAnimationFrame === "function" && !hidden) requestAnimationFrame(() => flush());
@@ -177,6 +183,7 @@ function createClient(
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
     ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
     schedule: nextFrame,
+    minNotifyInterval: MIN_COMMIT_INTERVAL_MS,
     contextId,
     get headers() {
       return latest.current.headers;
