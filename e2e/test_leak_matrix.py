@@ -24,9 +24,9 @@ from thinwire.testing import LeakRecorder
 def stored_bytes(demo: Demo) -> str:
     """Everything in the demo's SQLite store, as text."""
     with sqlite3.connect(demo.data_dir / "thinwire.sqlite3") as db:
-        rows = [
-            db.execute(f"SELECT * FROM {t}").fetchall() for t in ("contexts", "audit", "events")
-        ]
+        tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        assert {"contexts", "audit", "spans"} <= set(tables)
+        rows = [db.execute(f"SELECT * FROM {table}").fetchall() for table in tables]
     return repr(rows)
 
 
