@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,10 @@ from starlette.testclient import TestClient
 
 from conftest import app_for, assert_no_canary, parse_sse, send, server_context
 from thinwire import Agent, MemoryStore, Run, SQLiteStore
-from thinwire.contexts import SEQ_LEASE, ContextRegistry, new_record
+from thinwire.contexts import SEQ_LEASE, ContextRegistry, new_record, public_turn
 from thinwire.demo import DemoAgent
 from thinwire.runs import begin_run
+from thinwire.stores import AuditEntry, ContextRecord
 
 
 def test_evicted_context_is_restored_indistinguishably() -> None:
@@ -192,3 +194,51 @@ async def test_a_cold_read_of_a_killed_run_records_it_first(tmp_path: Path) -> N
     assert [turn["stopReason"] for turn in body["turns"]] == [None, "interrupted"]
     assert body["activeRunId"] is None
     await store.close()
+
+
+class CountingStore(MemoryStore):
+    """A memory store that records which writes it was asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[str] = []
+
+    async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
+        self.writes.append("create")
+        await super().create(record, audit)
+
+    async def save(self, record: ContextRecord, **options: Any) -> int:
+        self.writes.append("save")
+        return await super().save(record, **options)
+
+
+@pytest.mark.anyio
+async def test_a_new_conversation_is_stored_with_its_first_message_in_one_write() -> None:
+    store = CountingStore()
+    registry = ContextRegistry(store, {"demo": DemoAgent})
+    context = registry.create("demo", "ada")
+    assert await store.load(context.id) is None and len(registry) == 0  # not stored yet
+    await begin_run(registry, context, "hello")
+    assert store.writes == ["create"]
+    stored = await store.load(context.id)
+    assert stored is not None and stored.version == 1 and stored.active_run is not None
+    assert stored.transcript == [public_turn("user", "hello")]
+    audit = [(e.key, e.source) for e in await store.audit(context.id)]
+    assert audit == [("secret", "system"), ("messages_seen", "system")]
+    assert registry.cached(context.id) is context
+
+
+@pytest.mark.anyio
+async def test_a_new_conversation_whose_first_write_fails_is_nowhere() -> None:
+    store = CountingStore()
+
+    async def full(record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
+        raise OSError("disk full")
+
+    store.create = full  # type: ignore[method-assign]
+    registry = ContextRegistry(store, {"demo": DemoAgent})
+    context = registry.create("demo", "ada")
+    with pytest.raises(OSError):
+        await begin_run(registry, context, "hello")
+    assert registry.cached(context.id) is None and context.holder is None
+    assert await store.load(context.id) is None

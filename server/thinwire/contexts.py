@@ -20,7 +20,7 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from thinwire import wire
@@ -53,6 +53,8 @@ class Context:
     holder: str | None = None
     #: The fencing token of this replica's lease, while it holds the context.
     lease: int | None = None
+    #: For a context not stored yet: the audit of its initial state, for its first save.
+    initial_audit: list[AuditEntry] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -150,15 +152,17 @@ class ContextRegistry:
         if self._live.get(context.id) is context:
             del self._live[context.id]
 
-    async def create(self, agent_name: str, owner: str) -> Context:
+    def create(self, agent_name: str, owner: str) -> Context:
+        """A new conversation, stored by its first save (the start of its first run, so
+        the context and the user's first message land in one step). Until then it is
+        nowhere but in the hands of its caller."""
         agent = self.agents[agent_name]()
         record = new_record(new_context_id(), agent_name, agent, owner)
-        now = record.created_at
-        audit = [AuditEntry(key, value, now, "system") for key, value in record.state.items()]
-        await self.store.create(record, audit)
-        record.version = 1
         context = self._context(record)
-        self._remember(context)
+        now = record.created_at
+        context.initial_audit = [
+            AuditEntry(key, value, now, "system") for key, value in record.state.items()
+        ]
         return context
 
     async def get(self, agent_name: str, context_id: str, principal: str) -> Context:
@@ -279,7 +283,8 @@ class ContextRegistry:
                 if token is None:
                     raise Conflict("context_busy", f"{context.id} is busy on another replica")
                 context.lease = token
-                await self.refresh(context)
+                if context.record.version > 0:  # else it is not stored yet: nothing to reread
+                    await self.refresh(context)
                 if context.record.active_run is not None and context.run is None:
                     # Holding the lease, nobody else runs it: its replica died.
                     await self._record_killed_run(context)
@@ -317,6 +322,12 @@ class ContextRegistry:
         record.state = context.state.to_json()
         record.updated_at = time.time()
         audit = context.state.take_audit()
+        if record.version == 0:
+            assert not events and trim_before is None, "a new context has no frames yet"
+            await self.store.create(record, [*context.initial_audit, *audit])
+            record.version, context.initial_audit = 1, []
+            self._remember(context)
+            return
         try:
             record.version = await self.store.save(
                 record,

@@ -91,7 +91,7 @@ class AgentServer:
         if self.limiter is not None:
             self.limiter.take(principal)
         if context_id is None:
-            context = await self.contexts.create(agent_name, principal)
+            context = self.contexts.create(agent_name, principal)
         else:
             context = await self.context(agent_name, context_id, principal)
         log = await begin_run(self.contexts, context, text)
