@@ -6,7 +6,8 @@ stored transcript (and the small part of the record) and answers it. Measured fr
 request's first byte out to the response's last byte in, on one kept-alive connection.
 
 What the first *send* to such a context pays on top, restoring the whole record (history
-included) into a live context, is measured in this process as `restore`.
+included) into a live context, is measured after the reads as `restore`: a reattach
+(`GET …/events`) of each context, which restores it to find there is nothing to replay.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from typing import Any
 
 from bench.procs import free_port, python_server, started
 from bench.stats import percentile
-from thinwire.agent import Agent
-from thinwire.contexts import ContextRegistry
 from thinwire.identity import ANONYMOUS
 from thinwire.ids import new_context_id
 from thinwire.stores import ContextRecord, SQLiteStore
@@ -119,22 +118,22 @@ async def time_reads(port: int, ids: dict[int, list[str]]) -> dict[int, list[flo
     return timings
 
 
-async def time_restores(data_dir: Path, ids: dict[int, list[str]]) -> dict[int, list[float]]:
-    """Each context loaded whole into a live context, as a send to it would."""
-    store = SQLiteStore.in_directory(data_dir)
-    registry = ContextRegistry(store, {"deltas": Agent})
+async def time_restores(port: int, ids: dict[int, list[str]]) -> dict[int, list[float]]:
+    """`GET …/events` of each context: nothing to replay (204), but the server restores
+    the whole record into a live context to find that out, as a send to it would."""
+    connection = await Connection.open(port)
     timings: dict[int, list[float]] = {}
     try:
         for turns, context_ids in ids.items():
             timings[turns] = []
             for context_id in context_ids:
                 began = time.perf_counter()
-                context = await registry.get_for_operator("deltas", context_id)
+                status, body = await connection.get(f"/agents/deltas/contexts/{context_id}/events")
                 timings[turns].append(time.perf_counter() - began)
-                if len(context.transcript) != turns:
-                    raise RuntimeError(f"restore of {context_id}: {len(context.transcript)}")
+                if status != 204:
+                    raise RuntimeError(f"GET {context_id}/events: {status} {body[:200]!r}")
     finally:
-        await store.close()
+        connection.close()
     return timings
 
 
@@ -149,7 +148,7 @@ def run_resume(sizes: tuple[int, ...], count: int) -> list[dict[str, Any]]:
         with started("thinwire", argv, port):
             asyncio.run(time_reads(port, warm))
             timings = asyncio.run(time_reads(port, ids))
-        restores = asyncio.run(time_restores(data_dir, ids))
+            restores = asyncio.run(time_restores(port, ids))
     rows = []
     for turns, values in timings.items():
         row = {
