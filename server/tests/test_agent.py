@@ -166,3 +166,40 @@ def test_agent_writes_outside_writable_keys_are_refused() -> None:
         assert frames[-1]["stopReason"] == "error"
         context = server_context(client, frames[0]["contextId"])
         assert context.state["locked"] == "original"
+
+
+class Burst(Agent):
+    """Says a burst without awaiting anything else, noting what the stream had by then."""
+
+    streamed_after_first: ClassVar[list[str]] = []
+    streamed: ClassVar[list[str]] = []
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("first ")
+        type(self).streamed_after_first = list(type(self).streamed)
+        for index in range(50):
+            await run.say(f"w{index} ")
+
+
+@pytest.mark.anyio
+async def test_the_first_delta_is_streamed_before_the_rest_of_a_burst() -> None:
+    server = app_for({"burst": Burst}).state.thinwire
+    log = await server.start("burst", "anonymous", None, "go")
+
+    async def follow() -> None:
+        async for item in log.follow(0):
+            if item is not None:
+                Burst.streamed.append(item[1])
+
+    follower = asyncio.create_task(follow())
+    await asyncio.wait_for(follower, timeout=5)
+    assert [frame for frame in Burst.streamed_after_first if '"token"' in frame] == [
+        f'{{"contextId":"{log.context.id}","runId":"{log.run_id}","seq":2,'
+        '"type":"token","delta":"first "}'
+    ]
+    assert len(Burst.streamed) == 53  # run_start, 51 tokens, done
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

@@ -18,6 +18,7 @@ to `tool` become frames.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -96,6 +97,7 @@ class Run:
         self._journal = Journal(journal)
         #: What a resumed run said before it was suspended (already shown to the user).
         self.replayed_text: list[str] = []
+        self._first_delta_sent = False
 
     def handed_to(self) -> Run:
         """The run another agent continues this one in: same reply, same shared state."""
@@ -138,6 +140,7 @@ class Run:
         """Stream a piece of public reasoning to the user."""
         if delta and not self.replaying:
             self._log.thinking(delta)
+            await self._first_delta_out()
 
     async def say(self, delta: str) -> None:
         """Stream a piece of the reply to the user."""
@@ -148,6 +151,15 @@ class Run:
         else:
             self._text.append(delta)
             self._log.token(delta)
+            await self._first_delta_out()
+
+    async def _first_delta_out(self) -> None:
+        """After the run's first delta, let the event loop go round once so the streams
+        send it now: an agent that says a burst without awaiting would otherwise hold its
+        first token back until the whole burst is said."""
+        if not self._first_delta_sent:
+            self._first_delta_sent = True
+            await asyncio.sleep(0)
 
     async def handoff(self, agent_name: str, text: str) -> None:
         """Let another agent of this server continue this run.
