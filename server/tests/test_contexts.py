@@ -16,7 +16,7 @@ from conftest import app_for, assert_no_canary, parse_sse, send, server_context
 from thinwire import Agent, MemoryStore, Run, SQLiteStore
 from thinwire.contexts import SEQ_LEASE, ContextRegistry, new_record, public_turn
 from thinwire.demo import DemoAgent
-from thinwire.runs import begin_run
+from thinwire.runs import begin_run, execute
 from thinwire.stores import AuditEntry, ContextRecord
 
 
@@ -242,3 +242,19 @@ async def test_a_new_conversation_whose_first_write_fails_is_nowhere() -> None:
         await begin_run(registry, context, "hello")
     assert registry.cached(context.id) is None and context.holder is None
     assert await store.load(context.id) is None
+
+
+@pytest.mark.anyio
+async def test_a_context_at_rest_holds_its_conversation_as_text(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    registry = ContextRegistry(store, {"demo": lambda: DemoAgent(delay=0)})
+    context = registry.create("demo", "ada")
+    log = await begin_run(registry, context, "hello")
+    assert not context.record.at_rest  # the run uses its history
+    await execute(registry, context, log, "hello")
+    assert context.record.at_rest and log.finished
+    restarted = ContextRegistry(store, {"demo": DemoAgent})
+    restored = await restarted.get("demo", context.id, "ada")
+    assert restored.record.at_rest  # restored without decoding anything
+    assert [turn["role"] for turn in restored.transcript] == ["user", "assistant"]
+    await store.close()

@@ -498,3 +498,33 @@ async def test_load_transcript_is_the_records_public_part(store: Store) -> None:
     assert (view.agent, view.owner, view.active_run) == ("demo", "user:ada", None)
     assert json.loads(view.turns_json) == turns and view.pending_interrupt == interrupt
     assert await store.load_transcript("ctx-missing") is None
+
+
+def test_a_record_at_rest_holds_text_and_decodes_when_used() -> None:
+    original = record(
+        transcript=[{"role": "user", "text": "é", "toolCalls": [], "stopReason": None}]
+    )
+    expected = original.to_json()
+    original.compact()
+    assert original.at_rest and original == record(transcript=expected["transcript"])
+    assert json.loads(original.encode()) == expected
+    assert json.loads(original.history_json()) == expected["history"]
+    original.history.append({"role": "user", "content": "more"})  # decodes, then changes
+    assert not original.at_rest
+    assert json.loads(original.history_json())[-1] == {"role": "user", "content": "more"}
+    broken = record(history=[{"role": "user", "content": math.nan}])
+    with pytest.raises(ValueError):
+        broken.compact()
+
+
+async def test_a_loaded_record_decodes_its_history_only_when_used(store: Store) -> None:
+    await store.create(record())
+    loaded = await store.load("ctx-1")
+    assert loaded is not None
+    loaded.history.append({"role": "user", "content": "later"})
+    loaded.transcript.append({"role": "user", "text": "later", "toolCalls": []})
+    loaded.compact()
+    assert await store.save(loaded, expected_version=1) == 2
+    again = await store.load("ctx-1")
+    assert again is not None and again.history[-1]["content"] == "later"
+    assert again.transcript[-1]["text"] == "later"

@@ -311,17 +311,27 @@ class ContextRegistry:
         )
 
     async def save(
-        self, context: Context, events: Sequence[Event] = (), trim_before: int | None = None
+        self,
+        context: Context,
+        events: Sequence[Event] = (),
+        trim_before: int | None = None,
+        *,
+        compact: bool = True,
     ) -> None:
         """Save the context's record and pending audit entries, compare-and-set.
 
-        On any failure (a `VersionConflict` included) the cached copy is dropped, so the
-        next use sees the stored truth rather than changes that never landed.
+        With `compact` (all but the save that starts a run) the history and transcript
+        are held as text from here on: the context is at rest, and the text is what the
+        store writes. On any failure (a `VersionConflict` included) the cached copy is
+        dropped, so the next use sees the stored truth rather than changes that never
+        landed.
         """
         record = context.record
         record.state = context.state.to_json()
         record.updated_at = time.time()
         audit = context.state.take_audit()
+        if compact:
+            record.compact()
         if record.version == 0:
             assert not events and trim_before is None, "a new context has no frames yet"
             await self.store.create(record, [*context.initial_audit, *audit])

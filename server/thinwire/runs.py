@@ -337,7 +337,8 @@ async def begin_run(
         record.active_run = {"runId": run_id, "seqLease": lease}
         record.last_run = {"runId": run_id, "firstSeq": record.last_seq + 1}
         # Keep the frames of this run and the one before it; older ones are done with.
-        await registry.save(context, trim_before=previous["firstSeq"] if previous else None)
+        trim_before = previous["firstSeq"] if previous else None
+        await registry.save(context, trim_before=trim_before, compact=False)  # the run goes on
     except BaseException:
         await registry.release(context)
         raise

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from typing import Any
 
 import jsonschema
-from pydantic_core import to_json
 from starlette.requests import HTTPConnection
 
 from thinwire import wire
@@ -204,7 +203,7 @@ class AgentServer:
         return encode_transcript(
             context.id,
             context.agent_name,
-            to_json(context.transcript).decode(),
+            context.record.transcript_json(),
             active_run_id(context),
             suspended["interrupt"] if suspended else None,
         )

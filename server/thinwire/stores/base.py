@@ -32,7 +32,7 @@ import asyncio
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -68,42 +68,138 @@ class LeaseLost(StoreError):
     """A fenced save whose lease has expired or passed to another owner."""
 
 
-@dataclass
+def dumps(value: Any) -> str:
+    """Compact JSON; NaN and infinities are refused, as JSON has no place for them."""
+    return json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+
+
+class JsonList:
+    """A list of JSON values, held as the list or as its JSON text.
+
+    Text is one object where the list is thousands (a dict per message), which is what
+    matters between runs: the garbage collector visits every element of every live list
+    on each full collection, and a store writes text anyway. The list is decoded the
+    first time it is asked for, and is from then on the truth (the text is dropped, as
+    the list may change)."""
+
+    __slots__ = ("_items", "_text")
+
+    def __init__(self, items: list[Any] | None = None, text: str | None = None) -> None:
+        if items is None and text is None:
+            items = []
+        self._items = items
+        self._text = None if items is not None else text
+
+    @property
+    def items(self) -> list[Any]:
+        if self._items is None:
+            assert self._text is not None
+            self._items, self._text = json.loads(self._text), None
+        return self._items
+
+    def json(self) -> str:
+        return dumps(self._items) if self._items is not None else str(self._text)
+
+    def compact(self) -> None:
+        """Hold the text instead of the list (ValueError if it is not JSON)."""
+        if self._items is not None:
+            self._text, self._items = dumps(self._items), None
+
+    @property
+    def compacted(self) -> bool:
+        return self._items is None
+
+
 class ContextRecord:
-    """Everything the server remembers about one conversation."""
+    """Everything the server remembers about one conversation.
 
-    id: str
-    agent: str
-    owner: str
-    #: Bumped by every successful save; the compare-and-set token.
-    version: int = 0
-    #: The agent's internal messages (system prompt, user, tool, assistant).
-    history: list[dict[str, Any]] = field(default_factory=list)
-    #: AgentState: key -> JSON value.
-    state: dict[str, Any] = field(default_factory=dict)
-    #: The public projection of the history: {role, text, toolCalls, stopReason}.
-    transcript: list[dict[str, Any]] = field(default_factory=list)
-    #: Highest frame seq that may have been sent for this context.
-    last_seq: int = 0
-    #: Set while a run is in progress: {"runId", "seqLease"}. Found set on a context no
-    #: process is running, it marks a run that was killed.
-    active_run: dict[str, Any] | None = None
-    #: The latest run: {"runId", "firstSeq"}; its events are what a reattach replays.
-    last_run: dict[str, Any] | None = None
-    #: The checkpoint of a run waiting for a person: {"runId", "text", "journal",
-    #: "interrupt"}. Only "interrupt" (the public request) is ever shown to a client.
-    suspended: dict[str, Any] | None = None
-    #: Ids of interrupts already answered (the latest ones), to tell "answered" from
-    #: "unknown".
-    answered: list[str] = field(default_factory=list)
-    created_at: float = 0.0
-    updated_at: float = 0.0
+    The history and the transcript, nearly all of a long conversation, are `JsonList`s:
+    a context at rest holds them as text (`compact`), a run decodes what it uses.
+    """
 
-    def to_json(self) -> dict[str, Any]:
+    def __init__(
+        self,
+        id: str,
+        agent: str,
+        owner: str,
+        version: int = 0,
+        history: list[dict[str, Any]] | None = None,
+        state: dict[str, Any] | None = None,
+        transcript: list[dict[str, Any]] | None = None,
+        last_seq: int = 0,
+        active_run: dict[str, Any] | None = None,
+        last_run: dict[str, Any] | None = None,
+        suspended: dict[str, Any] | None = None,
+        answered: list[str] | None = None,
+        created_at: float = 0.0,
+        updated_at: float = 0.0,
+        *,
+        history_json: str | None = None,
+        transcript_json: str | None = None,
+    ) -> None:
+        self.id = id
+        self.agent = agent
+        self.owner = owner
+        #: Bumped by every successful save; the compare-and-set token.
+        self.version = version
+        self._history = JsonList(history, history_json)
+        #: AgentState: key -> JSON value.
+        self.state: dict[str, Any] = {} if state is None else state
+        self._transcript = JsonList(transcript, transcript_json)
+        #: Highest frame seq that may have been sent for this context.
+        self.last_seq = last_seq
+        #: Set while a run is in progress: {"runId", "seqLease"}. Found set on a context no
+        #: process is running, it marks a run that was killed.
+        self.active_run = active_run
+        #: The latest run: {"runId", "firstSeq"}; its events are what a reattach replays.
+        self.last_run = last_run
+        #: The checkpoint of a run waiting for a person: {"runId", "text", "journal",
+        #: "interrupt"}. Only "interrupt" (the public request) is ever shown to a client.
+        self.suspended = suspended
+        #: Ids of interrupts already answered (the latest ones), to tell "answered" from
+        #: "unknown".
+        self.answered: list[str] = [] if answered is None else answered
+        self.created_at = created_at
+        self.updated_at = updated_at
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """The agent's internal messages (system prompt, user, tool, assistant)."""
+        return self._history.items
+
+    @history.setter
+    def history(self, messages: list[dict[str, Any]]) -> None:
+        self._history = JsonList(messages)
+
+    @property
+    def transcript(self) -> list[dict[str, Any]]:
+        """The public projection of the history: {role, text, toolCalls, stopReason}."""
+        return self._transcript.items
+
+    @transcript.setter
+    def transcript(self, turns: list[dict[str, Any]]) -> None:
+        self._transcript = JsonList(turns)
+
+    def history_json(self) -> str:
+        return self._history.json()
+
+    def transcript_json(self) -> str:
+        return self._transcript.json()
+
+    def compact(self) -> None:
+        """Hold the history and the transcript as text until they are next used."""
+        self._history.compact()
+        self._transcript.compact()
+
+    @property
+    def at_rest(self) -> bool:
+        """True while both the history and the transcript are held as text."""
+        return self._history.compacted and self._transcript.compacted
+
+    def rest_json(self) -> dict[str, Any]:
+        """Everything but the history and the transcript."""
         return {
-            "history": self.history,
             "state": self.state,
-            "transcript": self.transcript,
             "lastSeq": self.last_seq,
             "activeRun": self.active_run,
             "lastRun": self.last_run,
@@ -113,18 +209,37 @@ class ContextRecord:
             "updatedAt": self.updated_at,
         }
 
+    def to_json(self) -> dict[str, Any]:
+        return {"history": self.history, "transcript": self.transcript, **self.rest_json()}
+
+    def encode(self) -> str:
+        """`to_json` as text, with the history and the transcript spliced in as they
+        are held (no decoding of a compacted record)."""
+        rest = dumps(self.rest_json())
+        return f'{{"history":{self.history_json()},"transcript":{self.transcript_json()},{rest[1:]}'
+
     @classmethod
     def from_json(
-        cls, *, id: str, agent: str, owner: str, version: int, data: dict[str, Any]
+        cls,
+        *,
+        id: str,
+        agent: str,
+        owner: str,
+        version: int,
+        data: dict[str, Any],
+        history_json: str | None = None,
+        transcript_json: str | None = None,
     ) -> ContextRecord:
+        """A record from `to_json`'s fields; the history and the transcript may come as
+        text instead (and are then decoded only when used)."""
         return cls(
             id=id,
             agent=agent,
             owner=owner,
             version=version,
-            history=data["history"],
+            history=data["history"] if history_json is None else None,
             state=data["state"],
-            transcript=data["transcript"],
+            transcript=data["transcript"] if transcript_json is None else None,
             last_seq=data["lastSeq"],
             active_run=data["activeRun"],
             last_run=data.get("lastRun"),
@@ -132,7 +247,25 @@ class ContextRecord:
             answered=data.get("answered", []),
             created_at=data["createdAt"],
             updated_at=data["updatedAt"],
+            history_json=history_json,
+            transcript_json=transcript_json,
         )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ContextRecord):
+            return NotImplemented
+        return (self.id, self.agent, self.owner, self.version, self.to_json()) == (
+            other.id,
+            other.agent,
+            other.owner,
+            other.version,
+            other.to_json(),
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"ContextRecord(id={self.id!r}, agent={self.agent!r}, version={self.version})"
 
 
 @dataclass(frozen=True)
@@ -154,7 +287,7 @@ class TranscriptView:
         return cls(
             agent=record.agent,
             owner=record.owner,
-            turns_json=json.dumps(record.transcript, ensure_ascii=False, separators=(",", ":")),
+            turns_json=record.transcript_json(),
             active_run=record.active_run,
             pending_interrupt=suspended["interrupt"] if suspended else None,
         )

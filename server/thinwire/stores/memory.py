@@ -93,7 +93,7 @@ class MemoryStore(LocalLeases, Store):
 
     def _write(self, record: ContextRecord, version: int, audit: Sequence[AuditEntry]) -> int:
         # Serialise everything before changing anything, so a bad value changes nothing.
-        data = json.dumps(record.to_json(), allow_nan=False)
+        data = record.encode()
         entries = [encode_entry(replace(entry, version=version)) for entry in audit]
         self._records[record.id] = (record.agent, record.owner, version, data)
         self._audit.setdefault(record.id, []).extend(entries)

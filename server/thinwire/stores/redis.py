@@ -148,7 +148,7 @@ class RedisStore(Store):
         return [self._key(kind, context_id) for kind in ("ctx", "audit", "events", "lease")]
 
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
-        data = json.dumps(record.to_json(), allow_nan=False)
+        data = record.encode()
         entries = [audit_json(entry, 1) for entry in audit]
         keys = [self._key("ctx", record.id), self._key("audit", record.id)]
         if not await self._create(keys=keys, args=[record.agent, record.owner, data, *entries]):
@@ -177,7 +177,7 @@ class RedisStore(Store):
         trim_before: int | None = None,
     ) -> int:
         version = expected_version + 1
-        data = json.dumps(record.to_json(), allow_nan=False)
+        data = record.encode()
         entries = [audit_json(entry, version) for entry in audit]
         args = [expected_version, version, data, "" if fence is None else fence, len(entries)]
         args += [*entries, len(events), *event_args(events), self.event_ttl]

@@ -39,6 +39,7 @@ from thinwire.stores.base import (
     StoreError,
     TranscriptView,
     VersionConflict,
+    dumps,
 )
 from thinwire.stores.leases import LocalLeases
 
@@ -218,12 +219,16 @@ class SQLiteStore(LocalLeases, Store):
             if row is None:
                 return None
             agent, owner, version, data, history, transcript = row
-            fields = json.loads(data)
-            if history is not None:
-                fields["history"] = json.loads(history)
-                fields["transcript"] = json.loads(transcript)
+            # History and transcript stay text until a run uses them (NULL: an old row
+            # that has them in data).
             return ContextRecord.from_json(
-                id=context_id, agent=agent, owner=owner, version=version, data=fields
+                id=context_id,
+                agent=agent,
+                owner=owner,
+                version=version,
+                data=json.loads(data),
+                history_json=history,
+                transcript_json=transcript,
             )
 
         return await self._run(load)
@@ -476,10 +481,4 @@ def join_frames(span: Sequence[Event]) -> str:
 def encode_record(record: ContextRecord) -> tuple[str, str, str]:
     """The record's columns (the rest, history, transcript), serialised before any
     transaction starts: a non-JSON value changes nothing."""
-    fields = record.to_json()
-    history, transcript = dumps(fields.pop("history")), dumps(fields.pop("transcript"))
-    return dumps(fields), history, transcript
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    return dumps(record.rest_json()), record.history_json(), record.transcript_json()
