@@ -16,6 +16,7 @@ import asyncio
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ from thinwire.ids import new_context_id
 from thinwire.stores import ContextRecord, SQLiteStore
 
 __all__ = ["run_resume"]
+
+#: Whether a response (status, body) to a GET of a context of so many turns is right.
+Check = Callable[[int, bytes, int], bool]
 
 USER_TEXT = "Could you tell me a little more about that, with an example? " * 2
 REPLY_TEXT = "Sure. Here is a longer answer that goes on for a while, as replies do. " * 6
@@ -100,38 +104,33 @@ class Connection:
         self.writer.close()
 
 
-async def time_reads(port: int, ids: dict[int, list[str]]) -> dict[int, list[float]]:
+def read_back(status: int, body: bytes, turns: int) -> bool:
+    """A transcript read: 200 with every turn."""
+    return status == 200 and len(json.loads(body)["turns"]) == turns
+
+
+def restored(status: int, body: bytes, turns: int) -> bool:
+    """A reattach to a context with no run: nothing to replay (204), but the server
+    restores the whole record into a live context to find that out, as a send would."""
+    return status == 204
+
+
+async def time_gets(
+    port: int, ids: dict[int, list[str]], suffix: str, expected: Check
+) -> dict[int, list[float]]:
+    """`GET /agents/deltas/contexts/{id}{suffix}` of each context, timed."""
     connection = await Connection.open(port)
     timings: dict[int, list[float]] = {}
     try:
         for turns, context_ids in ids.items():
             timings[turns] = []
             for context_id in context_ids:
+                path = f"/agents/deltas/contexts/{context_id}{suffix}"
                 began = time.perf_counter()
-                status, body = await connection.get(f"/agents/deltas/contexts/{context_id}")
-                elapsed = time.perf_counter() - began
-                if status != 200 or len(json.loads(body)["turns"]) != turns:
-                    raise RuntimeError(f"GET {context_id}: {status} {body[:200]!r}")
-                timings[turns].append(elapsed)
-    finally:
-        connection.close()
-    return timings
-
-
-async def time_restores(port: int, ids: dict[int, list[str]]) -> dict[int, list[float]]:
-    """`GET …/events` of each context: nothing to replay (204), but the server restores
-    the whole record into a live context to find that out, as a send to it would."""
-    connection = await Connection.open(port)
-    timings: dict[int, list[float]] = {}
-    try:
-        for turns, context_ids in ids.items():
-            timings[turns] = []
-            for context_id in context_ids:
-                began = time.perf_counter()
-                status, body = await connection.get(f"/agents/deltas/contexts/{context_id}/events")
+                status, body = await connection.get(path)
                 timings[turns].append(time.perf_counter() - began)
-                if status != 204:
-                    raise RuntimeError(f"GET {context_id}/events: {status} {body[:200]!r}")
+                if not expected(status, body, turns):
+                    raise RuntimeError(f"GET {path}: {status} {body[:200]!r}")
     finally:
         connection.close()
     return timings
@@ -146,9 +145,9 @@ def run_resume(sizes: tuple[int, ...], count: int) -> list[dict[str, Any]]:
         port = free_port()
         argv = python_server("thinwire", port, "--data-dir", str(data_dir))
         with started("thinwire", argv, port):
-            asyncio.run(time_reads(port, warm))
-            timings = asyncio.run(time_reads(port, ids))
-            restores = asyncio.run(time_restores(port, ids))
+            asyncio.run(time_gets(port, warm, "", read_back))
+            timings = asyncio.run(time_gets(port, ids, "", read_back))
+            restores = asyncio.run(time_gets(port, ids, "/events", restored))
     rows = []
     for turns, values in timings.items():
         row = {
