@@ -528,3 +528,20 @@ async def test_a_loaded_record_decodes_its_history_only_when_used(store: Store) 
     again = await store.load("ctx-1")
     assert again is not None and again.history[-1]["content"] == "later"
     assert again.transcript[-1]["text"] == "later"
+
+
+async def test_redis_reads_and_rewrites_a_record_kept_whole(redis_url: str) -> None:
+    """Hashes written before history and transcript had fields keep both in `data`."""
+    store = RedisStore.from_url(redis_url, prefix=f"test-{secrets.token_hex(4)}")
+    turns = [{"role": "user", "text": "hï", "toolCalls": [], "stopReason": None}]
+    old = record(transcript=turns, version=3)
+    fields = {"agent": "demo", "owner": "user:ada", "version": 3, "data": old.encode()}
+    await store.redis.hset(store._key("ctx", "ctx-1"), mapping=fields)
+    assert await store.load("ctx-1") == old
+    view = await store.load_transcript("ctx-1")
+    assert view is not None and json.loads(view.turns_json) == turns
+    assert await store.save(record(transcript=[*turns, *turns]), expected_version=3) == 4
+    stored = await store.redis.hgetall(store._key("ctx", "ctx-1"))
+    assert json.loads(stored["transcript"]) == [*turns, *turns]
+    assert "history" not in json.loads(stored["data"])
+    await store.close()

@@ -4,7 +4,8 @@
 
 Keys, under `prefix`:
 
-    {p}:ctx:{id}      hash: agent, owner, version, data (the record as JSON)
+    {p}:ctx:{id}      hash: agent, owner, version, history and transcript (JSON arrays),
+                      data (the rest of the record as JSON)
     {p}:audit:{id}    list of audit entries (JSON), appended with the save they belong to
     {p}:events:{id}   stream of frames, entry id "{seq}-1", expiring after `event_ttl`
     {p}:lease:{id}    "{owner} {token}" with a time to live: who may run the context
@@ -29,7 +30,9 @@ from thinwire.stores.base import (
     Event,
     LeaseLost,
     Store,
+    TranscriptView,
     VersionConflict,
+    dumps,
 )
 
 if TYPE_CHECKING:
@@ -39,8 +42,9 @@ __all__ = ["RedisStore"]
 
 CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'agent', ARGV[1], 'owner', ARGV[2], 'version', 1, 'data', ARGV[3])
-for i = 4, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+redis.call('HSET', KEYS[1], 'agent', ARGV[1], 'owner', ARGV[2], 'version', 1,
+  'data', ARGV[3], 'history', ARGV[4], 'transcript', ARGV[5])
+for i = 6, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 return 1
 """
 
@@ -48,14 +52,15 @@ SAVE = """
 local version = redis.call('HGET', KEYS[1], 'version')
 if not version then return -1 end
 if tonumber(version) ~= tonumber(ARGV[1]) then return tonumber(version) end
-if ARGV[4] ~= '' then
+if ARGV[6] ~= '' then
   local lease = redis.call('GET', KEYS[4])
-  if not lease or string.match(lease, '%S+$') ~= ARGV[4] then return -2 end
+  if not lease or string.match(lease, '%S+$') ~= ARGV[6] then return -2 end
 end
-redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3])
-local n = tonumber(ARGV[5])
-for i = 1, n do redis.call('RPUSH', KEYS[2], ARGV[5 + i]) end
-local at = 6 + n
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3], 'history', ARGV[4],
+  'transcript', ARGV[5])
+local n = tonumber(ARGV[7])
+for i = 1, n do redis.call('RPUSH', KEYS[2], ARGV[7 + i]) end
+local at = 8 + n
 local events = tonumber(ARGV[at])
 for i = 0, events - 1 do
   local base = at + 1 + i * 4
@@ -108,6 +113,12 @@ def require_redis() -> Any:
     return redis.asyncio
 
 
+def record_parts(record: ContextRecord) -> list[str]:
+    """The record's data, history and transcript fields, serialised before any command:
+    a non-JSON value changes nothing."""
+    return [dumps(record.rest_json()), record.history_json(), record.transcript_json()]
+
+
 def event_args(events: Sequence[Event]) -> list[Any]:
     """XADD arguments, in seq order: a stream only grows."""
     args: list[Any] = []
@@ -148,22 +159,43 @@ class RedisStore(Store):
         return [self._key(kind, context_id) for kind in ("ctx", "audit", "events", "lease")]
 
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
-        data = record.encode()
+        parts = record_parts(record)
         entries = [audit_json(entry, 1) for entry in audit]
         keys = [self._key("ctx", record.id), self._key("audit", record.id)]
-        if not await self._create(keys=keys, args=[record.agent, record.owner, data, *entries]):
+        if not await self._create(keys=keys, args=[record.agent, record.owner, *parts, *entries]):
             raise AlreadyExists(record.id)
 
     async def load(self, context_id: str) -> ContextRecord | None:
         stored = await self.redis.hgetall(self._key("ctx", context_id))
         if not stored or "data" not in stored:
             return None
+        # History and transcript stay text until a run uses them (absent: a record
+        # written whole into data by an earlier version).
         return ContextRecord.from_json(
             id=context_id,
             agent=stored["agent"],
             owner=stored["owner"],
             version=int(stored["version"]),
             data=json.loads(stored["data"]),
+            history_json=stored.get("history"),
+            transcript_json=stored.get("transcript"),
+        )
+
+    async def load_transcript(self, context_id: str) -> TranscriptView | None:
+        """Reads the transcript field and the small part of the record, not the history."""
+        agent, owner, data, transcript = await self.redis.hmget(
+            self._key("ctx", context_id), ["agent", "owner", "data", "transcript"]
+        )
+        if data is None:
+            return None
+        fields = json.loads(data)
+        suspended = fields.get("suspended")
+        return TranscriptView(
+            agent=agent,
+            owner=owner,
+            turns_json=transcript if transcript is not None else dumps(fields["transcript"]),
+            active_run=fields["activeRun"],
+            pending_interrupt=suspended["interrupt"] if suspended else None,
         )
 
     async def save(
@@ -177,9 +209,9 @@ class RedisStore(Store):
         trim_before: int | None = None,
     ) -> int:
         version = expected_version + 1
-        data = record.encode()
+        parts = record_parts(record)
         entries = [audit_json(entry, version) for entry in audit]
-        args = [expected_version, version, data, "" if fence is None else fence, len(entries)]
+        args = [expected_version, version, *parts, "" if fence is None else fence, len(entries)]
         args += [*entries, len(events), *event_args(events), self.event_ttl]
         args.append("" if trim_before is None else trim_before)
         result = int(await self._save(keys=self._keys(record.id), args=args))
