@@ -545,3 +545,16 @@ async def test_redis_reads_and_rewrites_a_record_kept_whole(redis_url: str) -> N
     assert json.loads(stored["transcript"]) == [*turns, *turns]
     assert "history" not in json.loads(stored["data"])
     await store.close()
+
+
+def test_appending_to_a_record_at_rest_keeps_it_text() -> None:
+    at_rest = record(transcript=[])
+    at_rest.compact()
+    at_rest.add_turn({"role": "user", "text": "a", "toolCalls": []})
+    at_rest.add_turn({"role": "user", "text": "b\\n]", "toolCalls": []})
+    at_rest.add_message({"role": "user", "content": "c"})
+    assert at_rest.at_rest
+    assert [t["text"] for t in json.loads(at_rest.transcript_json())] == ["a", "b\\n]"]
+    assert [m["content"] for m in at_rest.history] == ["be brief", "c"]
+    at_rest.add_message({"role": "user", "content": "d"})  # decoded now: a list append
+    assert json.loads(at_rest.history_json())[-1]["content"] == "d"

@@ -244,8 +244,8 @@ class ContextRegistry:
         record = context.record
         active = record.active_run
         assert active is not None
-        record.history.append({"role": "assistant", "content": "", "stopReason": "interrupted"})
-        record.transcript.append(public_turn("assistant", "", stop_reason="interrupted"))
+        record.add_message({"role": "assistant", "content": "", "stopReason": "interrupted"})
+        record.add_turn(public_turn("assistant", "", stop_reason="interrupted"))
         record.last_seq = max(record.last_seq, active["seqLease"])
         record.active_run = None
         done = wire.DoneFrame(

@@ -332,8 +332,8 @@ async def begin_run(
             record.suspended = None
             record.answered = [*record.answered, answering][-ANSWERED_KEPT:]
         if text is not None:
-            record.history.append({"role": "user", "content": text})
-            record.transcript.append(public_turn("user", text))
+            record.add_message({"role": "user", "content": text})
+            record.add_turn(public_turn("user", text))
         record.active_run = {"runId": run_id, "seqLease": lease}
         record.last_run = {"runId": run_id, "firstSeq": record.last_seq + 1}
         # Keep the frames of this run and the one before it; older ones are done with.
@@ -480,13 +480,11 @@ async def finish(
         }
     else:
         reply = "".join(run.replayed_text) + run.text
-        record.history.append(
+        record.add_message(
             {"role": "assistant", "content": reply, "stopReason": outcome.stop_reason}
         )
     if run.text or run.tool_calls or outcome.stop_reason != "end":
-        record.transcript.append(
-            public_turn("assistant", run.text, run.tool_calls, outcome.stop_reason)
-        )
+        record.add_turn(public_turn("assistant", run.text, run.tool_calls, outcome.stop_reason))
     record.active_run = None
     done = log.encode(
         wire.DoneFrame,

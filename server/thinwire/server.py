@@ -167,8 +167,8 @@ class AgentServer:
             async with self.contexts.hold(context, "stop"):
                 record = context.record
                 record.suspended = None
-                record.history.append({"role": "assistant", "content": "", "stopReason": "stopped"})
-                record.transcript.append(public_turn("assistant", "", stop_reason="stopped"))
+                record.add_message({"role": "assistant", "content": "", "stopReason": "stopped"})
+                record.add_turn(public_turn("assistant", "", stop_reason="stopped"))
                 await self.contexts.save(context)
             return stop_result(context, suspended["runId"], stopping=True)
         log = context.run

@@ -100,6 +100,17 @@ class JsonList:
     def json(self) -> str:
         return dumps(self._items) if self._items is not None else str(self._text)
 
+    def append(self, item: Any) -> None:
+        """Add an item at the end; held as text, the text grows and stays undecoded."""
+        if self._items is not None:
+            self._items.append(item)
+            return
+        text = str(self._text).rstrip()
+        if not text.endswith("]"):
+            raise ValueError("a JsonList's text must be a JSON array")
+        empty = text[1:-1].isspace() or len(text) == 2
+        self._text = f"{text[:-1]}{'' if empty else ','}{dumps(item)}]"
+
     def compact(self) -> None:
         """Hold the text instead of the list (ValueError if it is not JSON)."""
         if self._items is not None:
@@ -179,6 +190,14 @@ class ContextRecord:
     @transcript.setter
     def transcript(self, turns: list[dict[str, Any]]) -> None:
         self._transcript = JsonList(turns)
+
+    def add_message(self, message: dict[str, Any]) -> None:
+        """Append to the history without decoding it."""
+        self._history.append(message)
+
+    def add_turn(self, turn: dict[str, Any]) -> None:
+        """Append to the transcript without decoding it."""
+        self._transcript.append(turn)
 
     def history_json(self) -> str:
         return self._history.json()
