@@ -25,6 +25,7 @@ from thinwire.stores import (
     VersionConflict,
 )
 from thinwire.stores.redis import RedisStore
+from thinwire.stores.sqlite import MAX_PARTS
 from thinwire.testing import redis_server_binary, serve_redis
 
 pytestmark = pytest.mark.anyio
@@ -558,3 +559,67 @@ def test_appending_to_a_record_at_rest_keeps_it_text() -> None:
     assert [m["content"] for m in at_rest.history] == ["be brief", "c"]
     at_rest.add_message({"role": "user", "content": "d"})  # decoded now: a list append
     assert json.loads(at_rest.history_json())[-1]["content"] == "d"
+
+
+def parts_of(path: Path, list_name: str) -> list[str]:
+    with sqlite3.connect(path) as connection:
+        rows = connection.execute(
+            "SELECT text FROM parts WHERE context_id = 'ctx-1' AND list = ? ORDER BY seq",
+            (list_name,),
+        ).fetchall()
+    return [text for (text,) in rows]
+
+
+async def test_sqlite_appends_what_a_save_added_and_rewrites_anything_else(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.db"
+    store = SQLiteStore(path)
+    await store.create(record())
+    loaded = await store.load("ctx-1")
+    assert loaded is not None
+    for n in range(3):
+        loaded.add_turn({"role": "user", "text": f"t{n}", "toolCalls": []})
+        loaded.add_message({"role": "user", "content": f"m{n}"})
+        loaded.version = await store.save(loaded, expected_version=loaded.version)
+    assert parts_of(path, "transcript") == [
+        "[",
+        '{"role":"user","text":"t0","toolCalls":[]}',
+        ',{"role":"user","text":"t1","toolCalls":[]}',
+        ',{"role":"user","text":"t2","toolCalls":[]}',
+    ]
+    assert len(parts_of(path, "history")) == 4
+    loaded.history[0]["content"] = "edited in place"  # not an append: rewritten whole
+    loaded.version = await store.save(loaded, expected_version=loaded.version)
+    assert len(parts_of(path, "history")) == 1 and len(parts_of(path, "transcript")) == 4
+    stale = await store.load("ctx-1")
+    assert stale is not None
+    loaded.add_turn({"role": "user", "text": "lands", "toolCalls": []})
+    loaded.version = await store.save(loaded, expected_version=loaded.version)
+    stale.add_turn({"role": "user", "text": "refused", "toolCalls": []})
+    with pytest.raises(VersionConflict):
+        await store.save(stale, expected_version=stale.version)
+    await store.close()
+    again = await SQLiteStore(path).load("ctx-1")
+    assert again is not None and again == loaded
+    assert [t["text"] for t in again.transcript] == ["t0", "t1", "t2", "lands"]
+    assert again.history[0]["content"] == "edited in place"
+
+
+async def test_sqlite_rewrites_a_list_of_many_parts_as_one(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    store = SQLiteStore(path)
+    grown = record()
+    await store.create(grown)
+    grown.version = 1
+    for n in range(MAX_PARTS + 1):
+        grown.add_turn({"role": "user", "text": f"t{n}", "toolCalls": []})
+        grown.version = await store.save(grown, expected_version=grown.version)
+        assert 1 <= len(parts_of(path, "transcript")) <= MAX_PARTS
+    assert len(parts_of(path, "transcript")) < MAX_PARTS  # rewritten on the way
+    view = await store.load_transcript("ctx-1")
+    assert view is not None
+    assert [t["text"] for t in json.loads(view.turns_json)] == [
+        f"t{n}" for n in range(MAX_PARTS + 1)
+    ]
+    await store.close()

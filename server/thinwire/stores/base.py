@@ -172,6 +172,9 @@ class ContextRecord:
         self.answered: list[str] = [] if answered is None else answered
         self.created_at = created_at
         self.updated_at = updated_at
+        #: The history's and the transcript's text as the store holds them, by name, for
+        #: a store that can append to what it holds (SQLite): set by its loads and saves.
+        self.stored: dict[str, str] = {}
 
     @property
     def history(self) -> list[dict[str, Any]]:

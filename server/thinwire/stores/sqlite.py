@@ -11,6 +11,10 @@ of its own, so a write that fails is rolled back alone and the others still land
 Under load that turns hundreds of fsyncs a second into tens, and no write is
 acknowledged before the commit that holds it.
 
+A conversation's history and transcript (JSON arrays, nearly all of a long record) are
+kept in `parts`: a save that only added to them appends what it added, not the whole
+text again, and a list of many parts is rewritten as one now and then.
+
 Frames are kept as spans, not one row each: a flush of a run's frames is a handful of
 consecutive seqs written together, so it becomes one row holding their JSON (an index
 entry and a B-tree insert per flush instead of per frame, which was most of a run's
@@ -54,12 +58,19 @@ CREATE TABLE IF NOT EXISTS contexts (
     agent TEXT NOT NULL,
     owner TEXT NOT NULL,
     version INTEGER NOT NULL,
-    -- The record's JSON without its history and transcript, which have columns of
-    -- their own so a read of the transcript parses neither. Rows written before those
-    -- columns existed have them NULL and everything in data.
+    -- The record's JSON without its history and transcript, which are in parts.
+    -- Rows written by earlier versions may have them in these two columns, or in data.
     data TEXT NOT NULL,
     history TEXT,
     transcript TEXT
+);
+CREATE TABLE IF NOT EXISTS parts (
+    context_id TEXT NOT NULL,
+    list TEXT NOT NULL,  -- 'history' or 'transcript'
+    seq INTEGER NOT NULL,
+    -- The list's JSON text without its closing bracket is its parts' text in seq order.
+    text TEXT NOT NULL,
+    PRIMARY KEY (context_id, list, seq)
 );
 CREATE TABLE IF NOT EXISTS audit (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -83,6 +94,9 @@ CREATE TABLE IF NOT EXISTS spans (
 );
 CREATE INDEX IF NOT EXISTS spans_by_time ON spans (time);
 """
+
+#: A list appended to this many times is rewritten as one part.
+MAX_PARTS = 64
 
 #: Joins a span's frames: a control character, which valid JSON never holds unescaped,
 #: so splitting on it cannot cut a frame (and is far cheaper than a JSON array).
@@ -194,20 +208,21 @@ class SQLiteStore(LocalLeases, Store):
         return self._connection
 
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
-        data, history, transcript = encode_record(record)
+        data, lists = dumps(record.rest_json()), list_writes(record)
 
         def create(connection: sqlite3.Connection) -> None:
             try:
                 connection.execute(
-                    "INSERT INTO contexts (id, agent, owner, version, data, history, transcript) "
-                    "VALUES (?, ?, ?, 1, ?, ?, ?)",
-                    (record.id, record.agent, record.owner, data, history, transcript),
+                    "INSERT INTO contexts (id, agent, owner, version, data) VALUES (?, ?, ?, 1, ?)",
+                    (record.id, record.agent, record.owner, data),
                 )
             except sqlite3.IntegrityError as exc:
                 raise AlreadyExists(record.id) from exc
             self._append_audit(connection, record.id, 1, audit)
+            write_lists(connection, record.id, lists)
 
         await self._write(create)
+        record.stored = {write.name: write.text for write in lists}
 
     async def load(self, context_id: str) -> ContextRecord | None:
         def load(connection: sqlite3.Connection) -> ContextRecord | None:
@@ -219,22 +234,24 @@ class SQLiteStore(LocalLeases, Store):
             if row is None:
                 return None
             agent, owner, version, data, history, transcript = row
-            # History and transcript stay text until a run uses them (NULL: an old row
-            # that has them in data).
-            return ContextRecord.from_json(
+            stored = read_lists(connection, context_id)
+            # History and transcript stay text until a run uses them.
+            record = ContextRecord.from_json(
                 id=context_id,
                 agent=agent,
                 owner=owner,
                 version=version,
                 data=json.loads(data),
-                history_json=history,
-                transcript_json=transcript,
+                history_json=stored.get("history", history),
+                transcript_json=stored.get("transcript", transcript),
             )
+            record.stored = stored
+            return record
 
         return await self._run(load)
 
     async def load_transcript(self, context_id: str) -> TranscriptView | None:
-        """The transcript column as it is stored, with the small part of the record: the
+        """The transcript's text as it is stored, with the small part of the record: the
         history is not read, nothing is parsed but the small part."""
 
         def load(connection: sqlite3.Connection) -> TranscriptView | None:
@@ -245,6 +262,9 @@ class SQLiteStore(LocalLeases, Store):
             if row is None:
                 return None
             agent, owner, data, transcript = row
+            transcript = read_lists(connection, context_id, "transcript").get(
+                "transcript", transcript
+            )
             fields = json.loads(data)
             suspended = fields.get("suspended")
             return TranscriptView(
@@ -267,15 +287,15 @@ class SQLiteStore(LocalLeases, Store):
         fence: int | None = None,
         trim_before: int | None = None,
     ) -> int:
-        data, history, transcript = encode_record(record)
+        data, lists = dumps(record.rest_json()), list_writes(record)
         version = expected_version + 1
         self.check_fence(record.id, fence)
 
         def save(connection: sqlite3.Connection) -> int:
             updated = connection.execute(
-                "UPDATE contexts SET data = ?, history = ?, transcript = ?, version = ? "
+                "UPDATE contexts SET data = ?, history = NULL, transcript = NULL, version = ? "
                 "WHERE id = ? AND version = ?",
-                (data, history, transcript, version, record.id, expected_version),
+                (data, version, record.id, expected_version),
             ).rowcount
             if updated != 1:
                 row = connection.execute(
@@ -283,12 +303,15 @@ class SQLiteStore(LocalLeases, Store):
                 ).fetchone()
                 raise VersionConflict(record.id, expected_version, row[0] if row else None)
             self._append_audit(connection, record.id, version, audit)
+            write_lists(connection, record.id, lists)
             self._insert_events(connection, record.id, events)
             if trim_before is not None:
                 self._trim(connection, record.id, trim_before)
             return version
 
-        return await self._write(save)
+        saved = await self._write(save)
+        record.stored = {write.name: write.text for write in lists}
+        return saved
 
     def _insert_events(
         self, connection: sqlite3.Connection, context_id: str, events: Sequence[Event]
@@ -405,6 +428,7 @@ class SQLiteStore(LocalLeases, Store):
         def delete(connection: sqlite3.Connection) -> bool:
             connection.execute("DELETE FROM audit WHERE context_id = ?", (context_id,))
             connection.execute("DELETE FROM spans WHERE context_id = ?", (context_id,))
+            connection.execute("DELETE FROM parts WHERE context_id = ?", (context_id,))
             deleted = connection.execute(
                 "DELETE FROM contexts WHERE id = ?", (context_id,)
             ).rowcount
@@ -478,7 +502,62 @@ def join_frames(span: Sequence[Event]) -> str:
     return joined
 
 
-def encode_record(record: ContextRecord) -> tuple[str, str, str]:
-    """The record's columns (the rest, history, transcript), serialised before any
-    transaction starts: a non-JSON value changes nothing."""
-    return dumps(record.rest_json()), record.history_json(), record.transcript_json()
+@dataclass(frozen=True)
+class ListWrite:
+    """What a save writes of one of the record's lists: its whole JSON `text`, or only
+    `tail`, when the text is what is stored with `tail` added before the bracket."""
+
+    name: str
+    text: str
+    tail: str | None
+
+
+def list_writes(record: ContextRecord) -> list[ListWrite]:
+    """Serialised before any transaction starts: a non-JSON value changes nothing."""
+    writes = []
+    for name, text in (
+        ("history", record.history_json()),
+        ("transcript", record.transcript_json()),
+    ):
+        stored = record.stored.get(name)
+        appended = stored is not None and text.startswith(stored[:-1]) and text.endswith("]")
+        tail = text[len(stored) - 1 : -1] if stored is not None and appended else None
+        writes.append(ListWrite(name, text, tail))
+    return writes
+
+
+def write_lists(connection: sqlite3.Connection, context_id: str, lists: list[ListWrite]) -> None:
+    for write in lists:
+        if write.tail == "":
+            continue  # unchanged
+        if write.tail is not None:
+            (parts,) = connection.execute(
+                "SELECT count(*) FROM parts WHERE context_id = ? AND list = ?",
+                (context_id, write.name),
+            ).fetchone()
+            if 0 < parts < MAX_PARTS:
+                connection.execute(
+                    "INSERT INTO parts (context_id, list, seq, text) VALUES (?, ?, ?, ?)",
+                    (context_id, write.name, parts, write.tail),
+                )
+                continue
+        connection.execute(
+            "DELETE FROM parts WHERE context_id = ? AND list = ?", (context_id, write.name)
+        )
+        connection.execute(
+            "INSERT INTO parts (context_id, list, seq, text) VALUES (?, ?, 0, ?)",
+            (context_id, write.name, write.text[:-1]),
+        )
+
+
+def read_lists(connection: sqlite3.Connection, context_id: str, *names: str) -> dict[str, str]:
+    """The lists kept in parts (all, or those named), as JSON text."""
+    query = "SELECT list, text FROM parts WHERE context_id = ?"
+    parameters: list[str] = [context_id]
+    if names:
+        query += f" AND list IN ({', '.join('?' * len(names))})"
+        parameters += names
+    texts: dict[str, list[str]] = {}
+    for name, text in connection.execute(query + " ORDER BY list, seq", parameters):
+        texts.setdefault(name, []).append(text)
+    return {name: "".join(parts) + "]" for name, parts in texts.items()}
