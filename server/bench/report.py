@@ -86,14 +86,16 @@ def resume_table(rows: Sequence[Row]) -> list[str]:
     lines = [
         "### Cold resume (GET transcript of a context not in memory, SQLite)",
         "",
-        "| turns | contexts | p50 ms | p99 ms | max ms | restore p50 ms | restore p99 ms |",
-        "|--:|--:|--:|--:|--:|--:|--:|",
+        "| turns | contexts | p50 ms | p99 ms | max ms | restore p50 ms | restore p99 ms "
+        "| send p50 ms | send p99 ms | server CPU ms / send |",
+        "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for row in rows:
         lines.append(
             f"| {row['turns']} | {row['contexts']} | {row['p50_ms']:.2f} "
             f"| {row['p99_ms']:.2f} | {row['max_ms']:.2f} "
-            f"| {row['restore_p50_ms']:.2f} | {row['restore_p99_ms']:.2f} |"
+            f"| {row['restore_p50_ms']:.2f} | {row['restore_p99_ms']:.2f} "
+            f"| {row['send_p50_ms']:.2f} | {row['send_p99_ms']:.2f} | {row['send_cpu_ms']:.2f} |"
         )
     return lines
 

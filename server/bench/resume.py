@@ -8,6 +8,8 @@ request's first byte out to the response's last byte in, on one kept-alive conne
 What the first *send* to such a context pays on top, restoring the whole record (history
 included) into a live context, is measured after the reads as `restore`: a reattach
 (`GET …/events`) of each context, which restores it to find there is nothing to replay.
+Then one `send` of a short reply to each: what a run costs in a conversation that long
+(its time, and the server's CPU per send).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.procs import free_port, python_server, started
+from bench.procs import Server, free_port, python_server, started
 from bench.stats import percentile
 from thinwire.identity import ANONYMOUS
 from thinwire.ids import new_context_id
@@ -136,6 +138,49 @@ async def time_gets(
     return timings
 
 
+#: Deltas a measured send asks the bench agent for: a short reply, so the figure is
+#: what the conversation's length costs, not what streaming does.
+SEND_DELTAS = 20
+
+
+async def send_once(port: int, context_id: str) -> bytes:
+    """POST a run to `context_id` on a connection of its own; the whole SSE response."""
+    body = json.dumps({"contextId": context_id, "message": {"text": str(SEND_DELTAS)}})
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(
+            (
+                "POST /agents/deltas/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}"
+            ).encode()
+        )
+        return await reader.read()  # to the end: the server closes after `done`
+    finally:
+        writer.close()
+
+
+async def time_sends(
+    port: int, ids: dict[int, list[str]], server: Server
+) -> dict[int, tuple[list[float], float]]:
+    """A send to each (restored) context: its time, and the server's CPU per send."""
+    results: dict[int, tuple[list[float], float]] = {}
+    for turns, context_ids in ids.items():
+        timings: list[float] = []
+        cpu = server.cpu()
+        for context_id in context_ids:
+            began = time.perf_counter()
+            response = await send_once(port, context_id)
+            timings.append(time.perf_counter() - began)
+            if (
+                b" 200 " not in response.split(b"\r\n", 1)[0]
+                or b'"stopReason":"end"' not in response
+            ):
+                raise RuntimeError(f"send to {context_id}: {response[:200]!r}")
+        results[turns] = (timings, (server.cpu() - cpu) / len(context_ids))
+    return results
+
+
 def run_resume(sizes: tuple[int, ...], count: int) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="thinwire-bench-") as directory:
         data_dir = Path(directory)
@@ -144,10 +189,11 @@ def run_resume(sizes: tuple[int, ...], count: int) -> list[dict[str, Any]]:
         ids = asyncio.run(write_contexts(data_dir, {turns: count for turns in sizes}))
         port = free_port()
         argv = python_server("thinwire", port, "--data-dir", str(data_dir))
-        with started("thinwire", argv, port):
+        with started("thinwire", argv, port) as server:
             asyncio.run(time_gets(port, warm, "", read_back))
             timings = asyncio.run(time_gets(port, ids, "", read_back))
             restores = asyncio.run(time_gets(port, ids, "/events", restored))
+            sends = asyncio.run(time_sends(port, ids, server))
     rows = []
     for turns, values in timings.items():
         row = {
@@ -158,6 +204,9 @@ def run_resume(sizes: tuple[int, ...], count: int) -> list[dict[str, Any]]:
             "max_ms": max(values) * 1e3,
             "restore_p50_ms": percentile(restores[turns], 0.5) * 1e3,
             "restore_p99_ms": percentile(restores[turns], 0.99) * 1e3,
+            "send_p50_ms": percentile(sends[turns][0], 0.5) * 1e3,
+            "send_p99_ms": percentile(sends[turns][0], 0.99) * 1e3,
+            "send_cpu_ms": sends[turns][1] * 1e3,
         }
         rows.append(row)
         print(
