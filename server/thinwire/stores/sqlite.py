@@ -520,8 +520,9 @@ def list_writes(record: ContextRecord) -> list[ListWrite]:
         ("transcript", record.transcript_json()),
     ):
         stored = record.stored.get(name)
-        appended = stored is not None and text.startswith(stored[:-1]) and text.endswith("]")
-        tail = text[len(stored) - 1 : -1] if stored is not None and appended else None
+        tail = None
+        if stored is not None and text.startswith(stored[:-1]) and text.endswith("]"):
+            tail = text[len(stored) - 1 : -1]  # what was added before the bracket
         writes.append(ListWrite(name, text, tail))
     return writes
 
