@@ -314,6 +314,25 @@ class TranscriptView:
             pending_interrupt=suspended["interrupt"] if suspended else None,
         )
 
+    @classmethod
+    def stored(
+        cls, agent: str, owner: str, data: str, transcript_json: str | None
+    ) -> TranscriptView:
+        """From a store that keeps the transcript's text apart from the rest of the record
+        (`data`, the JSON of `rest_json`); without the text, from `data` as written whole
+        by an earlier version."""
+        fields = json.loads(data)
+        suspended = fields.get("suspended")
+        return cls(
+            agent=agent,
+            owner=owner,
+            turns_json=transcript_json
+            if transcript_json is not None
+            else dumps(fields["transcript"]),
+            active_run=fields["activeRun"],
+            pending_interrupt=suspended["interrupt"] if suspended else None,
+        )
+
 
 @dataclass(frozen=True)
 class AuditEntry:

@@ -188,15 +188,7 @@ class RedisStore(Store):
         )
         if data is None:
             return None
-        fields = json.loads(data)
-        suspended = fields.get("suspended")
-        return TranscriptView(
-            agent=agent,
-            owner=owner,
-            turns_json=transcript if transcript is not None else dumps(fields["transcript"]),
-            active_run=fields["activeRun"],
-            pending_interrupt=suspended["interrupt"] if suspended else None,
-        )
+        return TranscriptView.stored(agent, owner, data, transcript)
 
     async def save(
         self,

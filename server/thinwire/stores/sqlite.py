@@ -262,18 +262,8 @@ class SQLiteStore(LocalLeases, Store):
             if row is None:
                 return None
             agent, owner, data, transcript = row
-            transcript = read_lists(connection, context_id, "transcript").get(
-                "transcript", transcript
-            )
-            fields = json.loads(data)
-            suspended = fields.get("suspended")
-            return TranscriptView(
-                agent=agent,
-                owner=owner,
-                turns_json=transcript if transcript is not None else dumps(fields["transcript"]),
-                active_run=fields["activeRun"],
-                pending_interrupt=suspended["interrupt"] if suspended else None,
-            )
+            parts = read_lists(connection, context_id, "transcript")
+            return TranscriptView.stored(agent, owner, data, parts.get("transcript", transcript))
 
         return await self._run(load)
 
