@@ -30,6 +30,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import json
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -66,6 +67,9 @@ class AlreadyExists(StoreError):
 
 class LeaseLost(StoreError):
     """A fenced save whose lease has expired or passed to another owner."""
+
+
+EMPTY_ARRAY = re.compile(r"\[\s*\]")
 
 
 def dumps(value: Any) -> str:
@@ -108,7 +112,7 @@ class JsonList:
         text = str(self._text).rstrip()
         if not text.endswith("]"):
             raise ValueError("a JsonList's text must be a JSON array")
-        empty = text[1:-1].isspace() or len(text) == 2
+        empty = EMPTY_ARRAY.fullmatch(text) is not None
         self._text = f"{text[:-1]}{'' if empty else ','}{dumps(item)}]"
 
     def compact(self) -> None:
