@@ -60,6 +60,35 @@ export function settleStops(job: Job): void {
   for (const stop of job.stops.splice(0)) stop.resolve();
 }
 
+/**
+ * Shows `turns` followed by a fresh, empty assistant reply, streaming, with the
+ * previous run's thinking, activity and error cleared; returns the reply.
+ * `run` sets the run being read and the pending interrupt (the current ones
+ * by default).
+ */
+export function openReply(
+  core: ClientCore,
+  turns: readonly Turn[],
+  run: { runId?: string | null; lastSeq?: number | null; interrupt?: InterruptRequest | null } = {},
+): Turn {
+  const reply = core.turn("assistant", "", true);
+  const state = core.state();
+  core.commit({
+    runId: run.runId === undefined ? state.runId : run.runId,
+    lastSeq: run.lastSeq === undefined ? state.lastSeq : run.lastSeq,
+    snapshot: {
+      ...state.snapshot,
+      turns: [...turns, reply],
+      thinking: "",
+      activity: [],
+      error: null,
+      status: "streaming",
+      interrupt: run.interrupt === undefined ? state.snapshot.interrupt : run.interrupt,
+    },
+  });
+  return reply;
+}
+
 export function setStatus(core: ClientCore, status: Status): void {
   const state = core.state();
   if (state.snapshot.status === status) return;

@@ -7,7 +7,7 @@
  * gone (answered elsewhere, expired): then the transcript is loaded again,
  * since the view no longer matches the server.
  */
-import { type ClientCore, failRun, type Job, type SendResult } from "./client-core.js";
+import { type ClientCore, failRun, type Job, openReply, type SendResult } from "./client-core.js";
 import { aborted, toThinwireError } from "./errors.js";
 import type { InterruptRequest } from "./generated/wire.js";
 import { follow } from "./run-stream.js";
@@ -22,21 +22,7 @@ export async function answer(
   job: Job,
 ): Promise<SendResult> {
   const signal = job.controller.signal;
-  const before = core.state().snapshot;
-  const reply = core.turn("assistant", "", true);
-  core.commit({
-    ...core.state(),
-    runId: null,
-    snapshot: {
-      ...before,
-      turns: [...before.turns, reply],
-      thinking: "",
-      activity: [],
-      error: null,
-      status: "streaming",
-      interrupt: null,
-    },
-  });
+  const reply = openReply(core, core.state().snapshot.turns, { runId: null, interrupt: null });
   const { interruptId } = interrupt;
   try {
     const frames = () => core.transport.decide({ ...core.target(), contextId, interruptId, value, signal });

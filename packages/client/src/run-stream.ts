@@ -8,7 +8,7 @@
  * send, or frames of a later run show up, the run ended while the client was
  * away and the transcript has its reply.
  */
-import { type ClientCore, failRun, type Job, type SendResult, setStatus } from "./client-core.js";
+import { type ClientCore, failRun, type Job, openReply, type SendResult, setStatus } from "./client-core.js";
 import { aborted, ThinwireError, toThinwireError, withInterruptId } from "./errors.js";
 import type { DoneFrame, Frame, InterruptRequest, RunRequest } from "./generated/wire.js";
 import { backoffDelay, isReconnectable } from "./reconnect.js";
@@ -31,19 +31,7 @@ export async function streamMessage(core: ClientCore, text: string, job: Job): P
   const signal = job.controller.signal;
   const before = core.state().snapshot;
   const user = core.turn("user", text, false);
-  const reply = core.turn("assistant", "", true);
-  core.commit({
-    ...core.state(),
-    runId: null,
-    snapshot: {
-      ...before,
-      turns: [...before.turns, user, reply],
-      thinking: "",
-      activity: [],
-      error: null,
-      status: "streaming",
-    },
-  });
+  const reply = openReply(core, [...before.turns, user], { runId: null });
 
   const body: RunRequest = { message: { text } };
   if (before.contextId !== null) body.contextId = before.contextId;
@@ -77,20 +65,7 @@ export function followActiveRun(
   turns: Turn[],
   interrupt: InterruptRequest | null,
 ): Promise<void> {
-  const reply = core.turn("assistant", "", true);
-  core.commit({
-    runId,
-    lastSeq: null,
-    snapshot: {
-      ...core.state().snapshot,
-      turns: [...turns, reply],
-      thinking: "",
-      activity: [],
-      error: null,
-      status: "streaming",
-      interrupt,
-    },
-  });
+  const reply = openReply(core, turns, { runId, lastSeq: null, interrupt });
   const signal = job.controller.signal;
   const frames = () => core.transport.attach({ ...core.target(), contextId, after: 0, signal });
   return follow(core, frames, true, job).then(

@@ -2,37 +2,13 @@ import { act, render, renderHook, waitFor } from "@testing-library/react";
 import { MockTransport, type Frame, type SendResult, type Transcript } from "@thinwire/client";
 import { Activity, Profiler } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { fakeWebSocket, newLog } from "../../client/src/testing/fake-server.js";
+import { channel, fakeWebSocket, newLog, runFrames } from "../../client/src/testing/fake-server.js";
 import { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";
 
-/** A frame stream the test pushes into by hand. */
-function channel() {
-  const queue: Array<Frame | null> = [];
-  let wake: (() => void) | null = null;
-  return {
-    push(frame: Frame | null) {
-      queue.push(frame);
-      wake?.();
-    },
-    async *frames(): AsyncGenerator<Frame> {
-      for (;;) {
-        while (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-        const frame = queue.shift()!;
-        if (frame === null) return;
-        yield frame;
-      }
-    },
-  };
-}
-
+/** One run that says `reply` in a single token. */
 function frames(contextId: string, runId: string, reply: string, firstSeq = 1): Frame[] {
-  let seq = firstSeq;
-  const ids = () => ({ contextId, runId, seq: seq++ });
-  return [
-    { ...ids(), type: "run_start", agent: "demo" },
-    { ...ids(), type: "token", delta: reply },
-    { ...ids(), type: "done", text: reply, toolCalls: [], stopReason: "end" },
-  ];
+  const run = runFrames(contextId, runId, firstSeq);
+  return [run.start(), run.token(reply), run.done(reply)];
 }
 
 /** A server stand-in: transcripts by context id, runs that mint ids in order. */
@@ -435,7 +411,7 @@ describe("useAgent streaming", () => {
     const transport = new MockTransport(() => stream.frames(), {
       stop: () => {
         stream.push({ ...ids(), type: "done", text: "Par", toolCalls: [], stopReason: "stopped" });
-        stream.push(null);
+        stream.end();
       },
     });
     const { result } = renderHook(() => useAgent({ agent: "demo", transport }));
