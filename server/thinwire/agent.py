@@ -114,6 +114,7 @@ class Run:
         other._tool_calls = self._tool_calls
         other._journal = self._journal
         other.replayed_text = self.replayed_text
+        other._first_delta_sent = self._first_delta_sent
         return other
 
     @property
@@ -140,7 +141,8 @@ class Run:
         """Stream a piece of public reasoning to the user."""
         if delta and not self.replaying:
             self._log.thinking(delta)
-            await self._first_delta_out()
+            if not self._first_delta_sent:
+                await self._first_delta_out()
 
     async def say(self, delta: str) -> None:
         """Stream a piece of the reply to the user."""
@@ -151,15 +153,15 @@ class Run:
         else:
             self._text.append(delta)
             self._log.token(delta)
-            await self._first_delta_out()
+            if not self._first_delta_sent:
+                await self._first_delta_out()
 
     async def _first_delta_out(self) -> None:
         """After the run's first delta, let the event loop go round once so the streams
         send it now: an agent that says a burst without awaiting would otherwise hold its
         first token back until the whole burst is said."""
-        if not self._first_delta_sent:
-            self._first_delta_sent = True
-            await asyncio.sleep(0)
+        self._first_delta_sent = True
+        await asyncio.sleep(0)
 
     async def handoff(self, agent_name: str, text: str) -> None:
         """Let another agent of this server continue this run.

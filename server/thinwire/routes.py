@@ -42,16 +42,18 @@ def after_of(request: Request) -> int:
 
 
 def http_routes(server: AgentServer) -> list[BaseRoute]:
-    async def owned_context(request: Request) -> Context:
+    async def caller(request: Request) -> tuple[str, str]:
+        """The agent the request is for and who asks, once its protocol is checked."""
         check_protocol(request)
         agent_name = server.agent_name(request.path_params["agent"])
-        principal = await server.principal(request)
+        return agent_name, await server.principal(request)
+
+    async def owned_context(request: Request) -> Context:
+        agent_name, principal = await caller(request)
         return await server.context(agent_name, request.path_params["context_id"], principal)
 
     async def start_run(request: Request) -> Response:
-        check_protocol(request)
-        agent_name = server.agent_name(request.path_params["agent"])
-        principal = await server.principal(request)
+        agent_name, principal = await caller(request)
         body = await read_run_request(
             request,
             max_body_bytes=server.max_body_bytes,
@@ -81,13 +83,9 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         )
 
     async def read_context(request: Request) -> Response:
-        check_protocol(request)
-        agent_name = server.agent_name(request.path_params["agent"])
-        principal = await server.principal(request)
-        body = await server.read_transcript(
-            agent_name, request.path_params["context_id"], principal
-        )
-        return json_body(body)
+        agent_name, principal = await caller(request)
+        context_id = request.path_params["context_id"]
+        return json_body(await server.read_transcript(agent_name, context_id, principal))
 
     async def clear_context(request: Request) -> Response:
         context = await owned_context(request)
