@@ -63,11 +63,11 @@ run: $(STAMPS)/python $(STAMPS)/web ## install, build and serve the demo at http
 
 .PHONY: schema
 schema: $(STAMPS)/python ## regenerate the JSON Schema and TypeScript wire types
-	$(BIN)/python -m thinwire.schema $(GENERATED)
+	cd server && ../$(BIN)/python -m codegen ../$(GENERATED)
 
 .PHONY: check-schema
 check-schema: $(STAMPS)/python ## fail when the generated wire types drift from the pydantic models
-	$(BIN)/python -m thinwire.schema $(GENERATED) --check
+	cd server && ../$(BIN)/python -m codegen ../$(GENERATED) --check
 
 # --- checks ---------------------------------------------------------------------------
 

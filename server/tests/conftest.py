@@ -12,6 +12,7 @@ from thinwire import MemoryStore, anonymous, create_app
 from thinwire.app import AgentFactory
 from thinwire.contexts import Context
 from thinwire.demo import CANARIES, create_demo_app
+from thinwire.testing import redis_server_binary, serve_redis
 
 
 def parse_sse(text: str) -> list[dict[str, Any]]:
@@ -44,6 +45,15 @@ def server_context(client: TestClient, context_id: str, agent: str = "demo") -> 
     assert client.portal is not None
     context: Context = client.portal.call(registry.get_for_operator, agent, context_id)
     return context
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A real redis-server for the session; each test keeps to a key prefix of its own."""
+    if redis_server_binary() is None:
+        pytest.skip("no redis-server here (make test installs Debian's package)")
+    with serve_redis() as url:
+        yield url
 
 
 @pytest.fixture

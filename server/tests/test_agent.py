@@ -187,9 +187,8 @@ async def test_the_first_delta_is_streamed_before_the_rest_of_a_burst() -> None:
     log = await server.start("burst", "anonymous", None, "go")
 
     async def follow() -> None:
-        async for item in log.follow(0):
-            if item is not None:
-                Burst.streamed.append(item[1])
+        async for batch in log.follow(0).batches():
+            Burst.streamed.extend(data for _, data in batch or ())
 
     follower = asyncio.create_task(follow())
     await asyncio.wait_for(follower, timeout=5)

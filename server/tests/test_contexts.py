@@ -14,9 +14,10 @@ from starlette.testclient import TestClient
 
 from conftest import app_for, assert_no_canary, parse_sse, send, server_context
 from thinwire import Agent, MemoryStore, Run, SQLiteStore
-from thinwire.contexts import SEQ_LEASE, ContextRegistry, new_record, public_turn
+from thinwire.contexts import ContextRegistry, new_record
 from thinwire.demo import DemoAgent
-from thinwire.runs import begin_run, execute
+from thinwire.records import SEQ_LEASE, public_turn
+from thinwire.runner import begin_run, execute
 from thinwire.stores import AuditEntry, ContextRecord
 
 

@@ -78,3 +78,11 @@ def test_server_doc_refunds_asks_then_resumes() -> None:
             json={"interruptId": request["interruptId"], "value": "approve"},
         )
     assert parse_sse(resumed.text)[-1]["text"] == "Refund issued."
+
+
+def test_the_protocol_doc_lists_every_error_code() -> None:
+    from thinwire.codes import ERROR_CODES
+
+    errors = (ROOT / "docs/protocol.md").read_text(encoding="utf-8").split("## Errors")[1]
+    missing = [code for code in ERROR_CODES if f"`{code}`" not in errors]
+    assert not missing, f"docs/protocol.md's Errors section misses {missing}"

@@ -6,6 +6,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from conftest import app_for, send
+from thinwire.codes import RETRYABLE_CODES
 from thinwire.demo import DemoAgent
 
 RUNS = "/agents/demo/runs"
@@ -14,8 +15,9 @@ RUNS = "/agents/demo/runs"
 def error_of(response: Any, status: int, code: str) -> str:
     assert response.status_code == status, response.text
     body = response.json()
-    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "retryable"}
     assert body["error"]["code"] == code
+    assert body["error"]["retryable"] is (code in RETRYABLE_CODES)
     assert body["error"]["message"]
     return str(body["error"]["message"])
 

@@ -171,6 +171,7 @@ def test_typed_errors_around_decisions(client: TestClient) -> None:
     assert busy.json()["error"] == {
         "code": "decision_pending",
         "message": busy.json()["error"]["message"],
+        "retryable": False,
         "interruptId": interrupt_id,
     }
     unknown = decide(client, context_id, "int-" + "0" * 24, "approve")

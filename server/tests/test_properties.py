@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 from conftest import app_for, parse_sse
 from thinwire import wire
 from thinwire.demo import DemoAgent
-from thinwire.runs import encode_frame
+from thinwire.runlog import encode_frame
 from thinwire.sse import encode
 
 ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=200)
@@ -62,7 +62,7 @@ def test_any_request_body_gets_a_stream_or_a_typed_4xx(body: bytes, content_type
         return
     assert response.status_code in (400, 413, 415), response.text
     error: dict[str, Any] = response.json()["error"]
-    assert set(error) == {"code", "message"}
+    assert set(error) == {"code", "message", "retryable"} and error["retryable"] is False
     assert error["code"] in {
         "invalid_json",
         "invalid_request",
@@ -79,7 +79,7 @@ def test_the_run_log_fast_path_sends_any_text(delta: str) -> None:
     import asyncio
 
     from thinwire.contexts import ContextRegistry, new_record
-    from thinwire.runs import RunLog
+    from thinwire.runlog import RunLog
     from thinwire.stores import MemoryStore
 
     async def frames() -> list[str]:

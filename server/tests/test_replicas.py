@@ -12,18 +12,10 @@ import pytest
 
 from conftest import parse_sse
 from test_uvicorn import events, wait_for
-from thinwire.testing import ServerProcess, redis_server_binary, serve, serve_redis
+from thinwire.testing import ServerProcess, serve
 
 TOKEN = "replica-operator-token"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    if redis_server_binary() is None:
-        pytest.skip("no redis-server here (make test installs Debian's package)")
-    with serve_redis() as url:
-        yield url
 
 
 class Replicas:

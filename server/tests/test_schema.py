@@ -4,33 +4,35 @@ from pathlib import Path
 
 import pytest
 
-from thinwire import schema, wire
+from codegen import generate, main
+from codegen.typescript import RESPONSES, ts_type
+from thinwire import codes, wire
 
 GENERATED = Path(__file__).resolve().parents[2] / "packages" / "client" / "src" / "generated"
 
 
 def test_committed_typescript_matches_the_pydantic_models() -> None:
-    for name, content in schema.generate().items():
+    for name, content in generate().items():
         assert (GENERATED / name).read_text(encoding="utf-8") == content, f"run make schema: {name}"
 
 
 def test_check_mode_reports_drift(tmp_path: Path) -> None:
-    assert schema.main([str(tmp_path), "--check"]) == 1
-    assert schema.main([str(tmp_path)]) == 0
-    assert schema.main([str(tmp_path), "--check"]) == 0
+    assert main([str(tmp_path), "--check"]) == 1
+    assert main([str(tmp_path)]) == 0
+    assert main([str(tmp_path), "--check"]) == 0
     (tmp_path / "wire.ts").write_text("// edited by hand\n")
-    assert schema.main([str(tmp_path), "--check"]) == 1
+    assert main([str(tmp_path), "--check"]) == 1
 
 
 def test_generated_files_say_so() -> None:
-    files = schema.generate()
+    files = generate()
     assert files["wire.ts"].startswith("// @generated — DO NOT EDIT")
     assert "make schema" in files["wire.ts"].splitlines()[0]
 
 
 def test_every_frame_is_in_the_typescript_union() -> None:
-    ts = schema.generate()["wire.ts"]
-    for model in schema.RESPONSES:
+    ts = generate()["wire.ts"]
+    for model in RESPONSES:
         assert f"export interface {model.__name__} {{" in ts
         if model.__name__.endswith("Frame"):
             assert f"  | {model.__name__}" in ts
@@ -39,7 +41,7 @@ def test_every_frame_is_in_the_typescript_union() -> None:
 
 def test_unknown_schema_shapes_are_refused() -> None:
     with pytest.raises(ValueError, match="no TypeScript translation"):
-        schema.ts_type({"allOf": [{"$ref": "#/$defs/Message"}]})
+        ts_type({"allOf": [{"$ref": "#/$defs/Message"}]})
 
 
 def test_frames_serialise_with_camel_case_and_type() -> None:
@@ -55,3 +57,14 @@ def test_frames_serialise_with_camel_case_and_type() -> None:
         "toolCalls": ["a"],
         "stopReason": "end",
     }
+
+
+def test_the_vocabulary_is_generated_from_the_python_tables() -> None:
+    ts = generate()["wire.ts"]
+    assert f'export const WEBSOCKET_SUBPROTOCOL = "{wire.WEBSOCKET_SUBPROTOCOL}";' in ts
+    assert '"run_start", "thinking", "tool_call", "tool_result", "token", "interrupt"' in ts
+    assert 'export const STOP_REASONS: readonly StopReason[] = ["end", "stopped",' in ts
+    for code in [*codes.ERROR_CODES, *codes.CLIENT_ERROR_CODES]:
+        assert f'  | "{code}"' in ts and f"  {code}: " in ts
+    for number, code in codes.CLOSE_CODES.items():
+        assert f'  {number}: "{code}",' in ts

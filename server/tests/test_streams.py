@@ -146,4 +146,4 @@ def test_stop_cancels_the_work_and_keeps_the_partial_reply(client: TestClient) -
     }
     again = client.post(f"/agents/demo/contexts/{context_id}/stop").json()
     assert again["stopping"] is False  # nothing left to stop
-    assert server_context(client, context_id).run is None
+    assert server_context(client, context_id).log is None

@@ -81,20 +81,49 @@ def test_reattach_on_a_new_socket_without_gap_or_duplicate(client: TestClient) -
     assert frames[-1]["text"] == "a0 a1 a2 a3 a4 b0 b1 b2 b3 b4 "
 
 
+def test_a_commands_request_id_comes_back_with_the_run_it_started(client: TestClient) -> None:
+    open_gate(client)
+    with client.websocket_connect(URL, subprotocols=PROTOCOL) as socket:
+        for request_id in ("req-a", "req-b"):  # two new conversations in flight at once
+            socket.send_json(
+                {"type": "send", "message": {"text": request_id}, "requestId": request_id}
+            )
+        frames: list[dict[str, Any]] = []
+        while sum(f["type"] == "done" for f in frames) < 2:
+            frames.append(json.loads(socket.receive_text()))
+        starts = {f["requestId"]: f for f in frames if f["type"] == "run_start"}
+        assert set(starts) == {"req-a", "req-b"}
+        assert starts["req-a"]["contextId"] != starts["req-b"]["contextId"]
+        socket.send_json({"type": "attach", "contextId": "ctx-" + "0" * 36, "requestId": "r:3"})
+        while (refused := json.loads(socket.receive_text()))["type"] != "rejected":
+            pass
+        assert (refused["code"], refused["requestId"]) == ("context_not_found", "r:3")
+        socket.send_json({"type": "stop", "contextId": "x", "requestId": "bad id!"})
+        assert json.loads(socket.receive_text())["code"] == "invalid_request"
+
+
 def test_stop_and_typed_rejections(client: TestClient) -> None:
     with client.websocket_connect(URL, subprotocols=PROTOCOL) as socket:
         socket.send_json({"type": "send", "message": {"text": "go"}})
         start = receive(socket, 6)[0]
         socket.send_json(
-            {"type": "send", "contextId": start["contextId"], "message": {"text": "b"}}
+            {
+                "type": "send",
+                "contextId": start["contextId"],
+                "message": {"text": "b"},
+                "requestId": "req-2",
+            }
         )
         busy = json.loads(socket.receive_text())
         assert busy == {
             "type": "rejected",
             "code": "context_busy",
             "message": busy["message"],
+            "retryable": True,
             "command": "send",
             "contextId": start["contextId"],
+            "requestId": "req-2",
+            "interruptId": None,
         }
         socket.send_json({"type": "stop", "contextId": start["contextId"]})
         assert until_done(socket)[-1]["stopReason"] == "stopped"

@@ -27,18 +27,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from thinwire.contexts import Context, ContextRegistry
-from thinwire.errors import (
-    BadRequest,
-    Conflict,
-    Forbidden,
-    NotFound,
-    PreconditionFailed,
-    Unauthorized,
-)
+from thinwire.errors import BadRequest, NotFound, PreconditionFailed, Unauthorized
 from thinwire.ids import validate_context_id
 from thinwire.parsing import describe, read_json
-from thinwire.state import StateValueError, WriteDenied
-from thinwire.stores import AuditEntry, VersionConflict
+from thinwire.stores import AuditEntry
 
 __all__ = ["StatePatch", "operator_routes"]
 
@@ -129,16 +121,10 @@ def operator_routes(registry: ContextRegistry, token: str) -> list[BaseRoute]:
                     "version_mismatch",
                     f"context is at version {context.record.version}, not {expected_version}",
                 )
-            try:
-                context.state.update_all(patch.state, source=f"operator:{patch.source}")
-            except WriteDenied as exc:
-                raise Forbidden("write_denied", str(exc)) from exc
-            except StateValueError as exc:
-                raise BadRequest("invalid_state_value", str(exc)) from exc
-            try:
-                await registry.save(context)
-            except VersionConflict as exc:
-                raise Conflict("version_conflict", str(exc)) from exc
+            # WriteDenied (403), StateValueError (400) and VersionConflict (409) are in the
+            # exception tree, and leave as the typed errors they are.
+            context.state.update_all(patch.state, source=f"operator:{patch.source}")
+            await registry.save(context)
         body = state_json(context)
         body["updatedKeys"] = sorted(patch.state)
         return versioned(body)

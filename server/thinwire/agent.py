@@ -37,7 +37,7 @@ from thinwire.interrupts import (
 from thinwire.state import AgentState, check_json
 
 if TYPE_CHECKING:
-    from thinwire.runs import RunLog
+    from thinwire.runlog import RunLog
 
 __all__ = ["Agent", "Run"]
 

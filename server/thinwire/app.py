@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Mount
 from thinwire import wire
 from thinwire.admin import operator_routes
 from thinwire.contexts import AgentFactory
+from thinwire.coordination import Coordinator
 from thinwire.errors import MethodNotAllowed, NotFound, ThinwireError
 from thinwire.identity import Identify
 from thinwire.limits import RateLimiter
@@ -40,7 +41,10 @@ def default_data_dir() -> Path:
 
 def error_response(error: ThinwireError, headers: Mapping[str, str] | None = None) -> Response:
     detail = wire.ErrorDetail(
-        code=error.code, message=error.message, interrupt_id=getattr(error, "interrupt_id", None)
+        code=error.code,
+        message=error.message,
+        retryable=error.retryable,
+        interrupt_id=getattr(error, "interrupt_id", None),
     )
     return JSONResponse(
         wire.ErrorBody(error=detail).model_dump(by_alias=True, exclude_none=True),
@@ -72,6 +76,7 @@ def create_app(
     *,
     identify: Identify,
     store: Store | None = None,
+    coordinator: Coordinator | None = None,
     max_contexts: int = 1000,
     lease_ttl: float = 10.0,
     operator_token: str | None = None,
@@ -91,8 +96,9 @@ def create_app(
 
     `identify(connection)` names the principal a request acts for (see
     `thinwire.identity`; `thinwire.anonymous` opts out of ownership explicitly). `store`
-    defaults to SQLite under `default_data_dir()`; with a shared store (Redis), a replica
-    that dies mid-run frees its contexts after `lease_ttl` seconds. `operator_token`
+    defaults to SQLite under `default_data_dir()`; `coordinator` to the store's own (see
+    `thinwire.coordination`): with Redis, a replica that dies mid-run frees its contexts
+    after `lease_ttl` seconds. `operator_token`
     enables the operator API at `/admin`. `max_message_bytes` bounds a user message
     (UTF-8), `max_body_bytes` the request body (default: room for a maximal message with
     JSON escaping).
@@ -108,6 +114,7 @@ def create_app(
         agents,
         identify=identify,
         store=store or SQLiteStore.in_directory(default_data_dir()),
+        coordinator=coordinator,
         max_contexts=max_contexts,
         lease_ttl=lease_ttl,
         max_message_bytes=max_message_bytes,

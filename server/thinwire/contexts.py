@@ -9,14 +9,15 @@ A context belongs to the principal that created it. Any other principal gets
 
 Whoever changes a context holds it first (`hold`): a run, an operator's patch, a clear, a
 forget. A second holder gets `context_busy`, so two runs never interleave and no write
-lands in the middle of a run.
+lands in the middle of a run. Holding means the coordinator's lease too, so this holds
+across replicas; the coordinator also says when a cached record may be stale and whether
+a run marked active is alive anywhere.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -25,21 +26,20 @@ from typing import TYPE_CHECKING, Any
 
 from thinwire import wire
 from thinwire.agent import Agent
+from thinwire.coordination import Coordinator, Lease
 from thinwire.errors import Conflict, DecisionPending, NotFound
 from thinwire.ids import new_context_id
+from thinwire.records import ContextRecord
+from thinwire.runlog import encode_frame
 from thinwire.state import AgentState
-from thinwire.stores import AuditEntry, ContextRecord, Event, Store
+from thinwire.stores import AuditEntry, Event, Store
 
 if TYPE_CHECKING:
-    from thinwire.runs import RunLog
+    from thinwire.runlog import RunLog
 
-__all__ = ["Context", "ContextRegistry", "new_record", "public_turn"]
+__all__ = ["AgentFactory", "Context", "ContextRegistry", "new_record", "not_found"]
 
 AgentFactory = Callable[[], Agent]
-
-#: Frame seqs a run may use before its start is saved again. A killed run's context
-#: resumes numbering past the lease, so no seq a client may have seen is ever reused.
-SEQ_LEASE = 1_000_000
 
 
 @dataclass(eq=False)
@@ -47,12 +47,12 @@ class Context:
     record: ContextRecord
     agent: Agent
     state: AgentState
-    #: The run in progress, if any: at most one per context.
-    run: RunLog | None = None
+    #: The log of the run in progress here, if any: at most one per context.
+    log: RunLog | None = None
     #: Who is changing the context right now ("run", "operator", "clear", "forget").
     holder: str | None = None
-    #: The fencing token of this replica's lease, while it holds the context.
-    lease: int | None = None
+    #: This process's lease on the context, while it holds it.
+    lease: Lease | None = None
     #: For a context not stored yet: the audit of its initial state, for its first save.
     initial_audit: list[AuditEntry] = field(default_factory=list)
 
@@ -91,17 +91,6 @@ def new_record(context_id: str, agent_name: str, agent: Agent, owner: str) -> Co
     )
 
 
-def public_turn(
-    role: str, text: str, tool_calls: Sequence[str] = (), stop_reason: str | None = None
-) -> dict[str, Any]:
-    """A transcript turn, built through its wire model: the transcript holds nothing a
-    client may not see, so it can be sent as it is stored."""
-    turn = wire.TranscriptTurn.model_validate(
-        {"role": role, "text": text, "toolCalls": list(tool_calls), "stopReason": stop_reason}
-    )
-    return turn.model_dump(by_alias=True)
-
-
 def not_found(context_id: str) -> NotFound:
     return NotFound("context_not_found", f"no context {context_id} for this agent")
 
@@ -112,17 +101,13 @@ class ContextRegistry:
         store: Store,
         agents: Mapping[str, AgentFactory],
         *,
+        coordinator: Coordinator | None = None,
         max_contexts: int = 1000,
-        lease_ttl: float = 10.0,
     ) -> None:
         self.store = store
         self.agents = agents
+        self.coordinator = coordinator or store.coordinator(lease_ttl=10.0)
         self.max_contexts = max_contexts
-        #: How long a replica's hold on a context outlives the replica: with a shared
-        #: store, a context whose replica died is usable again after this.
-        self.lease_ttl = lease_ttl
-        #: This process, as a lease owner.
-        self.replica_id = "replica-" + secrets.token_hex(6)
         self._live: OrderedDict[str, Context] = OrderedDict()
         self._loading: dict[str, asyncio.Lock] = {}
 
@@ -131,10 +116,13 @@ class ContextRegistry:
 
     def _context(self, record: ContextRecord) -> Context:
         agent = self.agents[record.agent]()
-        state = AgentState(
+        return Context(record=record, agent=agent, state=self._state(record, agent))
+
+    @staticmethod
+    def _state(record: ContextRecord, agent: Agent) -> AgentState:
+        return AgentState(
             record.state, writable_keys=agent.writable_keys, source=f"agent:{record.agent}"
         )
-        return Context(record=record, agent=agent, state=state)
 
     def _remember(self, context: Context) -> None:
         self._live[context.id] = context
@@ -158,7 +146,7 @@ class ContextRegistry:
         nowhere but in the hands of its caller."""
         agent = self.agents[agent_name]()
         record = new_record(new_context_id(), agent_name, agent, owner)
-        context = self._context(record)
+        context = Context(record=record, agent=agent, state=self._state(record, agent))
         now = record.created_at
         context.initial_audit = [
             AuditEntry(key, value, now, "system") for key, value in record.state.items()
@@ -180,26 +168,25 @@ class ContextRegistry:
             context = await self._load(context_id)
         else:
             self._live.move_to_end(context_id)
-            if self.store.shared and context.holder is None:
-                # Another replica may have written since: the store is the truth.
+            if context.holder is None:
                 await self.refresh(context)
+                await self.recover_dead_run(context)
         if context is None or context.agent_name != agent_name:
             raise not_found(context_id)
         return context
 
     async def refresh(self, context: Context) -> None:
-        """Take the stored record when it is newer than the one in hand."""
-        record = await self.store.load(context.id)
-        if record is None:
+        """Take the stored record when another process may have written a newer one."""
+        record = context.record
+        if not await self.coordinator.stale(self.store, context.id, record.version):
+            return
+        stored = await self.store.load(context.id)
+        if stored is None:
             self.forget_cached(context)
             raise not_found(context.id)
-        if record.version != context.record.version:
-            context.record = record
-            context.state = AgentState(
-                record.state,
-                writable_keys=context.agent.writable_keys,
-                source=f"agent:{record.agent}",
-            )
+        if stored.version != record.version:
+            context.record = stored
+            context.state = self._state(stored, context.agent)
 
     async def _load(self, context_id: str) -> Context | None:
         lock = self._loading.setdefault(context_id, asyncio.Lock())
@@ -211,55 +198,51 @@ class ContextRegistry:
                 if record is None or record.agent not in self.agents:
                     return None
                 context = self._context(record)
-                if record.active_run is not None:
-                    await self.recover_dead_run(context)
+                await self.recover_dead_run(context)
                 self._remember(context)
                 return context
         finally:
             if not lock.locked():
                 self._loading.pop(context_id, None)
 
+    async def run_alive(self, context: Context) -> bool:
+        """Whether the run marked active on the context runs anywhere: here, or on a
+        process that holds the context's lease."""
+        if context.log is not None:
+            return True
+        return await self.coordinator.holder(context.id) is not None
+
     async def recover_dead_run(self, context: Context) -> None:
         """Record the marked run as interrupted if no process runs it any more."""
-        if not self.store.shared:
-            await self._record_killed_run(context)  # this process owns the store
+        if context.record.active_run is None or await self.run_alive(context):
             return
-        if await self.store.lease_owner(context.id) is not None:
-            return  # alive on a replica
-        token = await self.store.acquire_lease(context.id, self.replica_id, self.lease_ttl)
-        if token is None:
-            return
-        context.lease = token
+        lease = await self.coordinator.acquire(context.id)
+        if lease is None:
+            return  # taken meanwhile: alive after all
+        context.lease = lease
         try:
             await self.refresh(context)
             if context.record.active_run is not None:
                 await self._record_killed_run(context)
         finally:
             context.lease = None
-            await self.store.release_lease(context.id, self.replica_id, token)
+            await self.coordinator.release(lease)
 
     async def _record_killed_run(self, context: Context) -> None:
         """A run was in progress when its process died: its turn ends as interrupted, and
         its event log with a `done` saying so, numbered past anything it could have sent."""
         record = context.record
-        active = record.active_run
-        assert active is not None
-        record.add_message({"role": "assistant", "content": "", "stopReason": "interrupted"})
-        record.add_turn(public_turn("assistant", "", stop_reason="interrupted"))
-        record.last_seq = max(record.last_seq, active["seqLease"])
-        record.active_run = None
-        done = wire.DoneFrame(
-            context_id=record.id,
-            run_id=active["runId"],
-            seq=record.last_seq,
+        killed = record.end_killed_run()
+        done = encode_frame(
+            wire.DoneFrame,
+            record.id,
+            killed.run_id,
+            record.last_seq,
             text="",
             tool_calls=[],
             stop_reason="interrupted",
         )
-        event = Event(
-            record.last_seq, active["runId"], done.model_dump_json(by_alias=True), time.time()
-        )
-        await self.save(context, events=[event])
+        await self.save(context, events=[Event(record.last_seq, killed.run_id, done, time.time())])
 
     @contextlib.asynccontextmanager
     async def hold(self, context: Context, holder: str) -> AsyncIterator[None]:
@@ -271,26 +254,25 @@ class ContextRegistry:
             await self.release(context)
 
     async def acquire(self, context: Context, holder: str) -> None:
-        """Hold the context, or `context_busy` — also when another replica holds it. While
+        """Hold the context, or `context_busy` — also when another process holds it. While
         a decision is pending only the decision itself, a stop or a forget may: anything
         else is `decision_pending`."""
         if context.holder is not None:
             raise Conflict("context_busy", f"{context.id} is busy ({context.holder})")
         context.holder = holder
         try:
-            if self.store.shared:
-                token = await self.store.acquire_lease(context.id, self.replica_id, self.lease_ttl)
-                if token is None:
-                    raise Conflict("context_busy", f"{context.id} is busy on another replica")
-                context.lease = token
-                if context.record.version > 0:  # else it is not stored yet: nothing to reread
-                    await self.refresh(context)
-                if context.record.active_run is not None and context.run is None:
-                    # Holding the lease, nobody else runs it: its replica died.
-                    await self._record_killed_run(context)
-            suspended = context.record.suspended
-            if suspended is not None and holder not in ("decision", "stop", "forget"):
-                raise DecisionPending(suspended["interrupt"]["interruptId"])
+            lease = await self.coordinator.acquire(context.id)
+            if lease is None:
+                raise Conflict("context_busy", f"{context.id} is busy on another replica")
+            context.lease = lease
+            if context.record.version > 0:  # else it is not stored yet: nothing to reread
+                await self.refresh(context)
+            if context.record.active_run is not None and context.log is None:
+                # Holding the lease, nobody else runs it: its process died.
+                await self._record_killed_run(context)
+            checkpoint = context.record.checkpoint
+            if checkpoint is not None and holder not in ("decision", "stop", "forget"):
+                raise DecisionPending(checkpoint.interrupt_id)
         except BaseException:
             await self.release(context)
             raise
@@ -298,17 +280,13 @@ class ContextRegistry:
     async def release(self, context: Context) -> None:
         context.holder = None
         if context.lease is not None:
-            token, context.lease = context.lease, None
+            lease, context.lease = context.lease, None
             with contextlib.suppress(Exception):  # it expires by itself anyway
-                await self.store.release_lease(context.id, self.replica_id, token)
+                await self.coordinator.release(lease)
 
     async def renew(self, context: Context) -> bool:
         """Keep holding the context's lease; False when it was lost."""
-        if context.lease is None:
-            return True
-        return await self.store.renew_lease(
-            context.id, self.replica_id, context.lease, self.lease_ttl
-        )
+        return context.lease is None or await self.coordinator.renew(context.lease)
 
     async def save(
         self,
@@ -344,7 +322,7 @@ class ContextRegistry:
                 expected_version=record.version,
                 audit=audit,
                 events=events,
-                fence=context.lease,
+                fence=self.coordinator.fence(context.lease),
                 trim_before=trim_before,
             )
         except Exception:

@@ -1,48 +1,73 @@
-"""The exception tree. Every error a client can see has a stable `code` and an HTTP status.
+"""The one exception tree. Every error a client can see has a stable `code` and a status.
 
-    ThinwireError                  500 (never raised on purpose at the boundary)
-    ├── BadRequest                 400  invalid_json, invalid_request, invalid_context_id,
-    │                                   protocol_mismatch
-    ├── Unauthorized               401  unauthenticated (UI), unauthorized (operator API)
-    ├── Forbidden                  403  write_denied
-    ├── NotFound                   404  agent_not_found, context_not_found, not_found
-    ├── MethodNotAllowed           405  method_not_allowed
-    ├── Conflict                   409  context_busy, version_conflict, interrupt_answered
-    │   └── DecisionPending        409  decision_pending (names the interrupt)
-    ├── PreconditionFailed         412  version_mismatch
-    ├── PayloadTooLarge            413  body_too_large, message_too_large
-    ├── UnsupportedMediaType       415  unsupported_media_type
-    └── TooManyRequests            429  rate_limited
+    ThinwireError                      500  internal_error (a code from `thinwire.codes`)
+    ├── BadRequest                     400  invalid_json, invalid_request, invalid_context_id,
+    │   │                                   invalid_decision, protocol_mismatch, …
+    │   └── StateValueError                 invalid_state_value (also a TypeError)
+    ├── Unauthorized                   401  unauthenticated (UI), unauthorized (operator API)
+    ├── Forbidden                      403  origin_not_allowed
+    │   └── WriteDenied                     write_denied (also a PermissionError)
+    ├── NotFound                       404  agent_not_found, context_not_found, not_found, …
+    ├── MethodNotAllowed               405  method_not_allowed
+    ├── Conflict                       409  context_busy, interrupt_answered
+    │   └── DecisionPending                 decision_pending (names the interrupt)
+    ├── PreconditionFailed             412  version_mismatch
+    ├── PayloadTooLarge                413  body_too_large, message_too_large
+    ├── UnsupportedMediaType           415  unsupported_media_type
+    ├── TooManyRequests                429  rate_limited, too_many_streams
+    ├── StoreError                     503  store_unavailable (the store failed or is away)
+    │   ├── VersionConflict            409  version_conflict (a compare-and-set lost)
+    │   ├── AlreadyExists              409  version_conflict (the id is taken)
+    │   └── LeaseLost                  409  version_conflict (another replica took over)
+    └── RunTooLong                          run_too_long (sent as an `error` frame)
 
-Agent code failures are not in this tree: the runner catches them, logs them with an id
-and sends the client a generic `agent_error` frame that names only that id.
+The app maps the tree to the wire in one place (`app.py`); stores map their driver's
+errors into `StoreError` with `raise … from exc`, so no `sqlite3` or `redis` exception
+reaches a response. Agent code failures are not in this tree: the runner catches them,
+logs them under a reference and sends the client an `agent_error` naming only that.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from thinwire.codes import RETRYABLE_CODES, ErrorCode
+
 __all__ = [
+    "AlreadyExists",
     "BadRequest",
     "Conflict",
     "DecisionPending",
     "Forbidden",
+    "LeaseLost",
     "MethodNotAllowed",
     "NotFound",
     "PayloadTooLarge",
     "PreconditionFailed",
+    "RunTooLong",
+    "StateValueError",
+    "StoreError",
     "ThinwireError",
     "TooManyRequests",
     "Unauthorized",
     "UnsupportedMediaType",
+    "VersionConflict",
+    "WriteDenied",
 ]
 
 
 class ThinwireError(Exception):
     status = 500
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.code: ErrorCode = code
         self.message = message
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same request may succeed when tried again later."""
+        return self.code in RETRYABLE_CODES
 
 
 class BadRequest(ThinwireError):
@@ -57,18 +82,6 @@ class Forbidden(ThinwireError):
     status = 403
 
 
-class PreconditionFailed(ThinwireError):
-    status = 412
-
-
-class UnsupportedMediaType(ThinwireError):
-    status = 415
-
-
-class PayloadTooLarge(ThinwireError):
-    status = 413
-
-
 class NotFound(ThinwireError):
     status = 404
 
@@ -81,6 +94,18 @@ class Conflict(ThinwireError):
     status = 409
 
 
+class PreconditionFailed(ThinwireError):
+    status = 412
+
+
+class PayloadTooLarge(ThinwireError):
+    status = 413
+
+
+class UnsupportedMediaType(ThinwireError):
+    status = 415
+
+
 class TooManyRequests(ThinwireError):
     status = 429
 
@@ -89,3 +114,68 @@ class DecisionPending(Conflict):
     def __init__(self, interrupt_id: str) -> None:
         super().__init__("decision_pending", f"answer the pending interrupt {interrupt_id} first")
         self.interrupt_id = interrupt_id
+
+
+class StateValueError(BadRequest, TypeError):
+    """A value written to AgentState is not plain JSON."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid_state_value", message)
+
+
+class WriteDenied(Forbidden, PermissionError):
+    """A write to keys outside `writable_keys`."""
+
+    def __init__(self, keys: Iterable[str], writable: Iterable[str]) -> None:
+        self.keys = sorted(keys)
+        super().__init__(
+            "write_denied",
+            f"not writable: {', '.join(map(repr, self.keys))}; "
+            f"writable keys are {sorted(writable)}",
+        )
+
+
+class StoreError(ThinwireError):
+    """The store failed to do what was asked; nothing of it landed."""
+
+    status = 503
+
+    def __init__(self, message: str, code: ErrorCode = "store_unavailable") -> None:
+        super().__init__(code, message)
+
+
+class VersionConflict(StoreError):
+    """A compare-and-set save found another version than the one expected."""
+
+    status = 409
+
+    def __init__(self, context_id: str, expected: int, actual: int | None) -> None:
+        super().__init__(
+            f"{context_id}: expected version {expected}, found {actual}", "version_conflict"
+        )
+        self.context_id = context_id
+        self.expected = expected
+        self.actual = actual
+
+
+class AlreadyExists(StoreError):
+    status = 409
+
+    def __init__(self, context_id: str) -> None:
+        super().__init__(f"{context_id} exists already", "version_conflict")
+
+
+class LeaseLost(StoreError):
+    """A fenced save whose lease has expired or passed to another owner."""
+
+    status = 409
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "version_conflict")
+
+
+class RunTooLong(ThinwireError):
+    """A run emitted more frames than one seq lease allows."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("run_too_long", message)

@@ -9,23 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
-from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 import jsonschema
 from starlette.requests import HTTPConnection
 
 from thinwire import wire
-from thinwire.contexts import AgentFactory, Context, ContextRegistry, not_found, public_turn
-from thinwire.errors import BadRequest, Conflict, NotFound
+from thinwire.contexts import AgentFactory, Context, ContextRegistry, not_found
+from thinwire.coordination import Coordinator
+from thinwire.errors import BadRequest, NotFound
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
 from thinwire.limits import RateLimiter
-from thinwire.runs import RunLog, begin_run, execute, stored_frames
-from thinwire.sse import Frames
+from thinwire.runlog import FrameSource, RunLog, StoredFrames
+from thinwire.runner import begin_run, execute
 from thinwire.stores import Store
 
 __all__ = ["AgentServer"]
@@ -42,6 +42,7 @@ class AgentServer:
         *,
         identify: Identify,
         store: Store,
+        coordinator: Coordinator | None = None,
         max_contexts: int,
         lease_ttl: float = 10.0,
         max_message_bytes: int,
@@ -55,8 +56,9 @@ class AgentServer:
         self.agents = dict(agents)
         self.identify = identify
         self.store = store
+        self.coordinator = coordinator or store.coordinator(lease_ttl=lease_ttl)
         self.contexts = ContextRegistry(
-            store, self.agents, max_contexts=max_contexts, lease_ttl=lease_ttl
+            store, self.agents, coordinator=self.coordinator, max_contexts=max_contexts
         )
         self.max_message_bytes = max_message_bytes
         self.max_body_bytes = max_body_bytes
@@ -84,7 +86,13 @@ class AgentServer:
         return await self.contexts.get(agent_name, validate_context_id(context_id), principal)
 
     async def start(
-        self, agent_name: str, principal: str, context_id: str | None, text: str
+        self,
+        agent_name: str,
+        principal: str,
+        context_id: str | None,
+        text: str,
+        *,
+        request_id: str | None = None,
     ) -> RunLog:
         """Start a run; it goes on whether or not anyone follows it."""
         if self.limiter is not None:
@@ -93,93 +101,76 @@ class AgentServer:
             context = self.contexts.create(agent_name, principal)
         else:
             context = await self.context(agent_name, context_id, principal)
-        log = await begin_run(self.contexts, context, text)
+        log = await begin_run(self.contexts, context, text, request_id=request_id)
         self._spawn(log, execute(self.contexts, context, log, text))
         return log
 
-    async def decide(self, context: Context, interrupt_id: str, value: Any) -> RunLog:
+    async def decide(
+        self, context: Context, interrupt_id: str, value: Any, *, request_id: str | None = None
+    ) -> RunLog:
         """Answer the pending interrupt and resume its run by replay."""
         if self.limiter is not None:
             self.limiter.take(context.record.owner)
-        suspended = context.record.suspended
-        if suspended is None or suspended["interrupt"]["interruptId"] != interrupt_id:
-            if interrupt_id in context.record.answered:
-                raise Conflict("interrupt_answered", f"{interrupt_id} was answered already")
-            raise NotFound("interrupt_not_found", f"no pending interrupt {interrupt_id[:64]}")
-        check_decision(suspended["interrupt"], value)
-        journal = [
-            *suspended["journal"],
-            {"kind": "interrupt", "name": suspended["interrupt"]["prompt"], "decision": value},
-        ]
-        log = await begin_run(self.contexts, context, None, answering=interrupt_id)
-        self._spawn(log, execute(self.contexts, context, log, suspended["text"], journal))
+        checkpoint = context.record.waiting_for(interrupt_id)
+        check_decision(checkpoint.interrupt, value)
+        log = await begin_run(
+            self.contexts, context, None, answering=interrupt_id, request_id=request_id
+        )
+        work = execute(self.contexts, context, log, checkpoint.text, checkpoint.journal_with(value))
+        self._spawn(log, work)
         return log
 
-    def _spawn(self, log: RunLog, run: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(run)
+    def _spawn(self, log: RunLog, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
         self._runs[log.run_id] = task
         task.add_done_callback(lambda _: self._runs.pop(log.run_id, None))
 
-    async def follow(self, context: Context, after: int) -> Frames | None:
+    async def follow(self, context: Context, after: int) -> FrameSource | None:
         """The latest run's frames after `after`, then live ones until `done`; None when
         there is nothing to send."""
-        log = context.run
+        log = context.log
         if log is not None:
             return log.follow(after, self.heartbeat_interval)
         active = context.record.active_run
-        if active is not None and self.store.shared:
-            return self._follow_elsewhere(context, active["runId"], after)
-        frames = await stored_frames(self.contexts, context, after)
-        if not frames:
-            return None
+        if active is not None:  # on another process, which the coordinator reaches
 
-        async def replay() -> AsyncIterator[tuple[int, str] | None]:
-            for frame in frames:
-                yield frame
-
-        return replay()
-
-    async def _follow_elsewhere(
-        self, context: Context, run_id: str, after: int
-    ) -> AsyncIterator[tuple[int, str] | None]:
-        """A run on another replica, followed through the store's event log."""
-        wait = self.heartbeat_interval or 15.0
-        while True:
-            events = await self.store.follow_events(context.id, after, timeout=wait)
-            if not events:
-                yield None  # a heartbeat; and is that replica still alive?
+            async def still_running() -> bool:
                 await self.contexts.refresh(context)
-                if context.record.active_run is not None:
-                    await self.contexts.recover_dead_run(context)
-                continue
-            for event in events:
-                after = event.seq
-                if event.run_id == run_id:
-                    yield event.seq, event.data
-                    if json.loads(event.data).get("type") == "done":
-                        return
+                await self.contexts.recover_dead_run(context)
+                return context.record.active_run is not None
+
+            return self.coordinator.follow(
+                self.store,
+                context.id,
+                active.run_id,
+                after,
+                heartbeat=self.heartbeat_interval or 15.0,
+                still_running=still_running,
+            )
+        last = context.record.last_run
+        if last is None:
+            return None
+        events = await self.store.read_events(context.id, max(after, last.first_seq - 1))
+        frames = [(e.seq, e.data) for e in events if e.run_id == last.run_id]
+        return StoredFrames(frames) if frames else None
 
     async def stop(self, context: Context) -> dict[str, Any]:
         """Cancel the run in progress (it ends with stop reason `stopped`), or end the
         run that waits for a decision."""
-        suspended = context.record.suspended
-        if suspended is not None:
+        if context.record.checkpoint is not None:
             async with self.contexts.hold(context, "stop"):
-                record = context.record
-                record.suspended = None
-                record.add_message({"role": "assistant", "content": "", "stopReason": "stopped"})
-                record.add_turn(public_turn("assistant", "", stop_reason="stopped"))
+                checkpoint = context.record.end_waiting_run()
                 await self.contexts.save(context)
-            return stop_result(context, suspended["runId"], stopping=True)
-        log = context.run
+            return stop_result(context, checkpoint.run_id, stopping=True)
+        log = context.log
         task = self._runs.get(log.run_id) if log else None
         if log is not None and task is not None and not log.finished:
             log.stop_requested = True
             task.cancel()
         active = context.record.active_run
-        if log is None and active is not None and self.store.shared:
-            await self.store.request_stop(active["runId"])  # it runs on another replica
-            return stop_result(context, active["runId"], stopping=True)
+        if log is None and active is not None:
+            await self.coordinator.request_stop(active.run_id)  # it runs on another process
+            return stop_result(context, active.run_id, stopping=True)
         return stop_result(context, log.run_id if log else None, bool(log and log.stop_requested))
 
     async def read_transcript(self, agent_name: str, context_id: str, principal: str) -> bytes:
@@ -199,21 +190,18 @@ class AgentServer:
 
     def transcript(self, context: Context) -> bytes:
         """The public projection of a live context, as JSON."""
-        suspended = context.record.suspended
         return encode_transcript(
             context.id,
             context.agent_name,
             context.record.transcript_json(),
             active_run_id(context),
-            suspended["interrupt"] if suspended else None,
+            context.record.pending_interrupt,
         )
 
     async def clear(self, context: Context) -> None:
         """Drop the conversation history; keep AgentState, the audit trail and the id."""
         async with self.contexts.hold(context, "clear"):
-            record = context.record
-            record.history = [m for m in record.history if m["role"] == "system"]
-            record.transcript = []
+            context.record.clear()
             await self.contexts.save(context)
 
     async def forget(self, context: Context) -> None:
@@ -241,6 +229,7 @@ class AgentServer:
         for task in runs:
             task.cancel()
         await asyncio.gather(*runs, return_exceptions=True)
+        await self.coordinator.close()
         await self.store.close()
 
 
@@ -287,8 +276,8 @@ def check_decision(request: Mapping[str, Any], value: Any) -> None:
 
 
 def active_run_id(context: Context) -> str | None:
-    """The run in progress here, or (with a shared store) on another replica."""
-    if context.run is not None:
-        return context.run.run_id
+    """The run in progress, here or on another process."""
+    if context.log is not None:
+        return context.log.run_id
     active = context.record.active_run
-    return str(active["runId"]) if active else None
+    return active.run_id if active else None

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 
 import anyio
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from thinwire import wire
+from thinwire.runlog import FrameSource
 
 __all__ = ["SSE_HEADERS", "EventStream", "encode", "encode_all"]
 
@@ -33,8 +34,6 @@ SSE_HEADERS = {
 }
 HEARTBEAT = b": heartbeat\n\n"
 
-Frames = AsyncIterator[tuple[int, str] | None]
-
 
 def encode(seq: int, data: str) -> bytes:
     """One SSE event. `data` is compact JSON, so it never contains a newline."""
@@ -47,9 +46,11 @@ def encode_all(frames: Sequence[tuple[int, str]]) -> bytes:
 
 
 class EventStream(Response):
-    """A response streaming `frames` (None: a heartbeat) as SSE."""
+    """A response streaming the frames of a source as SSE, a batch per write."""
 
-    def __init__(self, frames: Frames, *, send_timeout: float, retry_ms: int | None = None) -> None:
+    def __init__(
+        self, frames: FrameSource, *, send_timeout: float, retry_ms: int | None = None
+    ) -> None:
         # As StreamingResponse does: no body, so no content-length.
         self.status_code = 200
         self.media_type = "text/event-stream"
@@ -71,14 +72,8 @@ class EventStream(Response):
         async def stream(scope: anyio.CancelScope) -> None:
             if self.retry_ms is not None:
                 await write(f"retry: {self.retry_ms}\n\n".encode())
-            batches = getattr(self.frames, "batches", None)
-            if batches is not None:
-                # Frames that arrived together leave in one write (a run log's follower).
-                async for batch in batches():
-                    await write(HEARTBEAT if batch is None else encode_all(batch))
-            else:
-                async for item in self.frames:
-                    await write(HEARTBEAT if item is None else encode(*item))
+            async for batch in self.frames.batches():
+                await write(HEARTBEAT if batch is None else encode_all(batch))
             await write(b"", more=False)
             scope.cancel()
 

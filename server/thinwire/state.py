@@ -18,25 +18,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any
 
+from thinwire.errors import StateValueError, WriteDenied
 from thinwire.stores.base import AuditEntry
 
 __all__ = ["AgentState", "StateValueError", "WriteDenied", "check_json"]
 
 JSONValue = Any
-
-
-class StateValueError(TypeError):
-    """A value written to AgentState is not plain JSON."""
-
-
-class WriteDenied(PermissionError):
-    """A write to keys outside `writable_keys`."""
-
-    def __init__(self, keys: Iterable[str], writable: Iterable[str]) -> None:
-        self.keys = sorted(keys)
-        super().__init__(
-            f"not writable: {', '.join(map(repr, self.keys))}; writable keys are {sorted(writable)}"
-        )
 
 
 def check_json(value: object, path: str = "value") -> None:

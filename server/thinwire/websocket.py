@@ -4,8 +4,10 @@
     server -> client   frames of every run the socket follows, and `rejected` for a
                        command the server refused (the equivalent of an HTTP 4xx)
 
-A socket may follow several contexts; frames carry their `contextId`. Closing the socket
-stops nothing: runs go on and can be attached again.
+A socket may follow several contexts; frames carry their `contextId`. A command's
+`requestId` comes back in the `run_start` of the run it started, or in the `rejected`
+that refused it, so a client with several commands in flight knows which is which.
+Closing the socket stops nothing: runs go on and can be attached again.
 
 Hostile input is answered, then the socket is closed with the code that says why —
 binary data 1003, text that is not a JSON command 1007, a message over the size limit
@@ -36,15 +38,14 @@ from thinwire.errors import (
     Unauthorized,
 )
 from thinwire.parsing import check_message, describe
-from thinwire.runs import Follower
+from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer
-from thinwire.sse import Frames
 
-__all__ = ["SUBPROTOCOL", "agent_socket"]
+__all__ = ["agent_socket"]
 
 logger = logging.getLogger("thinwire.websocket")
 
-SUBPROTOCOL = f"thinwire.v{wire.PROTOCOL_VERSION}"
+SUBPROTOCOL = wire.WEBSOCKET_SUBPROTOCOL
 #: Runs one socket may follow at once.
 MAX_FOLLOWED = 32
 COMMANDS: TypeAdapter[
@@ -125,8 +126,11 @@ class Session:
         frame = wire.RejectedFrame(
             code=error.code,
             message=error.message,
+            retryable=error.retryable,
             command=command.type if command else None,
             context_id=command.context_id if command else None,
+            request_id=command.request_id if command else None,
+            interrupt_id=getattr(error, "interrupt_id", None),
         )
         with contextlib.suppress(Exception):
             await self.send(frame.model_dump_json(by_alias=True))
@@ -167,7 +171,9 @@ class Session:
         if isinstance(command, wire.SendCommand):
             text = command.message.text
             check_message(text, server.max_message_bytes)
-            log = await server.start(agent_name, principal, command.context_id, text)
+            log = await server.start(
+                agent_name, principal, command.context_id, text, request_id=command.request_id
+            )
             self.forward(log.follow(0, None))
             return
         context = await server.context(agent_name, command.context_id, principal)
@@ -175,7 +181,9 @@ class Session:
             await server.stop(context)
             return
         if isinstance(command, wire.DecideCommand):
-            log = await server.decide(context, command.interrupt_id, command.value)
+            log = await server.decide(
+                context, command.interrupt_id, command.value, request_id=command.request_id
+            )
             self.forward(log.follow(0, None))
             return
         frames = await server.follow(context, command.after)
@@ -183,19 +191,14 @@ class Session:
             raise ThinwireError("no_run", "there is no run to attach to")
         self.forward(frames)
 
-    def forward(self, frames: Frames) -> None:
+    def forward(self, frames: FrameSource) -> None:
         async def pump() -> None:
             try:
-                if isinstance(frames, Follower):
-                    # Whatever arrived since the last write goes out under one lock and
-                    # one timeout: a fast run costs a lock per batch, not per frame.
-                    async for batch in frames.batches():
-                        if batch:
-                            await self.send_all([data for _, data in batch])
-                else:
-                    async for item in frames:
-                        if item is not None:
-                            await self.send(item[1])
+                # Whatever arrived since the last write goes out under one lock and one
+                # timeout: a fast run costs a lock per batch, not per frame.
+                async for batch in frames.batches():
+                    if batch:
+                        await self.send_all([data for _, data in batch])
             except TimeoutError:
                 logger.warning("closing a WebSocket that stopped reading")
                 with contextlib.suppress(Exception):

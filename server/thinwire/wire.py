@@ -18,8 +18,10 @@ from pydantic.alias_generators import to_camel
 __all__ = [
     "PROTOCOL_HEADER",
     "PROTOCOL_VERSION",
+    "WEBSOCKET_SUBPROTOCOL",
     "AttachCommand",
     "Command",
+    "CommandBase",
     "DecideCommand",
     "DecisionRequest",
     "DoneFrame",
@@ -31,6 +33,7 @@ __all__ = [
     "InterruptRequest",
     "Message",
     "RejectedFrame",
+    "RequestId",
     "RunRequest",
     "RunStartFrame",
     "SendCommand",
@@ -47,6 +50,8 @@ __all__ = [
 
 PROTOCOL_VERSION = "1"
 PROTOCOL_HEADER = "Thinwire-Protocol"
+#: A browser cannot put headers on a WebSocket: the version travels as its subprotocol.
+WEBSOCKET_SUBPROTOCOL = f"thinwire.v{PROTOCOL_VERSION}"
 
 StopReason = Literal["end", "stopped", "interrupted", "error"]
 
@@ -84,7 +89,22 @@ class RunRequest(WireModel):
     message: Message
 
 
-class SendCommand(WireModel):
+RequestId = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9_.:-]{1,64}$",
+        description="Chosen by the client; echoed in the `run_start` or `rejected` frame "
+        "this command causes, so a socket with several commands in flight can tell "
+        "their answers apart.",
+    ),
+]
+
+
+class CommandBase(WireModel):
+    request_id: RequestId | None = None
+
+
+class SendCommand(CommandBase):
     """WebSocket: start a run, like `POST /agents/{agent}/runs`."""
 
     type: Literal["send"]
@@ -92,7 +112,7 @@ class SendCommand(WireModel):
     message: Message
 
 
-class AttachCommand(WireModel):
+class AttachCommand(CommandBase):
     """WebSocket: follow the latest run of a context, like `GET …/events`."""
 
     type: Literal["attach"]
@@ -107,7 +127,7 @@ class DecisionRequest(WireModel):
     value: Any = Field(description="One of the offered options, or JSON matching the schema.")
 
 
-class DecideCommand(WireModel):
+class DecideCommand(CommandBase):
     """WebSocket: answer a pending interrupt, like `POST …/decisions`."""
 
     type: Literal["decide"]
@@ -116,7 +136,7 @@ class DecideCommand(WireModel):
     value: Any = Field(description="One of the offered options, or JSON matching the schema.")
 
 
-class StopCommand(WireModel):
+class StopCommand(CommandBase):
     """WebSocket: stop the run in progress, like `POST …/stop`."""
 
     type: Literal["stop"]
@@ -142,6 +162,9 @@ class RunStartFrame(FrameBase):
 
     type: Literal["run_start"] = "run_start"
     agent: str
+    request_id: str | None = Field(
+        default=None, description="The `requestId` of the command that started the run."
+    )
 
 
 class ThinkingFrame(FrameBase):
@@ -223,8 +246,15 @@ class RejectedFrame(WireModel):
     type: Literal["rejected"] = "rejected"
     code: str
     message: str
+    retryable: bool = False
     command: Literal["send", "attach", "stop", "decide"] | None = None
     context_id: str | None = None
+    request_id: str | None = Field(
+        default=None, description="The `requestId` of the refused command."
+    )
+    interrupt_id: str | None = Field(
+        default=None, description="With `decision_pending`: the interrupt to answer first."
+    )
 
 
 Frame = Annotated[
@@ -285,6 +315,9 @@ class ErrorDetail(WireModel):
 
     code: str = Field(description="Stable, machine-readable error code.")
     message: str = Field(description="Human-readable explanation.")
+    retryable: bool = Field(
+        default=False, description="The same request may succeed when tried again later."
+    )
     interrupt_id: str | None = Field(
         default=None, description="With `decision_pending`: the interrupt to answer first."
     )

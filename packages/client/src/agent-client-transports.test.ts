@@ -16,7 +16,7 @@ import {
   runFrames,
   type Script,
   type ServerLog,
-} from "./testing/fake-server.js";
+} from "./testing/index.js";
 import type { Transport } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
 

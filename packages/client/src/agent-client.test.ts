@@ -1,35 +1,11 @@
-import { describe, expect, it, vi } from "vitest";
+/** AgentClient over a MockTransport: sending, hydration, reset and dispose, transports, reconnect, stop, batching, decisions. */
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { AgentClient } from "./agent-client.js";
 import { ThinwireError } from "./errors.js";
 import type { Frame, InterruptRequest, Transcript } from "./generated/wire.js";
-import { MockTransport } from "./mock-transport.js";
+import { channel, fakeWebSocket, MockTransport, newLog, runFrames as run } from "./testing/index.js";
 import type { Transport, TransportRunRequest } from "./transport.js";
-import { runFrames as run } from "./testing/fake-server.js";
-
-/** A frame stream the test pushes into by hand. */
-function channel() {
-  const queue: Array<{ frame?: Frame; error?: unknown; end?: true }> = [];
-  let wake: (() => void) | null = null;
-  const put = (item: (typeof queue)[number]) => {
-    queue.push(item);
-    wake?.();
-  };
-  return {
-    push: (frame: Frame) => put({ frame }),
-    end: () => put({ end: true }),
-    fail: (error: unknown) => put({ error }),
-    async *frames(): AsyncGenerator<Frame> {
-      for (;;) {
-        while (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-        const item = queue.shift()!;
-        if (item.end) return;
-        if (item.error) throw item.error;
-        yield item.frame!;
-      }
-    },
-  };
-}
-
+import { WebSocketTransport } from "./websocket-transport.js";
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -466,6 +442,76 @@ describe("AgentClient.reset and dispose", () => {
   });
 });
 
+describe("AgentClient transports", () => {
+  afterEach(() => vi.unstubAllGlobals());
+
+  function echoServer() {
+    const log = newLog();
+    const server = fakeWebSocket(
+      {
+        run: (body) => {
+          const r = run(body.contextId ?? "ctx-ws", `run-${log.runs.length}`, 10 * log.runs.length);
+          return { frames: [r.start(), r.token("echo"), r.done("echo")] };
+        },
+      },
+      log,
+    );
+    return { ...server, log };
+  }
+
+  it('dispose closes the WebSocket of a transport: "websocket" the client created', async () => {
+    const { WebSocket, sockets } = echoServer();
+    vi.stubGlobal("WebSocket", WebSocket);
+    const client = new AgentClient({ agent: "demo", baseUrl: "http://server.test", transport: "websocket" });
+    expect((await client.send("hi")).text).toBe("echo");
+    expect(sockets).toHaveLength(1);
+    expect(sockets[0]!.url).toBe("ws://server.test/agents/demo/ws");
+    expect(sockets[0]!.readyState).toBe(1);
+    client.dispose();
+    await tick();
+    expect(sockets[0]!.readyState).toBe(3);
+  });
+
+  it("dispose leaves a transport passed in open: the caller owns it", async () => {
+    const mock = new MockTransport(() => {
+      const r = run("ctx-1", "run-1");
+      return [r.start(), r.done("ok")];
+    });
+    const mocked = new AgentClient({ agent: "demo", transport: mock });
+    await mocked.send("hi");
+    mocked.dispose();
+    expect(mock.closed).toBe(false);
+
+    const { WebSocket, sockets } = echoServer();
+    const shared = new WebSocketTransport({ WebSocket, url: "ws://server.test/agents/demo/ws" });
+    const first = new AgentClient({ agent: "demo", transport: shared });
+    await first.send("hi");
+    first.dispose();
+    await tick();
+    expect(sockets[0]!.readyState).toBe(1);
+    // Another client goes on over the same socket.
+    const second = new AgentClient({ agent: "demo", transport: shared });
+    expect((await second.send("again")).text).toBe("echo");
+    expect(sockets).toHaveLength(1);
+    shared.close();
+    await tick();
+    expect(sockets[0]!.readyState).toBe(3);
+  });
+
+  it("sends over SSE by default, with the fetch it was given", async () => {
+    const encoder = new TextEncoder();
+    const r = run("ctx-1", "run-1");
+    const body = [r.start(), r.token("Hi"), r.done("Hi")]
+      .map((frame) => `data: ${JSON.stringify(frame)}\n\n`)
+      .join("");
+    const fetch = vi.fn(async () => new Response(encoder.encode(body), { headers: { "content-type": "text/event-stream" } }));
+    const client = new AgentClient({ agent: "demo", baseUrl: "/api", fetch });
+    expect((await client.send("hello")).text).toBe("Hi");
+    expect(String((fetch.mock.calls[0] as unknown[])[0])).toBe("/api/agents/demo/runs");
+    client.dispose();
+  });
+});
+
 describe("AgentClient reconnect", () => {
   it("reattaches with backoff from the last seq and ends with the uninterrupted text", async () => {
     vi.useFakeTimers();
@@ -544,6 +590,34 @@ describe("AgentClient reconnect", () => {
     expect(client.getSnapshot().turns.map((turn) => [turn.text, turn.streaming])).toEqual([
       ["hi", false],
       ["Half", false],
+    ]);
+  });
+
+  it("settles a run that failed unseen from the transcript, as run_failed", async () => {
+    const r = run("ctx-1", "run-1");
+    const transport = new MockTransport(() => [r.start(), r.token("Hal")], { attach: () => [] });
+    const fetch = vi.fn(async () =>
+      jsonResponse(200, {
+        contextId: "ctx-1",
+        agent: "demo",
+        turns: [
+          { role: "user", text: "hi", toolCalls: [], stopReason: null },
+          { role: "assistant", text: "Hal", toolCalls: [], stopReason: "error" },
+        ],
+        activeRunId: null,
+        pendingInterrupt: null,
+      }),
+    );
+    const client = new AgentClient({ agent: "demo", transport, fetch, reconnect: { baseDelayMs: 1 } });
+    const result = await client.send("hi");
+    expect(result).toMatchObject({ text: "Hal", runId: "run-1", stopReason: "error" });
+    expect(client.getSnapshot()).toMatchObject({
+      status: "error",
+      error: { code: "run_failed", message: "The run failed.", retryable: false },
+    });
+    expect(client.getSnapshot().turns.map((turn) => [turn.text, turn.stopReason])).toEqual([
+      ["hi", null],
+      ["Hal", "error"],
     ]);
   });
 

@@ -17,24 +17,28 @@
  * exactly like a send, or `stop()` ends the waiting run. Meanwhile nothing
  * else can be sent: the server would refuse it with `decision_pending`.
  *
- * This file is the store and its commands; the work behind them lives beside
- * it, reached through `ClientCore`: `run-stream.ts` (reading a run, reconnect),
- * `transcript.ts` (hydration, refresh), `decisions.ts` (answering interrupts).
+ * This file is the store, its commands and the lifecycle of their jobs; the
+ * work lives beside it, each job in one place: `view.ts` (the state and its
+ * changes), `run-reader.ts` (frames into the view, reconnect),
+ * `transcript-loader.ts` (hydrate, refresh, settle), `decisions.ts`.
  */
-import { type ClientCore, type Job, newJob, type SendResult, settleStops } from "./client-core.js";
-import { answer, endWaitingRun } from "./decisions.js";
-import { aborted, busy, decisionPending, disposed, ThinwireError } from "./errors.js";
-import { type InterruptRequest, PROTOCOL_HEADER, PROTOCOL_VERSION } from "./generated/wire.js";
+import { Decisions } from "./decisions.js";
+import { aborted, busy, decisionPending, disposed, ThinwireError, toThinwireError, withInterruptId } from "./errors.js";
+import { PROTOCOL_HEADER, PROTOCOL_VERSION, type RunRequest } from "./generated/wire.js";
+import { Job } from "./job.js";
 import { Notifier, type Schedule } from "./notifier.js";
 import { reconnectLimits, type ReconnectOptions } from "./reconnect.js";
-import { initialReducerState, type ReducerState } from "./reduce.js";
-import { followActiveRun, streamMessage } from "./run-stream.js";
-import { emptySnapshot, type Snapshot, type Turn } from "./snapshot.js";
+import type { ReducerState } from "./reduce.js";
+import { RunReader } from "./run-reader.js";
+import type { SendResult } from "./send-result.js";
+import type { Snapshot } from "./snapshot.js";
 import { SseTransport } from "./sse-transport.js";
-import { hydrate } from "./transcript.js";
+import { type ActiveRun, TranscriptLoader } from "./transcript-loader.js";
 import type { Transport, TransportTarget } from "./transport.js";
+import { type CommitOptions, View } from "./view.js";
+import { WebSocketTransport } from "./websocket-transport.js";
 
-export type { SendResult } from "./client-core.js";
+export type { SendResult } from "./send-result.js";
 
 export interface AgentClientOptions {
   /** The agent's name, as mounted on the server. */
@@ -43,11 +47,16 @@ export interface AgentClientOptions {
   baseUrl?: string;
   /** Resume this conversation: `start()` loads its transcript and follows a run in progress. */
   contextId?: string | null;
-  /** Defaults to an `SseTransport` over `fetch`. */
-  transport?: Transport;
-  /** Used for the transcript, and by the default transport. */
+  /**
+   * How runs are streamed: `"sse"` (the default, over `fetch`), `"websocket"`
+   * (one socket at `{baseUrl}/agents/{agent}/ws`), or a Transport of your own.
+   * A transport the client creates is closed by `dispose()`; one you pass in
+   * is yours to close.
+   */
+  transport?: "sse" | "websocket" | Transport;
+  /** Used for the transcript, and by the SSE transport the client creates. */
   fetch?: typeof fetch;
-  /** Extra request headers (authentication, say). */
+  /** Extra request headers (authentication, say); read at request time. */
   headers?: Record<string, string>;
   /** Called whenever the conversation id changes: minted by the server, forgotten, reset. */
   onContext?: (contextId: string | null) => void;
@@ -77,19 +86,22 @@ export interface AgentClientOptions {
 export class AgentClient {
   readonly #options: AgentClientOptions;
   readonly #notifier: Notifier;
-  /** What the run, transcript and decision modules see of this client. */
-  readonly #core: ClientCore;
-  #state: ReducerState;
-  /** The send in flight. */
+  readonly #view: View;
+  readonly #transport: Transport;
+  /** The client created the transport, so `dispose()` closes it. */
+  readonly #ownsTransport: boolean;
+  readonly #transcripts: TranscriptLoader;
+  readonly #reader: RunReader;
+  readonly #decisions: Decisions;
+  /** The send or decision in flight. */
   #run: Job | null = null;
   /** The run found in progress by `start()`. */
   #following: Job | null = null;
   #hydration: { controller: AbortController; promise: Promise<void> } | null = null;
-  /** Requests outside any run (ending a waiting run), cancelled by `reset()`. */
+  /** Requests outside any job (ending a waiting run), cancelled by `reset()`. */
   readonly #sideRequests = new Set<AbortController>();
   #started = false;
   #disposed = false;
-  #turnCount = 0;
 
   constructor(options: AgentClientOptions) {
     if (!options.agent) throw new TypeError("AgentClient needs an agent name.");
@@ -99,28 +111,34 @@ export class AgentClient {
       options.schedule,
       options.minNotifyInterval === undefined ? {} : { minInterval: options.minNotifyInterval },
     );
-    this.#state = initialReducerState(emptySnapshot(options.contextId ?? null));
-    this.#core = {
-      transport: options.transport ?? new SseTransport({ fetch: fetchImpl }),
-      fetch: fetchImpl,
+    this.#view = new View(options.contextId ?? null, (previous, next, commit) => this.#announce(previous, next, commit));
+    const option = options.transport ?? "sse";
+    this.#ownsTransport = typeof option === "string";
+    this.#transport = typeof option === "string" ? createTransport(option, fetchImpl) : option;
+    const target = () => this.#target();
+    const view = this.#view;
+    this.#transcripts = new TranscriptLoader(fetchImpl, target, view);
+    this.#reader = new RunReader({
+      transport: this.#transport,
+      target,
+      view,
+      transcripts: this.#transcripts,
       reconnect: reconnectLimits(options.reconnect),
-      state: () => this.#state,
-      commit: (next, announceContext, batch) => this.#commit(next, announceContext, batch),
-      running: () => this.#following ?? this.#run,
-      turn: (role, text, streaming, toolCalls = [], stopReason = null) => {
-        this.#turnCount += 1;
-        return { id: `${role}-${this.#turnCount}`, role, text, toolCalls, streaming, stopReason };
-      },
-      target: () => this.#target(),
-      headers: () => this.#headers(),
-    };
+    });
+    this.#decisions = new Decisions({
+      transport: this.#transport,
+      target,
+      view,
+      reader: this.#reader,
+      transcripts: this.#transcripts,
+    });
   }
 
   /** Registers a listener for snapshot changes; returns the unsubscribe function. */
   subscribe = (listener: () => void): (() => void) => this.#notifier.subscribe(listener);
 
   /** The current view state: the same object until something changes. Always the latest, even while a notification is batched. */
-  getSnapshot = (): Snapshot => this.#state.snapshot;
+  getSnapshot = (): Snapshot => this.#view.snapshot;
 
   /**
    * Loads the transcript of the conversation the client was created with, and
@@ -131,20 +149,17 @@ export class AgentClient {
    */
   start(): Promise<void> {
     if (this.#hydration) return this.#hydration.promise;
-    const contextId = this.#state.snapshot.contextId;
+    const contextId = this.#view.snapshot.contextId;
     if (this.#started || this.#disposed || this.#run || contextId === null) {
       this.#started = true;
       return Promise.resolve();
     }
     this.#started = true;
     const controller = new AbortController();
-    this.#commit({
-      ...this.#state,
-      snapshot: { ...this.#state.snapshot, status: "hydrating", error: null },
+    this.#view.show({ status: "hydrating", error: null });
+    const promise = this.#transcripts.hydrate(contextId, controller.signal).then((active) => {
+      if (active && !controller.signal.aborted) this.#resume(contextId, active);
     });
-    const promise = hydrate(this.#core, contextId, controller.signal, (runId, turns, interrupt) =>
-      this.#resume(contextId, runId, turns, interrupt),
-    );
     this.#hydration = { controller, promise };
     return promise;
   }
@@ -159,26 +174,15 @@ export class AgentClient {
    * the server's error code, `network_error` or `stream_interrupted` once
    * reconnecting gave up, `aborted`).
    */
-  async send(text: string): Promise<SendResult> {
-    if (this.#disposed) throw disposed();
-    if (typeof text !== "string" || text.trim() === "") {
-      throw new ThinwireError("invalid_request", "The message text is empty.");
-    }
-    if (this.#run || this.#following) throw busy();
-    const job = newJob();
-    this.#run = job;
-    try {
-      if (this.#hydration) await this.#hydration.promise;
-      if (job.controller.signal.aborted) throw aborted();
-      if (this.#following) throw busy();
+  send(text: string): Promise<SendResult> {
+    const blank = typeof text !== "string" || text.trim() === "";
+    const refusal = blank ? new ThinwireError("invalid_request", "The message text is empty.") : null;
+    return this.#job(refusal, (job) => {
       // Checked after the hydration, which may have found a question pending.
-      const pending = this.#state.snapshot.interrupt;
+      const pending = this.#view.snapshot.interrupt;
       if (pending) throw decisionPending(pending.interruptId);
-      return await streamMessage(this.#core, text, job);
-    } finally {
-      if (this.#run === job) this.#run = null;
-      settleStops(job);
-    }
+      return this.#sendMessage(text, job);
+    });
   }
 
   /**
@@ -199,24 +203,14 @@ export class AgentClient {
    * if (interrupt?.options?.includes("approve")) await client.decide("approve");
    * ```
    */
-  async decide(value: unknown): Promise<SendResult> {
-    if (this.#disposed) throw disposed();
-    if (this.#run || this.#following) throw busy();
-    const job = newJob();
-    this.#run = job;
-    try {
-      if (this.#hydration) await this.#hydration.promise;
-      if (job.controller.signal.aborted) throw aborted();
-      if (this.#following) throw busy();
-      const { interrupt, contextId } = this.#state.snapshot;
+  decide(value: unknown): Promise<SendResult> {
+    return this.#job(null, (job) => {
+      const { interrupt, contextId } = this.#view.snapshot;
       if (!interrupt || contextId === null) {
         throw new ThinwireError("no_pending_interrupt", "No decision is pending.");
       }
-      return await answer(this.#core, contextId, interrupt, value, job);
-    } finally {
-      if (this.#run === job) this.#run = null;
-      settleStops(job);
-    }
+      return this.#decisions.answer(contextId, interrupt, value, job);
+    });
   }
 
   /**
@@ -232,52 +226,105 @@ export class AgentClient {
    */
   async stop(): Promise<void> {
     if (this.#disposed) return;
-    const job = this.#following ?? this.#run;
-    const contextId = this.#state.snapshot.contextId;
-    if (!job) {
-      if (this.#state.snapshot.interrupt && contextId !== null) {
-        await endWaitingRun(this.#core, contextId, this.#sideRequests);
-      }
-      return;
+    const job = this.#running();
+    if (job) return job.stop();
+    const { interrupt, contextId } = this.#view.snapshot;
+    if (!interrupt || contextId === null) return;
+    const controller = new AbortController();
+    this.#sideRequests.add(controller);
+    try {
+      await this.#decisions.endWaitingRun(contextId, controller.signal, () => this.#running() === null);
+    } finally {
+      this.#sideRequests.delete(controller);
     }
-    if (!job.runKnown || contextId === null) {
-      await new Promise<void>((resolve, reject) => job.stops.push({ resolve, reject }));
-      return;
-    }
-    await this.#core.transport.stop({ ...this.#target(), contextId });
   }
 
   /** Cancels any in-flight work and starts a new, empty conversation. */
   reset(): void {
     if (this.#disposed) return;
     this.#abortAll();
-    this.#commit(initialReducerState(emptySnapshot(null)), false);
+    this.#view.clear(false);
     this.#options.onContext?.(null);
   }
 
-  /** Cancels in-flight work and drops every listener. The client is unusable afterwards. */
+  /**
+   * Cancels in-flight work and drops every listener; closes the transport if
+   * the client created it. The client is unusable afterwards.
+   */
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#abortAll();
+    this.#view.close();
     this.#notifier.close();
+    if (this.#ownsTransport) this.#transport.close?.();
+  }
+
+  /**
+   * Starts a job (a send or a decision) once the guards pass: not disposed, no
+   * `refusal`, nothing else running, the hydration over. It is `#run` until it ends.
+   */
+  async #job(refusal: ThinwireError | null, work: (job: Job) => Promise<SendResult>): Promise<SendResult> {
+    if (this.#disposed) throw disposed();
+    if (refusal) throw refusal;
+    if (this.#running()) throw busy();
+    const job = new Job();
+    this.#run = job;
+    try {
+      if (this.#hydration) await this.#hydration.promise;
+      if (job.signal.aborted) throw aborted();
+      if (this.#following) throw busy();
+      return await work(job);
+    } finally {
+      if (this.#run === job) this.#run = null;
+      job.finish();
+    }
+  }
+
+  /** Shows `text` as a new user turn and streams the run it starts into a fresh reply. */
+  async #sendMessage(text: string, job: Job): Promise<SendResult> {
+    const view = this.#view;
+    const signal = job.signal;
+    const before = view.snapshot;
+    const user = view.turn("user", text, false);
+    const reply = view.openReply([...before.turns, user], { runId: null });
+    const body: RunRequest = { message: { text } };
+    if (before.contextId !== null) body.contextId = before.contextId;
+    try {
+      return await this.#reader.follow(() => this.#transport.run({ ...this.#target(), body, signal }), job);
+    } catch (caught) {
+      if (signal.aborted) throw aborted(caught);
+      let error = toThinwireError(caught);
+      // A request that produced no frame leaves no trace but the error.
+      view.failRun(error, job.runKnown ? null : user.id, reply.id);
+      if (error.code === "decision_pending" && before.contextId !== null) {
+        // The conversation waits for a decision this client did not know of (another tab, say): show it.
+        const interrupt = await this.#transcripts.refresh(before.contextId, signal);
+        if (signal.aborted) throw aborted(caught);
+        if (error.interruptId === undefined && interrupt) error = withInterruptId(error, interrupt.interruptId);
+      }
+      throw error;
+    }
   }
 
   /** Follows a run `start()` found in progress, as `#following` until it ends. */
-  #resume(contextId: string, runId: string, turns: Turn[], interrupt: InterruptRequest | null): void {
-    const job = newJob();
-    job.runKnown = true;
+  #resume(contextId: string, active: ActiveRun): void {
+    const job = new Job();
+    job.runStarted(() => this.#transport.stop({ ...this.#target(), contextId }));
     this.#following = job;
-    void followActiveRun(this.#core, job, contextId, runId, turns, interrupt).finally(() => {
+    void this.#reader.resume(job, contextId, active).finally(() => {
       if (this.#following === job) this.#following = null;
-      settleStops(job);
+      job.finish();
     });
   }
 
-  #commit(next: ReducerState, announceContext = true, batch = false): void {
-    const previous = this.#state;
-    if (next === previous || this.#disposed) return;
-    this.#state = next;
+  /** The job being read: the run found on resume, else the send or decision in flight. */
+  #running(): Job | null {
+    return this.#following ?? this.#run;
+  }
+
+  /** Announces a change of the view: the new id to `onContext`, the new snapshot to subscribers. */
+  #announce(previous: ReducerState, next: ReducerState, { announceContext, batch }: Required<CommitOptions>): void {
     const contextId = next.snapshot.contextId;
     if (announceContext && contextId !== previous.snapshot.contextId) this.#options.onContext?.(contextId);
     if (next.snapshot === previous.snapshot) return;
@@ -286,11 +333,8 @@ export class AgentClient {
   }
 
   #abortAll(): void {
-    for (const job of [this.#run, this.#following]) {
-      if (!job) continue;
-      job.controller.abort();
-      settleStops(job);
-    }
+    this.#run?.abort();
+    this.#following?.abort();
     this.#run = null;
     this.#following = null;
     this.#hydration?.controller.abort();
@@ -302,11 +346,14 @@ export class AgentClient {
     return {
       baseUrl: (this.#options.baseUrl ?? "").replace(/\/+$/, ""),
       agent: this.#options.agent,
-      headers: this.#headers(),
+      headers: { ...this.#options.headers, [PROTOCOL_HEADER]: PROTOCOL_VERSION },
     };
   }
+}
 
-  #headers(): Record<string, string> {
-    return { ...this.#options.headers, [PROTOCOL_HEADER]: PROTOCOL_VERSION };
-  }
+/** The transport a client creates (and closes) itself. */
+function createTransport(kind: "sse" | "websocket", fetchImpl: typeof fetch): Transport {
+  if (kind === "sse") return new SseTransport({ fetch: fetchImpl });
+  if (kind === "websocket") return new WebSocketTransport();
+  throw new TypeError(`Unknown transport ${JSON.stringify(kind)}: use "sse", "websocket" or a Transport.`);
 }

@@ -1,37 +1,42 @@
 /**
- * The one error type of the client.
+ * The one error type of the client, and the client's own refusals.
  *
- * `code` is stable and machine-readable: the server's wire error codes
- * (`context_busy`, `context_not_found`, `invalid_request`, ...) pass through
- * unchanged, and the client adds its own for failures it detects itself:
- *
- * - `network_error`       the request or the stream failed below HTTP (retryable)
- * - `stream_interrupted`  the stream ended before its `done` frame (retryable)
- * - `aborted`             `reset()` or `dispose()` cancelled the work
- * - `disposed`            the client was used after `dispose()`
- * - `protocol_mismatch`   the server speaks another protocol version
- * - `protocol_error`      the server sent something that is not a frame
- * - `http_error`          a non-2xx response without a typed error body
- * - `invalid_url`         no WebSocket URL can be built from the options
- * - `no_pending_interrupt` `decide()` was called with no decision pending
+ * `code` is stable and machine-readable: one of the generated `ErrorCode`s
+ * (`ERROR_CODES` says what each means). The server's codes pass through
+ * unchanged — a newer server may send one this client does not know, so the
+ * field also admits any string — and the client raises its own
+ * (`ClientErrorCode`: `network_error`, `stream_interrupted`, `aborted`, …)
+ * for failures it detects itself. The constructor takes only known codes, so
+ * a typo in the client is a type error; codes read off the wire go through
+ * `serverError`.
  *
  * `decision_pending` (a send while the conversation waits for a decision,
  * refused locally or by the server) carries the interrupt to answer first in
  * `interruptId`.
  */
+import type { ErrorCode } from "./generated/wire.js";
+import type { AgentErrorInfo } from "./snapshot.js";
+
+export interface ThinwireErrorOptions {
+  /** The HTTP status of the refusal, when there was one. */
+  status?: number;
+  /** The same request may succeed when tried again later. */
+  retryable?: boolean;
+  cause?: unknown;
+  /** With `decision_pending`: the interrupt to answer first. */
+  interruptId?: string;
+}
+
 export class ThinwireError extends Error {
   override readonly name = "ThinwireError";
-  readonly code: string;
+  /** One of `ErrorCode`, or a code of a newer server. */
+  readonly code: ErrorCode | (string & {});
   readonly status?: number;
   readonly retryable: boolean;
   /** With `decision_pending`: the interrupt to answer first, when known. */
   readonly interruptId?: string;
 
-  constructor(
-    code: string,
-    message: string,
-    options: { status?: number; retryable?: boolean; cause?: unknown; interruptId?: string } = {},
-  ) {
+  constructor(code: ErrorCode, message: string, options: ThinwireErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     if (options.status !== undefined) this.status = options.status;
@@ -40,20 +45,25 @@ export class ThinwireError extends Error {
   }
 }
 
+/** An error the server sent: its code is taken as is, known to this client or not. */
+export function serverError(code: string, message: string, options: ThinwireErrorOptions = {}): ThinwireError {
+  return new ThinwireError(code as ErrorCode, message, options);
+}
+
 /** Maps whatever `fetch` or a body read threw to a ThinwireError. */
 export function toThinwireError(error: unknown, signal?: AbortSignal): ThinwireError {
   if (error instanceof ThinwireError) return error;
-  if (signal?.aborted || (error instanceof Error && error.name === "AbortError")) {
-    return new ThinwireError("aborted", "The request was cancelled.", { cause: error });
-  }
+  if (signal?.aborted || (error instanceof Error && error.name === "AbortError")) return aborted(error);
   const detail = error instanceof Error ? error.message : String(error);
-  return new ThinwireError("network_error", `Network failure: ${detail}`, {
-    retryable: true,
-    cause: error,
-  });
+  return new ThinwireError("network_error", `Network failure: ${detail}`, { retryable: true, cause: error });
 }
 
-// The client's own refusals, shared by the AgentClient modules (not exported by the package).
+/** What the snapshot shows of an error. */
+export function errorInfo(error: ThinwireError): AgentErrorInfo {
+  return { code: error.code, message: error.message, retryable: error.retryable };
+}
+
+// The client's own refusals (not exported by the package).
 
 export function aborted(cause?: unknown): ThinwireError {
   return new ThinwireError("aborted", "The request was cancelled.", cause === undefined ? {} : { cause });
@@ -73,7 +83,7 @@ export function decisionPending(interruptId: string): ThinwireError {
 
 /** The same error, naming the interrupt it is about. */
 export function withInterruptId(error: ThinwireError, interruptId: string): ThinwireError {
-  return new ThinwireError(error.code, error.message, {
+  return serverError(error.code, error.message, {
     ...(error.status === undefined ? {} : { status: error.status }),
     retryable: error.retryable,
     cause: error,

@@ -1,51 +1,44 @@
-export {
-  AgentClient,
-  type AgentClientOptions,
-  type SendResult,
-} from "./agent-client.js";
+/**
+ * `@thinwire/client`: what an app or a custom transport needs. Test helpers
+ * live in `@thinwire/client/testing`; everything else is internal.
+ */
+export { AgentClient, type AgentClientOptions, type SendResult } from "./agent-client.js";
+export { ThinwireError, type ThinwireErrorOptions } from "./errors.js";
 export type { Schedule } from "./notifier.js";
 export type { ReconnectOptions } from "./reconnect.js";
-export { ThinwireError } from "./errors.js";
-export { checkProtocol, errorFromResponse, fetchTranscript } from "./http.js";
-export {
-  acceptsFrame,
-  initialReducerState,
-  reduceFrame,
-  reduceFrames,
-  type ReducerState,
-} from "./reduce.js";
-export {
-  emptySnapshot,
-  type Activity,
-  type AgentErrorInfo,
-  type Snapshot,
-  type Status,
-  type Turn,
-} from "./snapshot.js";
-export { parseSse, SseParser, type SseEvent } from "./sse.js";
+export type { Activity, AgentErrorInfo, Snapshot, Status, Turn } from "./snapshot.js";
 export { SseTransport, type SseTransportOptions } from "./sse-transport.js";
-export {
-  WEBSOCKET_SUBPROTOCOL,
-  WebSocketTransport,
-  webSocketUrl,
-  type WebSocketTransportOptions,
-} from "./websocket-transport.js";
-export {
-  MockTransport,
-  type MockAttachHandler,
-  type MockDecideHandler,
-  type MockRunHandler,
-  type MockStopHandler,
-  type MockTransportHandlers,
-} from "./mock-transport.js";
-export {
-  agentUrl,
-  type RunFrame,
-  type Transport,
-  type TransportAttachRequest,
-  type TransportDecideRequest,
-  type TransportRunRequest,
-  type TransportStopRequest,
-  type TransportTarget,
+export type {
+  Transport,
+  TransportAttachRequest,
+  TransportDecideRequest,
+  TransportRunRequest,
+  TransportStopRequest,
+  TransportTarget,
 } from "./transport.js";
-export * from "./generated/wire.js";
+export { WebSocketTransport, type WebSocketTransportOptions } from "./websocket-transport.js";
+// The protocol, generated from the server's wire models.
+export {
+  CLOSE_CODES,
+  ERROR_CODES,
+  FRAME_TYPES,
+  PROTOCOL_HEADER,
+  PROTOCOL_VERSION,
+  RETRYABLE_CODES,
+  STOP_REASONS,
+  WEBSOCKET_SUBPROTOCOL,
+  type ClientErrorCode,
+  type Command,
+  type DecisionRequest,
+  type ErrorBody,
+  type ErrorCode,
+  type ErrorDetail,
+  type Frame,
+  type FrameType,
+  type InterruptRequest,
+  type RunRequest,
+  type ServerErrorCode,
+  type StopReason,
+  type Transcript,
+  type TranscriptTurn,
+} from "./generated/wire.js";

@@ -1,3 +1,4 @@
+/** The Notifier: batched and immediate notifications, and the cap on their rate. */
 import { describe, expect, it } from "vitest";
 
 import { Notifier } from "./notifier.js";

@@ -1,3 +1,4 @@
+/** The frame reducer: a whole run, dedupe, other runs, errors, interrupts. */
 import { describe, expect, it } from "vitest";
 import type { Frame } from "./generated/wire.js";
 import { initialReducerState, reduceFrame, reduceFrames } from "./reduce.js";
@@ -6,7 +7,7 @@ import { emptySnapshot } from "./snapshot.js";
 const ids = { contextId: "ctx-1", runId: "run-1" };
 
 const RUN: Frame[] = [
-  { ...ids, seq: 1, type: "run_start", agent: "demo" },
+  { ...ids, seq: 1, type: "run_start", agent: "demo", requestId: null },
   { ...ids, seq: 2, type: "thinking", delta: "Let me " },
   { ...ids, seq: 3, type: "thinking", delta: "check." },
   { ...ids, seq: 4, type: "tool_call", callId: "c1", name: "weather" },
@@ -75,6 +76,15 @@ describe("reduceFrame", () => {
     expect(state.snapshot.error).toEqual({ code: "agent_failed", message: "Boom", retryable: true });
   });
 
+  it("shows run_failed for a run that ended in error without an error frame", () => {
+    const state = reduceFrames(initialReducerState(), [
+      RUN[0]!,
+      { ...ids, seq: 2, type: "done", text: "", toolCalls: [], stopReason: "error" },
+    ]);
+    expect(state.snapshot.status).toBe("error");
+    expect(state.snapshot.error).toEqual({ code: "run_failed", message: "The run failed.", retryable: false });
+  });
+
   it("appends to the streaming reply instead of starting another", () => {
     const open = {
       ...emptySnapshot("ctx-1"),
@@ -93,7 +103,7 @@ describe("reduceFrame", () => {
   it("accepts a lower seq once the context changes", () => {
     const first = reduceFrames(initialReducerState(), RUN);
     const other = { contextId: "ctx-2", runId: "run-9" };
-    const next = reduceFrame({ ...first, runId: null }, { ...other, seq: 1, type: "run_start", agent: "demo" });
+    const next = reduceFrame({ ...first, runId: null }, { ...other, seq: 1, type: "run_start", agent: "demo", requestId: null });
     expect(next.snapshot.contextId).toBe("ctx-2");
     expect(next.lastSeq).toBe(1);
   });

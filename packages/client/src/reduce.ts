@@ -3,10 +3,10 @@
  * tests feed it recorded streams. A frame that changes nothing returns the very
  * same state object.
  */
-import type { Frame } from "./generated/wire.js";
+import { FRAME_TYPES, type Frame } from "./generated/wire.js";
 import { publicInterrupt } from "./interrupt.js";
 import type { RunFrame } from "./transport.js";
-import { emptySnapshot, type Activity, type Snapshot, type Turn } from "./snapshot.js";
+import { emptySnapshot, runEnded, type Activity, type Snapshot, type Turn } from "./snapshot.js";
 
 export interface ReducerState {
   readonly snapshot: Snapshot;
@@ -20,20 +20,12 @@ export function initialReducerState(snapshot: Snapshot = emptySnapshot()): Reduc
   return { snapshot, runId: null, lastSeq: null };
 }
 
-const KNOWN_TYPES: ReadonlySet<string> = new Set([
-  "run_start",
-  "thinking",
-  "tool_call",
-  "tool_result",
-  "token",
-  "interrupt",
-  "done",
-  "error",
-]);
+/** The frames of a run: every type of this protocol version but the WebSocket-only `rejected`. */
+const RUN_FRAME_TYPES: ReadonlySet<string> = new Set(FRAME_TYPES.filter((type) => type !== "rejected"));
 
 /** Whether the frame is new, of a known type and of the run being read. */
-export function acceptsFrame(state: ReducerState, frame: Frame): boolean {
-  if (frame.type === "rejected" || !KNOWN_TYPES.has(frame.type)) return false;
+export function acceptsFrame(state: ReducerState, frame: Frame): frame is RunFrame {
+  if (frame.type === "rejected" || !RUN_FRAME_TYPES.has(frame.type)) return false;
   if (state.runId !== null && frame.runId !== state.runId) return false;
   const sameContext = frame.contextId === state.snapshot.contextId;
   if (sameContext && state.lastSeq !== null && typeof frame.seq === "number" && frame.seq <= state.lastSeq) {
@@ -43,7 +35,7 @@ export function acceptsFrame(state: ReducerState, frame: Frame): boolean {
 }
 
 export function reduceFrame(state: ReducerState, frame: Frame): ReducerState {
-  if (frame.type === "rejected" || !acceptsFrame(state, frame)) return state;
+  if (!acceptsFrame(state, frame)) return state;
   return {
     snapshot: applyFrame(state.snapshot, frame),
     runId: state.runId ?? frame.runId,
@@ -87,8 +79,7 @@ function applyFrame(snapshot: Snapshot, frame: RunFrame): Snapshot {
       const interrupt = publicInterrupt(frame.interrupt);
       return interrupt ? { ...snapshot, interrupt } : snapshot;
     }
-    case "done": {
-      const failed = frame.stopReason === "error";
+    case "done":
       return {
         ...snapshot,
         turns: updateReply(snapshot.turns, frame.runId, (turn) => ({
@@ -98,13 +89,8 @@ function applyFrame(snapshot: Snapshot, frame: RunFrame): Snapshot {
           streaming: false,
           stopReason: frame.stopReason,
         })),
-        status: failed ? "error" : "idle",
-        error:
-          failed && snapshot.error === null
-            ? { code: "run_failed", message: "The run failed.", retryable: false }
-            : snapshot.error,
+        ...runEnded(snapshot, frame.stopReason),
       };
-    }
     case "error":
       return {
         ...snapshot,

@@ -1,5 +1,5 @@
 /** The view state a UI renders. Every change makes a new object; nothing is mutated. */
-import type { InterruptRequest, StopReason } from "./generated/wire.js";
+import type { ErrorCode, InterruptRequest, StopReason } from "./generated/wire.js";
 
 /**
  * `reconnecting`: the stream of the run broke and the client is attaching to it
@@ -31,7 +31,8 @@ export interface Activity {
 }
 
 export interface AgentErrorInfo {
-  code: string;
+  /** One of `ErrorCode`, or a code of a newer server. */
+  code: ErrorCode | (string & {});
   message: string;
   retryable: boolean;
 }
@@ -51,4 +52,14 @@ export interface Snapshot {
 
 export function emptySnapshot(contextId: string | null = null): Snapshot {
   return { turns: [], thinking: "", activity: [], status: "idle", error: null, contextId, interrupt: null };
+}
+
+/**
+ * The status and error of a view whose run ended with `stopReason`, seen in a
+ * `done` frame or in the transcript: a failed run shows an error, `run_failed`
+ * when no `error` frame said more.
+ */
+export function runEnded(snapshot: Snapshot, stopReason: StopReason): Pick<Snapshot, "status" | "error"> {
+  if (stopReason !== "error") return { status: "idle", error: snapshot.error };
+  return { status: "error", error: snapshot.error ?? { code: "run_failed", message: "The run failed.", retryable: false } };
 }

@@ -1,3 +1,4 @@
+/** SseTransport over a fake fetch: requests, typed errors, broken streams, attach, stop and decide. */
 import { describe, expect, it, vi } from "vitest";
 import { ThinwireError } from "./errors.js";
 import type { Frame, RunRequest } from "./generated/wire.js";
@@ -25,7 +26,7 @@ function sse(frames: object[]): string {
 
 const ids = { contextId: "ctx-1", runId: "run-1" };
 const FRAMES: Frame[] = [
-  { ...ids, seq: 1, type: "run_start", agent: "demo" },
+  { ...ids, seq: 1, type: "run_start", agent: "demo", requestId: null },
   { ...ids, seq: 2, type: "token", delta: "Grüße 👋" },
   { ...ids, seq: 3, type: "done", text: "Grüße 👋", toolCalls: [], stopReason: "end" },
 ];
@@ -92,6 +93,23 @@ describe("SseTransport", () => {
       });
     const error = await failure(new SseTransport({ fetch }).run(request()));
     expect(error).toMatchObject({ code: "context_busy", message: "A run is active.", status: 409, retryable: true });
+  });
+
+  it("takes retryable from the error body when it says, and judges by code and status when not", async () => {
+    const answer = (status: number, error: object) => async () =>
+      new Response(JSON.stringify({ error }), { status, headers: { "content-type": "application/json" } });
+    const said = await failure(
+      new SseTransport({ fetch: answer(503, { code: "store_unavailable", message: "Away.", retryable: false }) }).run(request()),
+    );
+    expect(said).toMatchObject({ code: "store_unavailable", status: 503, retryable: false });
+    const saidSo = await failure(
+      new SseTransport({ fetch: answer(400, { code: "something_new", message: "Later.", retryable: true }) }).run(request()),
+    );
+    expect(saidSo).toMatchObject({ code: "something_new", status: 400, retryable: true });
+    const unsaid = await failure(
+      new SseTransport({ fetch: answer(409, { code: "too_many_streams", message: "Too many." }) }).run(request()),
+    );
+    expect(unsaid).toMatchObject({ code: "too_many_streams", retryable: true });
   });
 
   it("keeps a generic error for a body that is not JSON", async () => {

@@ -1,3 +1,4 @@
+/** The SSE parser: line endings, chunk boundaries, multi-line data, ids and comments. */
 import { describe, expect, it } from "vitest";
 import { parseSse, SseParser, type SseEvent } from "./sse.js";
 

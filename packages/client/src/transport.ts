@@ -1,3 +1,4 @@
+/** The Transport interface: what carries a client's requests to the server and the frames back. */
 import type { Frame, RejectedFrame, RunRequest } from "./generated/wire.js";
 
 /** A frame of a run: every kind but the WebSocket-only `rejected`, which transports turn into errors. */
@@ -48,7 +49,8 @@ export interface TransportStopRequest extends TransportTarget {
 
 /**
  * How frames get from the server to the client. SSE and WebSocket are two
- * implementations; `MockTransport` is the trivial one for tests.
+ * implementations; `MockTransport` (`@thinwire/client/testing`) is the trivial
+ * one for tests.
  *
  * Contract: `run`, `decide` and `attach` yield the frames of one run in order
  * and return when the server ends the stream (`decide`: of the run the
@@ -59,12 +61,17 @@ export interface TransportStopRequest extends TransportTarget {
  * drops, `aborted` when the signal fires. Frames of unknown types may be
  * yielded; the client ignores them. `stop` resolves once the server accepted
  * the request; the stream of the run then ends with a `done` frame.
+ *
+ * `close`, when there is one, releases what the transport holds open (a
+ * socket); a later request may open it again. An `AgentClient` closes a
+ * transport it created itself when it is disposed, never one it was given.
  */
 export interface Transport {
   run(request: TransportRunRequest): AsyncIterable<Frame>;
   attach(request: TransportAttachRequest): AsyncIterable<Frame>;
   decide(request: TransportDecideRequest): AsyncIterable<Frame>;
   stop(request: TransportStopRequest): Promise<void>;
+  close?(): void;
 }
 
 /** `{baseUrl}/agents/{agent}{path}`, the agent's name encoded. */

@@ -1,7 +1,8 @@
+/** WebSocketTransport over a fake socket: commands with requestIds, routing by requestId, close codes, aborts. */
 import { describe, expect, it } from "vitest";
 import { ThinwireError } from "./errors.js";
-import type { Frame } from "./generated/wire.js";
-import { channel, fakeWebSocket, newLog, runFrames, type Script } from "./testing/fake-server.js";
+import { CLOSE_CODES, type Frame, RETRYABLE_CODES } from "./generated/wire.js";
+import { channel, fakeWebSocket, newLog, runFrames, type Script } from "./testing/index.js";
 import { WebSocketTransport, webSocketUrl } from "./websocket-transport.js";
 
 const target = { baseUrl: "https://chat.test/tw", agent: "demo bot", headers: { "Thinwire-Protocol": "1" } };
@@ -15,6 +16,8 @@ function setup(script: Script) {
 function signal(): AbortSignal {
   return new AbortController().signal;
 }
+
+const pause = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function collect(frames: AsyncIterable<Frame>): Promise<Frame[]> {
   const out: Frame[] = [];
@@ -41,7 +44,9 @@ describe("WebSocketTransport", () => {
       attach: () => ({ frames: frames.slice(1) }),
     });
     const body = { contextId: "ctx-1", message: { text: "hello" } };
-    expect(await collect(transport.run({ ...target, body, signal: signal() }))).toEqual(frames);
+    const ran = await collect(transport.run({ ...target, body, signal: signal() }));
+    // The server echoes the send's requestId in the run_start of its run.
+    expect(ran).toEqual([{ ...frames[0]!, requestId: sockets[0]!.sent[0]!.requestId }, ...frames.slice(1)]);
     expect(await collect(transport.attach({ ...target, contextId: "ctx-1", after: 1, signal: signal() }))).toEqual(
       frames.slice(1),
     );
@@ -49,11 +54,14 @@ describe("WebSocketTransport", () => {
     expect(sockets).toHaveLength(1);
     expect(sockets[0]!.url).toBe("wss://chat.test/tw/agents/demo%20bot/ws");
     expect(sockets[0]!.protocols).toEqual(["thinwire.v1"]);
+    const requestId = expect.stringMatching(/^[A-Za-z0-9_.:-]{1,64}$/);
     expect(sockets[0]!.sent).toEqual([
-      { type: "send", contextId: "ctx-1", message: { text: "hello" } },
-      { type: "attach", contextId: "ctx-1", after: 1 },
-      { type: "stop", contextId: "ctx-1" },
+      { type: "send", contextId: "ctx-1", message: { text: "hello" }, requestId },
+      { type: "attach", contextId: "ctx-1", after: 1, requestId },
+      { type: "stop", contextId: "ctx-1", requestId },
     ]);
+    // Unique per socket.
+    expect(new Set(sockets[0]!.sent.map((command) => command.requestId)).size).toBe(3);
   });
 
   it("routes the frames of two contexts sharing the socket", async () => {
@@ -75,28 +83,77 @@ describe("WebSocketTransport", () => {
     expect(first.every((frame) => frame.type !== "rejected" && frame.contextId === "ctx-a")).toBe(true);
   });
 
-  it("gives a new conversation's send the run_start no one else follows, one such send at a time", async () => {
+  it("gives two new-conversation sends in flight at once each its own run, by requestId", async () => {
     const streams = [channel(), channel()];
     let count = 0;
     const { transport, sockets } = setup({ run: () => ({ frames: streams[count++]!.frames() }) });
     const one = collect(transport.run({ ...target, body: { message: { text: "one" } }, signal: signal() }));
     const two = collect(transport.run({ ...target, body: { message: { text: "two" } }, signal: signal() }));
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    // The second new-conversation send waits until the first learnt its context.
-    expect(sockets[0]!.sent.map((command) => command.type === "send" && command.message.text)).toEqual(["one"]);
+    await pause();
+    // Both go out at once: nothing waits for the first to learn its context.
+    const sent = sockets[0]!.sent;
+    expect(sent.map((command) => command.type === "send" && command.message.text)).toEqual(["one", "two"]);
+    expect(sent[0]!.requestId).not.toBe(sent[1]!.requestId);
+    // The runs start in the opposite order of the sends, and their frames interleave.
     const r1 = runFrames("ctx-new-1", "run-1");
-    streams[0]!.push(r1.start());
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    expect(sockets[0]!.sent).toHaveLength(2);
     const r2 = runFrames("ctx-new-2", "run-2");
     streams[1]!.push(r2.start());
-    streams[1]!.push(r2.done("two"));
-    streams[0]!.push(r1.done("one"));
-    expect((await one).map((frame) => frame.type === "done" && frame.text)).toEqual([false, "one"]);
-    expect((await two).map((frame) => frame.type === "done" && frame.text)).toEqual([false, "two"]);
+    await pause();
+    streams[0]!.push(r1.start());
+    streams[1]!.push(r2.token("Two"));
+    streams[0]!.push(r1.token("One"));
+    streams[1]!.push(r2.done("Two"));
+    await pause();
+    streams[0]!.push(r1.done("One"));
+    const texts = (frames: Frame[]) => frames.map((frame) => (frame.type === "rejected" ? "" : `${frame.contextId}:${frame.type}`));
+    expect(texts(await two)).toEqual(["ctx-new-2:run_start", "ctx-new-2:token", "ctx-new-2:done"]);
+    expect(texts(await one)).toEqual(["ctx-new-1:run_start", "ctx-new-1:token", "ctx-new-1:done"]);
+    expect((await one)[0]).toMatchObject({ type: "run_start", requestId: sent[0]!.requestId });
   });
 
-  it("does not take a run_start of a context the socket already followed as a new conversation's", async () => {
+  it("fails exactly the command a rejection names, of two in flight on the same context", async () => {
+    const stream = channel();
+    let sends = 0;
+    const { transport, sockets } = setup({
+      run: () =>
+        ++sends === 1
+          ? { frames: stream.frames() }
+          : { error: { status: 409, code: "context_busy", message: "A run is active." } },
+    });
+    const request = (text: string) =>
+      transport.run({ ...target, body: { contextId: "ctx-1", message: { text } }, signal: signal() });
+    const first = collect(request("first"));
+    const second = failure(request("second"));
+    // The refusal of the second arrives while both wait for their run: same kind, same context.
+    expect(await second).toMatchObject({ code: "context_busy", message: "A run is active.", retryable: true });
+    const r = runFrames("ctx-1", "run-1");
+    stream.push(r.start());
+    stream.push(r.token("ok"));
+    stream.push(r.done("ok"));
+    expect((await first).map((frame) => frame.type)).toEqual(["run_start", "token", "done"]);
+    expect(sockets[0]!.sent.map((command) => command.type === "send" && command.message.text)).toEqual([
+      "first",
+      "second",
+    ]);
+  });
+
+  it("ignores a rejection naming no command it is waiting for", async () => {
+    const stream = channel();
+    const { transport, sockets } = setup({ run: () => ({ frames: stream.frames() }) });
+    const reading = collect(
+      transport.run({ ...target, body: { contextId: "ctx-1", message: { text: "hi" } }, signal: signal() }),
+    );
+    await pause();
+    const stranger = { type: "rejected", code: "context_busy", message: "Busy.", retryable: true, command: "send" };
+    sockets[0]!.receive(JSON.stringify({ ...stranger, contextId: "ctx-1", requestId: null, interruptId: null }));
+    sockets[0]!.receive(JSON.stringify({ ...stranger, contextId: "ctx-1", requestId: "someone-else", interruptId: null }));
+    const r = runFrames("ctx-1", "run-1");
+    stream.push(r.start());
+    stream.push(r.done("hi"));
+    expect((await reading).map((frame) => frame.type)).toEqual(["run_start", "done"]);
+  });
+
+  it("does not take a run_start that names no command of its own as a new conversation's", async () => {
     const old = runFrames("ctx-old", "run-1");
     const stream = channel();
     const { transport, sockets } = setup({
@@ -105,7 +162,7 @@ describe("WebSocketTransport", () => {
     await collect(transport.run({ ...target, body: { contextId: "ctx-old", message: { text: "a" } }, signal: signal() }));
     const fresh = collect(transport.run({ ...target, body: { message: { text: "b" } }, signal: signal() }));
     await new Promise((resolve) => setTimeout(resolve, 5));
-    // Another tab starts a run in ctx-old; the server still sends it to this socket.
+    // Another tab starts a run in ctx-old; the server still sends it to this socket, naming no request of ours.
     const other = runFrames("ctx-old", "run-2", 10);
     sockets[0]!.receive(JSON.stringify(other.start()));
     const mine = runFrames("ctx-new", "run-3");
@@ -162,6 +219,21 @@ describe("WebSocketTransport", () => {
     expect((await mismatch).code).toBe("protocol_mismatch");
   });
 
+  it("maps every close code of the protocol to its error, and any other to a retryable network error", async () => {
+    const stream = channel();
+    const { transport, sockets } = setup({ run: () => ({ frames: stream.frames() }) });
+    const cases: Array<[number, string]> = [...Object.entries(CLOSE_CODES).map(([close, code]): [number, string] => [Number(close), code]), [1006, "network_error"], [1001, "network_error"]];
+    for (const [index, [close, code]] of cases.entries()) {
+      const failed = failure(transport.run({ ...target, body: { contextId: "ctx-1", message: { text: "hi" } }, signal: signal() }));
+      await pause(2);
+      sockets[index]!.drop(close, "why");
+      const error = await failed;
+      expect([close, error.code, error.retryable]).toEqual([close, code, RETRYABLE_CODES.has(code)]);
+      expect(error.message).toContain(String(close));
+    }
+    expect(RETRYABLE_CODES.has("network_error")).toBe(true);
+  });
+
   it("stops yielding when the request is aborted, and ignores garbage messages", async () => {
     const stream = channel();
     const { transport, sockets } = setup({ run: () => ({ frames: stream.frames() }) });
@@ -206,8 +278,14 @@ describe("WebSocketTransport", () => {
     const frames = [next.start(), next.token("Done."), next.done("Done.")];
     for (const frame of frames) stream.push(frame);
     stream.end();
-    expect(await decided).toEqual(frames);
-    expect(sockets[0]!.sent[1]).toEqual({ type: "decide", contextId: "ctx-1", interruptId: "int-1", value: "approve" });
+    expect(await decided).toEqual([{ ...frames[0]!, requestId: sockets[0]!.sent[1]!.requestId }, ...frames.slice(1)]);
+    expect(sockets[0]!.sent[1]).toEqual({
+      type: "decide",
+      contextId: "ctx-1",
+      interruptId: "int-1",
+      value: "approve",
+      requestId: expect.any(String),
+    });
   });
 
   it("throws a rejected decision as its typed error", async () => {

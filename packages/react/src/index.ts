@@ -1,7 +1,9 @@
+/** `@thinwire/react`: `useAgent`, and the client types a React app needs. */
 export { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";
 export type {
   Activity,
   AgentErrorInfo,
+  ErrorCode,
   InterruptRequest,
   ReconnectOptions,
   SendResult,

@@ -1,8 +1,9 @@
+/** useAgent over a MockTransport or a fake server: streaming, persist, StrictMode and <Activity>, commit rate, decisions. */
 import { act, render, renderHook, waitFor } from "@testing-library/react";
-import { MockTransport, type Frame, type SendResult, type Transcript } from "@thinwire/client";
+import type { Frame, SendResult, Transcript } from "@thinwire/client";
+import { channel, fakeWebSocket, MockTransport, newLog, runFrames } from "@thinwire/client/testing";
 import { Activity, Profiler } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { channel, fakeWebSocket, newLog, runFrames } from "../../client/src/testing/fake-server.js";
 import { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";
 
 /** One run that says `reply` in a single token. */
@@ -355,7 +356,7 @@ describe("useAgent streaming", () => {
     const ids = () => ({ contextId: "ctx-1", runId: "run-1", seq: seq++ });
     let expected = "";
     try {
-      stream.push({ ...ids(), type: "run_start", agent: "demo" });
+      stream.push({ ...ids(), type: "run_start", agent: "demo", requestId: null });
       for (let batch = 0; batch < 20; batch++) {
         for (let index = 0; index < 25; index++) {
           const delta = `${batch * 25 + index} `;
@@ -395,7 +396,7 @@ describe("useAgent streaming", () => {
       act(() => {
         void result.current.send("Hi").catch(() => undefined);
       });
-      stream.push({ contextId: "ctx-1", runId: "run-1", seq: 1, type: "run_start", agent: "demo" });
+      stream.push({ contextId: "ctx-1", runId: "run-1", seq: 1, type: "run_start", agent: "demo", requestId: null });
       stream.push({ contextId: "ctx-1", runId: "run-1", seq: 2, type: "token", delta: "Hel" });
       await waitFor(() => expect(result.current.turns[1]?.text).toBe("Hel"));
       expect(result.current.status).toBe("streaming");
@@ -420,7 +421,7 @@ describe("useAgent streaming", () => {
       sent = result.current.send("Long story");
     });
     await act(async () => {
-      stream.push({ ...ids(), type: "run_start", agent: "demo" });
+      stream.push({ ...ids(), type: "run_start", agent: "demo", requestId: null });
       stream.push({ ...ids(), type: "token", delta: "Par" });
       await new Promise((resolve) => setTimeout(resolve, 0));
     });
@@ -455,7 +456,7 @@ describe("useAgent streaming", () => {
     expect(result.current.turns.map((turn) => turn.text)).toEqual(["hi", "echo: hi"]);
     expect(sockets).toHaveLength(1);
     expect(sockets[0]!.url).toBe(`ws://${window.location.host}/agents/demo/ws`);
-    expect(sockets[0]!.sent).toEqual([{ type: "send", message: { text: "hi" } }]);
+    expect(sockets[0]!.sent).toEqual([{ type: "send", message: { text: "hi" }, requestId: expect.any(String) }]);
     unmount();
     await act(async () => {
       await new Promise((resolve) => setTimeout(resolve, 5));
@@ -477,13 +478,13 @@ describe("useAgent decisions", () => {
     const ids = (runId: string) => ({ contextId: "ctx-1", runId, seq: seq++ });
     const transport = new MockTransport(
       () => [
-        { ...ids("run-1"), type: "run_start", agent: "demo" },
+        { ...ids("run-1"), type: "run_start", agent: "demo", requestId: null },
         { ...ids("run-1"), type: "interrupt", interrupt },
         { ...ids("run-1"), type: "done", text: "Checking.", toolCalls: [], stopReason: "interrupted" },
       ],
       {
         decide: () => [
-          { ...ids("run-2"), type: "run_start", agent: "demo" },
+          { ...ids("run-2"), type: "run_start", agent: "demo", requestId: null },
           { ...ids("run-2"), type: "done", text: "Refunded.", toolCalls: [], stopReason: "end" },
         ],
       },

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-from thinwire.stores.base import (
-    AlreadyExists,
-    AuditEntry,
-    ContextRecord,
-    Event,
-    LeaseLost,
-    Store,
-    StoreError,
-    TranscriptView,
-    VersionConflict,
-)
+from thinwire.errors import AlreadyExists, LeaseLost, StoreError, VersionConflict
+from thinwire.records import ContextRecord, TranscriptView
+from thinwire.stores.base import AuditEntry, Event, Store
 from thinwire.stores.memory import MemoryStore
 from thinwire.stores.sqlite import SQLiteStore
 

@@ -10,22 +10,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 
-from thinwire.stores.base import (
-    AlreadyExists,
-    AuditEntry,
-    ContextRecord,
-    Event,
-    Store,
-    VersionConflict,
-)
-from thinwire.stores.leases import LocalLeases
+from thinwire.errors import AlreadyExists, VersionConflict
+from thinwire.records import ContextRecord
+from thinwire.stores.base import AuditEntry, Event, Store
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(LocalLeases, Store):
+class MemoryStore(Store):
     def __init__(self) -> None:
-        super().__init__()
         self._records: dict[str, tuple[str, str, int, str]] = {}
         self._audit: dict[str, list[str]] = {}
         self._events: dict[str, dict[int, Event]] = {}
@@ -58,7 +51,6 @@ class MemoryStore(LocalLeases, Store):
         actual = stored[2] if stored else None
         if actual != expected_version:
             raise VersionConflict(record.id, expected_version, actual)
-        self.check_fence(record.id, fence)
         version = self._write(record, expected_version + 1, audit)
         self._keep(record.id, events)
         if trim_before is not None:
@@ -100,7 +92,6 @@ class MemoryStore(LocalLeases, Store):
         return version
 
     async def delete(self, context_id: str) -> bool:
-        self.forget_leases(context_id)
         self._audit.pop(context_id, None)
         self._events.pop(context_id, None)
         return self._records.pop(context_id, None) is not None

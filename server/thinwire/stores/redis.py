@@ -12,6 +12,9 @@ Keys, under `prefix`:
     {p}:fence:{id}    the last fencing token handed out
     {p}:stop:{run}    a stop requested for a run, wherever it runs
 
+The last three are the coordinator's (`thinwire.coordination.redis`); they are named here
+because a fenced save checks the lease in the same script.
+
 A replica caches nothing it relies on: records are read from Redis when used, and a
 save is a compare-and-set on the version (and, fenced, on the lease) run as one script,
 so it lands whole or not at all.
@@ -23,20 +26,15 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from thinwire.stores.base import (
-    AlreadyExists,
-    AuditEntry,
-    ContextRecord,
-    Event,
-    LeaseLost,
-    Store,
-    TranscriptView,
-    VersionConflict,
-    dumps,
-)
+from thinwire.errors import AlreadyExists, LeaseLost, VersionConflict
+from thinwire.jsontext import dumps
+from thinwire.records import ContextRecord, TranscriptView
+from thinwire.stores.base import AuditEntry, Event, Store
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
+
+    from thinwire.coordination import Coordinator
 
 __all__ = ["RedisStore"]
 
@@ -82,26 +80,6 @@ end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 """
 
-ACQUIRE = """
-local lease = redis.call('GET', KEYS[1])
-if lease and string.match(lease, '^%S+') ~= ARGV[1] then return false end
-local token = redis.call('INCR', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. token, 'PX', ARGV[2])
-return token
-"""
-
-RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-"""
-
-RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
 
 def require_redis() -> Any:
     try:
@@ -128,7 +106,9 @@ def event_args(events: Sequence[Event]) -> list[Any]:
 
 
 class RedisStore(Store):
-    shared = True
+    """Records as hashes, audit trails as lists, event logs as streams; every save one
+    script. Its coordinator (`RedisCoordinator`) keeps leases in the same Redis, which
+    the save script checks for the fence."""
 
     def __init__(
         self, client: Redis, *, prefix: str = "thinwire", event_ttl: float = 86400
@@ -141,9 +121,6 @@ class RedisStore(Store):
         self._create: Any = client.register_script(CREATE)
         self._save: Any = client.register_script(SAVE)
         self._append: Any = client.register_script(APPEND)
-        self._acquire: Any = client.register_script(ACQUIRE)
-        self._renew: Any = client.register_script(RENEW)
-        self._release: Any = client.register_script(RELEASE)
 
     @classmethod
     def from_url(
@@ -152,21 +129,27 @@ class RedisStore(Store):
         client = require_redis().from_url(url, decode_responses=True)
         return cls(client, prefix=prefix, event_ttl=event_ttl)
 
-    def _key(self, kind: str, name: str) -> str:
+    def coordinator(self, *, lease_ttl: float) -> Coordinator:
+        from thinwire.coordination.redis import RedisCoordinator
+
+        return RedisCoordinator(self, lease_ttl=lease_ttl)
+
+    def key(self, kind: str, name: str) -> str:
+        """The Redis key of one `kind` of thing ("ctx", "lease", "stop"…) named `name`."""
         return f"{self.prefix}:{kind}:{name}"
 
     def _keys(self, context_id: str) -> list[str]:
-        return [self._key(kind, context_id) for kind in ("ctx", "audit", "events", "lease")]
+        return [self.key(kind, context_id) for kind in ("ctx", "audit", "events", "lease")]
 
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
         parts = record_parts(record)
         entries = [audit_json(entry, 1) for entry in audit]
-        keys = [self._key("ctx", record.id), self._key("audit", record.id)]
+        keys = [self.key("ctx", record.id), self.key("audit", record.id)]
         if not await self._create(keys=keys, args=[record.agent, record.owner, *parts, *entries]):
             raise AlreadyExists(record.id)
 
     async def load(self, context_id: str) -> ContextRecord | None:
-        stored = await self.redis.hgetall(self._key("ctx", context_id))
+        stored = await self.redis.hgetall(self.key("ctx", context_id))
         if not stored or "data" not in stored:
             return None
         # History and transcript stay text until a run uses them (absent: a record
@@ -184,7 +167,7 @@ class RedisStore(Store):
     async def load_transcript(self, context_id: str) -> TranscriptView | None:
         """Reads the transcript field and the small part of the record, not the history."""
         agent, owner, data, transcript = await self.redis.hmget(
-            self._key("ctx", context_id), ["agent", "owner", "data", "transcript"]
+            self.key("ctx", context_id), ["agent", "owner", "data", "transcript"]
         )
         if data is None:
             return None
@@ -215,7 +198,7 @@ class RedisStore(Store):
 
     async def append_events(self, context_id: str, events: Sequence[Event]) -> None:
         if events:
-            key = self._key("events", context_id)
+            key = self.key("events", context_id)
             await self._append(keys=[key], args=[self.event_ttl, *event_args(events)])
 
     def _events(self, entries: list[Any]) -> list[Event]:
@@ -230,47 +213,29 @@ class RedisStore(Store):
         ]
 
     async def read_events(self, context_id: str, after: int = 0) -> list[Event]:
-        entries = await self.redis.xrange(self._key("events", context_id), f"{after + 1}-0", "+")
+        entries = await self.redis.xrange(self.key("events", context_id), f"{after + 1}-0", "+")
         return self._events(entries)
 
     async def follow_events(self, context_id: str, after: int, timeout: float) -> list[Event]:
-        key = self._key("events", context_id)
+        key = self.key("events", context_id)
         answer = await self.redis.xread({key: f"{after}-1"}, block=max(1, int(timeout * 1000)))
         return self._events(answer[0][1]) if answer else []
 
     async def trim_events(self, context_id: str, before_seq: int) -> None:
-        key = self._key("events", context_id)
+        key = self.key("events", context_id)
         await self.redis.xtrim(key, minid=f"{before_seq}-0", approximate=False)
 
     async def expire_events(self, before_time: float) -> int:
         return 0  # every event stream expires by itself, `event_ttl` after its last frame
 
-    async def acquire_lease(self, context_id: str, owner: str, ttl: float) -> int | None:
-        keys = [self._key("lease", context_id), self._key("fence", context_id)]
-        token = await self._acquire(keys=keys, args=[owner, int(ttl * 1000)])
-        return int(token) if token else None
-
-    async def renew_lease(self, context_id: str, owner: str, token: int, ttl: float) -> bool:
-        keys = [self._key("lease", context_id)]
-        return bool(await self._renew(keys=keys, args=[f"{owner} {token}", int(ttl * 1000)]))
-
-    async def release_lease(self, context_id: str, owner: str, token: int) -> None:
-        await self._release(keys=[self._key("lease", context_id)], args=[f"{owner} {token}"])
-
-    async def lease_owner(self, context_id: str) -> str | None:
-        lease = await self.redis.get(self._key("lease", context_id))
-        return str(lease).split(" ")[0] if lease else None
-
-    async def request_stop(self, run_id: str) -> None:
-        await self.redis.set(self._key("stop", run_id), 1, ex=3600)
-
-    async def stop_requested(self, run_id: str) -> bool:
-        return bool(await self.redis.exists(self._key("stop", run_id)))
+    async def version(self, context_id: str) -> int | None:
+        version = await self.redis.hget(self.key("ctx", context_id), "version")
+        return None if version is None else int(version)
 
     async def delete(self, context_id: str) -> bool:
-        keys = [*self._keys(context_id), self._key("fence", context_id)]
+        keys = [*self._keys(context_id), self.key("fence", context_id)]
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.exists(self._key("ctx", context_id))
+            pipe.exists(self.key("ctx", context_id))
             pipe.delete(*keys)
             existed, _ = await pipe.execute()
         return bool(existed)
@@ -279,7 +244,7 @@ class RedisStore(Store):
         entries = [
             AuditEntry(key=k, value=v, time=t, source=s, version=n)
             for k, v, t, s, n in map(
-                json.loads, await self.redis.lrange(self._key("audit", context_id), 0, -1)
+                json.loads, await self.redis.lrange(self.key("audit", context_id), 0, -1)
             )
         ]
         return [entry for entry in entries if key is None or entry.key == key]

@@ -5,6 +5,7 @@ export const PROTOCOL_HEADER = "Thinwire-Protocol";
 
 /** WebSocket: follow the latest run of a context, like `GET …/events`. */
 export interface AttachCommand {
+  requestId?: string | null;
   type: "attach";
   contextId: string;
   /** Send only frames with a greater seq. */
@@ -13,6 +14,7 @@ export interface AttachCommand {
 
 /** WebSocket: answer a pending interrupt, like `POST …/decisions`. */
 export interface DecideCommand {
+  requestId?: string | null;
   type: "decide";
   contextId: string;
   interruptId: string;
@@ -53,6 +55,8 @@ export interface ErrorDetail {
   code: string;
   /** Human-readable explanation. */
   message: string;
+  /** The same request may succeed when tried again later. */
+  retryable?: boolean;
   /** With `decision_pending`: the interrupt to answer first. */
   interruptId?: string | null;
 }
@@ -106,8 +110,13 @@ export interface RejectedFrame {
   type: "rejected";
   code: string;
   message: string;
+  retryable: boolean;
   command: "send" | "attach" | "stop" | "decide" | null;
   contextId: string | null;
+  /** The `requestId` of the refused command. */
+  requestId: string | null;
+  /** With `decision_pending`: the interrupt to answer first. */
+  interruptId: string | null;
 }
 
 /** Body of `POST /agents/{agent}/runs`: start a run, in a new or an existing context. */
@@ -127,10 +136,13 @@ export interface RunStartFrame {
   seq: number;
   type: "run_start";
   agent: string;
+  /** The `requestId` of the command that started the run. */
+  requestId: string | null;
 }
 
 /** WebSocket: start a run, like `POST /agents/{agent}/runs`. */
 export interface SendCommand {
+  requestId?: string | null;
   type: "send";
   contextId?: string | null;
   message: Message;
@@ -138,6 +150,7 @@ export interface SendCommand {
 
 /** WebSocket: stop the run in progress, like `POST …/stop`. */
 export interface StopCommand {
+  requestId?: string | null;
   type: "stop";
   contextId: string;
 }
@@ -239,3 +252,122 @@ export type Command = SendCommand | AttachCommand | StopCommand | DecideCommand;
 
 export type FrameType = Frame["type"];
 export type StopReason = DoneFrame["stopReason"];
+
+/** The WebSocket subprotocol: the protocol version, where a browser cannot send headers. */
+export const WEBSOCKET_SUBPROTOCOL = "thinwire.v1";
+
+/** Every frame type of this protocol version; a client ignores any other. */
+export const FRAME_TYPES: readonly FrameType[] = ["run_start", "thinking", "tool_call", "tool_result", "token", "interrupt", "done", "error", "rejected"];
+
+export const STOP_REASONS: readonly StopReason[] = ["end", "stopped", "interrupted", "error"];
+
+/** Error codes the server sends. */
+export type ServerErrorCode =
+  | "agent_error"
+  | "agent_not_found"
+  | "binary_not_supported"
+  | "body_too_large"
+  | "context_busy"
+  | "context_not_found"
+  | "decision_pending"
+  | "http_error"
+  | "internal_error"
+  | "interrupt_answered"
+  | "interrupt_not_found"
+  | "invalid_context_id"
+  | "invalid_decision"
+  | "invalid_json"
+  | "invalid_request"
+  | "invalid_state_value"
+  | "message_too_large"
+  | "method_not_allowed"
+  | "no_run"
+  | "not_found"
+  | "origin_not_allowed"
+  | "protocol_mismatch"
+  | "rate_limited"
+  | "run_too_long"
+  | "store_error"
+  | "store_unavailable"
+  | "too_many_streams"
+  | "unauthenticated"
+  | "unauthorized"
+  | "unsupported_media_type"
+  | "version_conflict"
+  | "version_mismatch"
+  | "write_denied";
+
+/** Error codes the client raises by itself. */
+export type ClientErrorCode =
+  | "aborted"
+  | "disposed"
+  | "invalid_url"
+  | "network_error"
+  | "no_pending_interrupt"
+  | "protocol_error"
+  | "run_failed"
+  | "stream_interrupted";
+
+/** Every error code a client can meet. */
+export type ErrorCode = ServerErrorCode | ClientErrorCode;
+
+/** What each error code means. */
+export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
+  aborted: "reset() or dispose() cancelled the work.",
+  agent_error: "The agent failed; the message names a reference to the server log.",
+  agent_not_found: "No agent of that name is served here.",
+  binary_not_supported: "WebSocket messages must be JSON text.",
+  body_too_large: "The request body or WebSocket message exceeds the size limit.",
+  context_busy: "Another run or change holds the conversation; try again.",
+  context_not_found: "No such conversation for this agent and caller.",
+  decision_pending: "The conversation waits for a decision; answer it first.",
+  disposed: "The client was used after dispose().",
+  http_error: "An HTTP error without a more specific code.",
+  internal_error: "The server failed; nothing the client did.",
+  interrupt_answered: "That interrupt was answered already.",
+  interrupt_not_found: "No such pending interrupt.",
+  invalid_context_id: "A context id is 'ctx-' followed by 36 lowercase hex digits.",
+  invalid_decision: "The decision is not one of the options or does not fit the schema.",
+  invalid_json: "The body or message is not valid JSON.",
+  invalid_request: "The request does not fit its schema.",
+  invalid_state_value: "An AgentState value is not plain JSON.",
+  invalid_url: "No WebSocket URL can be built from the options.",
+  message_too_large: "The user message exceeds the size limit.",
+  method_not_allowed: "That method is not allowed on this route.",
+  network_error: "The request or the stream failed below HTTP.",
+  no_pending_interrupt: "decide() was called with no decision pending.",
+  no_run: "There is no run to attach to.",
+  not_found: "No such route.",
+  origin_not_allowed: "A page of another site may not act with this site's credentials.",
+  protocol_error: "The server sent something that is not a frame.",
+  protocol_mismatch: "Client and server speak different protocol versions.",
+  rate_limited: "Too many runs started; try again shortly.",
+  run_failed: "The run ended with stop reason error and no error frame.",
+  run_too_long: "The run sent more frames than one run may.",
+  store_error: "The run's reply could not be saved.",
+  store_unavailable: "The store did not answer; try again shortly.",
+  stream_interrupted: "The stream ended before its done frame.",
+  too_many_streams: "Too many streams open at once.",
+  unauthenticated: "Sign in to talk to this agent.",
+  unauthorized: "The operator API needs its bearer token.",
+  unsupported_media_type: "Send the body as application/json.",
+  version_conflict: "Someone else changed the conversation meanwhile.",
+  version_mismatch: "The If-Match version is not the current one.",
+  write_denied: "Those AgentState keys are not writable.",
+};
+
+/** Codes for which the same request may succeed when tried again later. */
+export const RETRYABLE_CODES: ReadonlySet<string> = new Set(["context_busy", "network_error", "rate_limited", "store_error", "store_unavailable", "stream_interrupted", "too_many_streams"]);
+
+/** The WebSocket close codes the server uses, with the error a client reports for each. */
+export const CLOSE_CODES: Readonly<Record<number, ErrorCode>> = {
+  1002: "protocol_mismatch",
+  1003: "binary_not_supported",
+  1007: "invalid_json",
+  1009: "body_too_large",
+  1011: "internal_error",
+  1013: "network_error",
+  4401: "unauthenticated",
+  4403: "origin_not_allowed",
+  4404: "agent_not_found",
+};

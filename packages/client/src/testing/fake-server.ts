@@ -1,25 +1,26 @@
 /**
- * Test support (not shipped): one scripted thinwire server that answers over
- * both wires — a fake `fetch` speaking SSE and a fake `WebSocket` class — so a
- * behaviour test can run unchanged over either transport.
+ * A fake thinwire server for tests: one script that answers over both wires —
+ * a fake `fetch` speaking SSE and a fake `WebSocket` class — so a behaviour
+ * test can run unchanged over either transport. Like the real server, the
+ * WebSocket one echoes a command's `requestId` in the `run_start` of the run
+ * it started and in the `rejected` that refuses it.
  */
-import type {
-  Command,
-  DecisionRequest,
-  Frame,
-  InterruptRequest,
-  RejectedFrame,
-  RunRequest,
-  StopReason,
-  Transcript,
+import {
+  type Command,
+  type DecisionRequest,
+  type Frame,
+  type RejectedFrame,
+  RETRYABLE_CODES,
+  type RunRequest,
+  type Transcript,
 } from "../generated/wire.js";
 
 /** How the server answers one run, decision or attach. */
 export type Reply =
   /** These frames; with `cut`, the connection then drops (no clean end). */
   | { frames: Iterable<Frame> | AsyncIterable<Frame>; cut?: boolean }
-  /** A refusal: an HTTP error body, or a WebSocket `rejected` frame. */
-  | { error: { status: number; code: string; message: string; interruptId?: string } }
+  /** A refusal: an HTTP error body, or a WebSocket `rejected` frame (`retryable` as the code is by default). */
+  | { error: { status: number; code: string; message: string; retryable?: boolean; interruptId?: string } }
   /** Nothing to follow: HTTP 204, WebSocket `no_run`. */
   | { nothing: true };
 
@@ -87,7 +88,10 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
         return json(200, transcript);
       }
     }
-    if ("error" in reply) return json(reply.error.status, { error: reply.error });
+    if ("error" in reply) {
+      const { status, ...detail } = reply.error;
+      return json(status, { error: { retryable: RETRYABLE_CODES.has(detail.code), ...detail } });
+    }
     if ("nothing" in reply) return new Response(null, { status: 204 });
     const { frames, cut } = reply;
     const iterator = toAsync(frames)[Symbol.asyncIterator]();
@@ -156,19 +160,19 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
           const body: RunRequest = { message: command.message };
           if (command.contextId != null) body.contextId = command.contextId;
           log.runs.push(body);
-          void this.#answer(script.run(body), "send", command.contextId ?? null);
+          void this.#answer(script.run(body), command);
           break;
         }
         case "attach": {
           const after = command.after ?? 0;
           log.attaches.push({ contextId: command.contextId, after });
-          void this.#answer(script.attach?.(command.contextId, after) ?? { nothing: true }, "attach", command.contextId);
+          void this.#answer(script.attach?.(command.contextId, after) ?? { nothing: true }, command);
           break;
         }
         case "decide": {
           const decision: DecisionRequest = { interruptId: command.interruptId, value: command.value };
           log.decisions.push({ contextId: command.contextId, ...decision });
-          void this.#answer(script.decide?.(command.contextId, decision) ?? NOTHING_PENDING, "decide", command.contextId);
+          void this.#answer(script.decide?.(command.contextId, decision) ?? NOTHING_PENDING, command);
           break;
         }
         case "stop":
@@ -198,22 +202,32 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
       this.onclose?.({ code, reason, wasClean: code === 1000 } as CloseEvent);
     }
 
-    async #answer(reply: Reply, command: "send" | "attach" | "decide", contextId: string | null): Promise<void> {
+    async #answer(reply: Reply, command: Command): Promise<void> {
       await tick();
+      const requestId = command.requestId ?? null;
       if ("error" in reply || "nothing" in reply) {
+        const error = "error" in reply ? reply.error : null;
+        const code = error?.code ?? "no_run";
         const rejected: RejectedFrame = {
           type: "rejected",
-          code: "error" in reply ? reply.error.code : "no_run",
-          message: "error" in reply ? reply.error.message : "Nothing to follow.",
-          command,
-          contextId,
+          code,
+          message: error?.message ?? "Nothing to follow.",
+          retryable: error?.retryable ?? RETRYABLE_CODES.has(code),
+          command: command.type,
+          contextId: command.contextId ?? null,
+          requestId,
+          interruptId: error?.interruptId ?? null,
         };
         this.receive(JSON.stringify(rejected));
         return;
       }
+      // The run_start of the run a send or decide started names the command.
+      let echo = command.type === "send" || command.type === "decide";
       for await (const frame of reply.frames) {
         if (this.readyState !== 1) return;
-        this.receive(JSON.stringify(frame));
+        const sent = echo && frame.type === "run_start" ? { ...frame, requestId } : frame;
+        if (sent !== frame) echo = false;
+        this.receive(JSON.stringify(sent));
         await tick();
       }
       if (reply.cut) this.drop();
@@ -221,50 +235,4 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
   }
 
   return { WebSocket: FakeWebSocket as unknown as typeof WebSocket, sockets };
-}
-
-/** A frame stream the test pushes into by hand. */
-export function channel() {
-  const queue: Array<Frame | null> = [];
-  let wake: (() => void) | null = null;
-  return {
-    push(frame: Frame) {
-      queue.push(frame);
-      wake?.();
-    },
-    end() {
-      queue.push(null);
-      wake?.();
-    },
-    async *frames(): AsyncGenerator<Frame> {
-      for (;;) {
-        while (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-        const frame = queue.shift()!;
-        if (frame === null) return;
-        yield frame;
-      }
-    },
-  };
-}
-
-/** Builds the frames of one run with consecutive seqs. */
-export function runFrames(contextId: string, runId: string, firstSeq = 1) {
-  let seq = firstSeq;
-  const base = () => ({ contextId, runId, seq: seq++ });
-  return {
-    start: (): Frame => ({ ...base(), type: "run_start", agent: "demo" }),
-    thinking: (delta: string): Frame => ({ ...base(), type: "thinking", delta }),
-    call: (callId: string, name: string): Frame => ({ ...base(), type: "tool_call", callId, name }),
-    result: (callId: string, name: string, ok = true): Frame => ({ ...base(), type: "tool_result", callId, name, ok }),
-    token: (delta: string): Frame => ({ ...base(), type: "token", delta }),
-    interrupt: (interrupt: InterruptRequest): Frame => ({ ...base(), type: "interrupt", interrupt }),
-    done: (text: string, toolCalls: string[] = [], stopReason: StopReason = "end"): Frame => ({
-      ...base(),
-      type: "done",
-      text,
-      toolCalls,
-      stopReason,
-    }),
-    error: (code: string, message: string): Frame => ({ ...base(), type: "error", code, message, retryable: false }),
-  };
 }

@@ -1,23 +1,26 @@
 /**
  * The trivial Transport: frames come from functions instead of a server.
- * For tests, stories and demos; it records every request it was given.
+ * For tests, stories and demos; it records every request it was given, and
+ * whether it was closed.
  *
  * ```ts
+ * import { MockTransport } from "@thinwire/client/testing";
+ *
  * const transport = new MockTransport(() => [runStart, token, done], {
  *   attach: ({ after }) => remainingFramesAfter(after), // default: nothing to follow
  *   decide: ({ value }) => continuedRun(value), // default: interrupt_not_found
  * });
  * ```
  */
-import { ThinwireError } from "./errors.js";
-import type { Frame } from "./generated/wire.js";
+import { ThinwireError } from "../errors.js";
+import type { Frame } from "../generated/wire.js";
 import type {
   Transport,
   TransportAttachRequest,
   TransportDecideRequest,
   TransportRunRequest,
   TransportStopRequest,
-} from "./transport.js";
+} from "../transport.js";
 
 type Frames = Iterable<Frame> | AsyncIterable<Frame>;
 export type MockRunHandler = (request: TransportRunRequest) => Frames;
@@ -40,6 +43,8 @@ export class MockTransport implements Transport {
   readonly attaches: TransportAttachRequest[] = [];
   readonly decisions: TransportDecideRequest[] = [];
   readonly stops: TransportStopRequest[] = [];
+  /** `close()` was called: by the caller that owns the transport, never by a client it was given to. */
+  closed = false;
   readonly #run: MockRunHandler;
   readonly #attach: MockAttachHandler;
   readonly #decide: MockDecideHandler;
@@ -70,6 +75,10 @@ export class MockTransport implements Transport {
   async stop(request: TransportStopRequest): Promise<void> {
     this.stops.push(request);
     await this.#stop(request);
+  }
+
+  close(): void {
+    this.closed = true;
   }
 }
 

@@ -1,7 +1,5 @@
-"""Generate the JSON Schema and TypeScript types of the wire from `thinwire.wire`.
-
-    python -m thinwire.schema OUT_DIR          # write wire.schema.json and wire.ts
-    python -m thinwire.schema OUT_DIR --check  # exit 1 when the files on disk drift
+"""The JSON Schema and the TypeScript types and constants of the wire, from `thinwire.wire`
+and `thinwire.codes`.
 
 Only the JSON Schema shapes the wire models use are translated; anything else raises,
 so a new kind of field cannot silently become `unknown` in TypeScript.
@@ -9,23 +7,18 @@ so a new kind of field cannot silently become `unknown` in TypeScript.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from jinja2 import Environment
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from thinwire import wire
-from thinwire.conformance import demo_run
+from thinwire import codes, wire
 
-__all__ = ["generate", "main"]
+__all__ = ["BANNER", "REQUESTS", "RESPONSES", "json_schema", "ts_type", "typescript"]
 
-REGENERATE = "make schema"
-BANNER = f"@generated — DO NOT EDIT. Produced from server/thinwire/wire.py by `{REGENERATE}`."
+BANNER = "@generated — DO NOT EDIT. Produced from server/thinwire/wire.py by `make schema`."
 
 REQUESTS: list[type[BaseModel]] = [
     wire.RunRequest,
@@ -50,6 +43,8 @@ RESPONSES: list[type[BaseModel]] = [
     wire.RejectedFrame,
 ]
 
+FRAMES = [m for m in RESPONSES if m.__name__.endswith("Frame")]
+
 TS_TEMPLATE = """\
 // {{ banner }}
 
@@ -71,6 +66,38 @@ export type Command = SendCommand | AttachCommand | StopCommand | DecideCommand;
 
 export type FrameType = Frame["type"];
 export type StopReason = DoneFrame["stopReason"];
+
+/** The WebSocket subprotocol: the protocol version, where a browser cannot send headers. */
+export const WEBSOCKET_SUBPROTOCOL = {{ subprotocol | tojson }};
+
+/** Every frame type of this protocol version; a client ignores any other. */
+export const FRAME_TYPES: readonly FrameType[] = {{ frame_types | tojson }};
+
+export const STOP_REASONS: readonly StopReason[] = {{ stop_reasons | tojson }};
+
+/** Error codes the server sends. */
+export type ServerErrorCode =
+{% for code in server_codes %}  | {{ code | tojson }}{{ ";" if loop.last else "" }}
+{% endfor %}
+/** Error codes the client raises by itself. */
+export type ClientErrorCode =
+{% for code in client_codes %}  | {{ code | tojson }}{{ ";" if loop.last else "" }}
+{% endfor %}
+/** Every error code a client can meet. */
+export type ErrorCode = ServerErrorCode | ClientErrorCode;
+
+/** What each error code means. */
+export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
+{% for code, text in descriptions %}  {{ code }}: {{ text | tojson }},
+{% endfor %}};
+
+/** Codes for which the same request may succeed when tried again later. */
+export const RETRYABLE_CODES: ReadonlySet<string> = new Set({{ retryable | tojson }});
+
+/** The WebSocket close codes the server uses, with the error a client reports for each. */
+export const CLOSE_CODES: Readonly<Record<number, ErrorCode>> = {
+{% for number, code in close_codes %}  {{ number }}: {{ code | tojson }},
+{% endfor %}};
 """
 
 
@@ -125,47 +152,21 @@ def typescript(schema: dict[str, Any]) -> str:
         ]
         description = " ".join(definition.get("description", "").split())
         models.append({"name": name, "description": description, "fields": fields})
-    frames = [m.__name__ for m in RESPONSES if m.__name__.endswith("Frame")]
+    frames = [m.__name__ for m in FRAMES]
     env = Environment(keep_trailing_newline=True, autoescape=False)
+    env.filters["tojson"] = lambda value: json.dumps(value, ensure_ascii=False)
     return env.from_string(TS_TEMPLATE).render(
         banner=BANNER,
         version=wire.PROTOCOL_VERSION,
         header=wire.PROTOCOL_HEADER,
         models=models,
         frames=frames,
+        subprotocol=wire.WEBSOCKET_SUBPROTOCOL,
+        frame_types=[m.model_fields["type"].default for m in FRAMES],
+        stop_reasons=list(get_args(wire.StopReason)),
+        server_codes=sorted(codes.ERROR_CODES),
+        client_codes=sorted(codes.CLIENT_ERROR_CODES),
+        descriptions=sorted([*codes.ERROR_CODES.items(), *codes.CLIENT_ERROR_CODES.items()]),
+        retryable=sorted(codes.RETRYABLE_CODES),
+        close_codes=sorted(codes.CLOSE_CODES.items()),
     )
-
-
-def generate() -> dict[str, str]:
-    """File name -> content of every generated file."""
-    schema = json_schema()
-    return {
-        "wire.schema.json": json.dumps(schema, indent=2, ensure_ascii=False) + "\n",
-        "wire.ts": typescript(schema),
-        **demo_run(),
-    }
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m thinwire.schema")
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--check", action="store_true", help="fail when files drift")
-    args = parser.parse_args(argv)
-    drifted = []
-    for name, content in generate().items():
-        path = args.out_dir / name
-        if args.check:
-            if not path.exists() or path.read_text(encoding="utf-8") != content:
-                drifted.append(str(path))
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content, encoding="utf-8")
-    if drifted:
-        print(f"wire types drift from server/thinwire/wire.py: {', '.join(drifted)}")
-        print(f"run `{REGENERATE}` and commit the result")
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,7 +15,8 @@ from typing import Any
 
 from thinwire.contexts import ContextRegistry, new_record
 from thinwire.demo import DemoAgent
-from thinwire.runs import RunLog, begin_run, execute
+from thinwire.runlog import RunLog
+from thinwire.runner import begin_run, execute
 from thinwire.sse import HEARTBEAT, encode
 from thinwire.stores import MemoryStore
 

@@ -1,0 +1,37 @@
+/**
+ * The public names of `@thinwire/client` and `@thinwire/client/testing`, locked:
+ * a new export is a deliberate change to this list.
+ */
+import { describe, expect, it } from "vitest";
+import * as client from "./index.js";
+import * as testing from "./testing/index.js";
+
+describe("the package's exports", () => {
+  it("@thinwire/client exports only what an app or a custom transport needs", () => {
+    expect(Object.keys(client).sort()).toEqual([
+      "AgentClient",
+      "CLOSE_CODES",
+      "ERROR_CODES",
+      "FRAME_TYPES",
+      "PROTOCOL_HEADER",
+      "PROTOCOL_VERSION",
+      "RETRYABLE_CODES",
+      "STOP_REASONS",
+      "SseTransport",
+      "ThinwireError",
+      "WEBSOCKET_SUBPROTOCOL",
+      "WebSocketTransport",
+    ]);
+  });
+
+  it("@thinwire/client/testing exports the test helpers", () => {
+    expect(Object.keys(testing).sort()).toEqual([
+      "MockTransport",
+      "channel",
+      "fakeFetch",
+      "fakeWebSocket",
+      "newLog",
+      "runFrames",
+    ]);
+  });
+});

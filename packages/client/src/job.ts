@@ -1,0 +1,47 @@
+/**
+ * A job: one send, one decision, or the run `start()` found in progress. It is
+ * cancelled as a whole (`abort`, by `reset()` and `dispose()`), and it knows
+ * how to stop its run once the server has announced it: a `stop()` asked for
+ * before that waits, and goes out as soon as the run is known.
+ */
+export class Job {
+  readonly #controller = new AbortController();
+  #stopRun: (() => Promise<void>) | null = null;
+  #waiting: Array<{ resolve: () => void; reject: (error: unknown) => void }> = [];
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** The server has announced the run, so a stop can name it. */
+  get runKnown(): boolean {
+    return this.#stopRun !== null;
+  }
+
+  /** The run is known and `stopRun` stops it; stops asked for meanwhile go out now. */
+  runStarted(stopRun: () => Promise<void>): void {
+    if (this.#stopRun) return;
+    this.#stopRun = stopRun;
+    const waiting = this.#waiting.splice(0);
+    if (waiting.length === 0) return;
+    const request = stopRun();
+    for (const stop of waiting) request.then(stop.resolve, stop.reject);
+  }
+
+  /** Stops the run: now if it is known, else once it is; resolves at once if the job ends first. */
+  stop(): Promise<void> {
+    if (this.#stopRun) return this.#stopRun();
+    return new Promise<void>((resolve, reject) => this.#waiting.push({ resolve, reject }));
+  }
+
+  /** Cancels the job. */
+  abort(): void {
+    this.#controller.abort();
+    this.finish();
+  }
+
+  /** The job is over: a stop still waiting for the run has nothing left to stop. */
+  finish(): void {
+    for (const stop of this.#waiting.splice(0)) stop.resolve();
+  }
+}

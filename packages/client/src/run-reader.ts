@@ -1,0 +1,205 @@
+/**
+ * The run reader: turns a transport's frames into view updates, and follows a
+ * run to its `done` across broken streams.
+ *
+ * Frames go through the reducer, which drops duplicates (by `seq`) and frames
+ * of other runs. A broken stream is not a failed run: the server keeps running
+ * it, so the reader attaches again with the last `seq` it applied and backs
+ * off between tries. When the attach has nothing to send, or frames of a later
+ * run show up, the run ended while the client was away and the transcript has
+ * its reply.
+ */
+import { aborted, ThinwireError, toThinwireError } from "./errors.js";
+import type { Frame } from "./generated/wire.js";
+import type { Job } from "./job.js";
+import { backoffDelay, isReconnectable, type ReconnectOptions } from "./reconnect.js";
+import { reduceFrame } from "./reduce.js";
+import { resultOf, type SendResult } from "./send-result.js";
+import type { ActiveRun, TranscriptLoader } from "./transcript-loader.js";
+import type { Transport, TransportTarget } from "./transport.js";
+import type { View } from "./view.js";
+
+export interface RunReaderOptions {
+  transport: Transport;
+  /** Read at each request, so changed headers are picked up. */
+  target: () => TransportTarget;
+  view: View;
+  /** Settles a run that ended while the reader was away. */
+  transcripts: TranscriptLoader;
+  reconnect: Required<ReconnectOptions>;
+}
+
+interface ReadOutcome {
+  done: SendResult | null;
+  /** Frames the transport yielded, duplicates included. */
+  frames: number;
+  /** Some frame changed the view. */
+  progress: boolean;
+  /** A later run of the same context showed up: ours is over. */
+  superseded: boolean;
+}
+
+export class RunReader {
+  readonly #transport: Transport;
+  readonly #target: () => TransportTarget;
+  readonly #view: View;
+  readonly #transcripts: TranscriptLoader;
+  readonly #limits: Required<ReconnectOptions>;
+
+  constructor(options: RunReaderOptions) {
+    this.#transport = options.transport;
+    this.#target = options.target;
+    this.#view = options.view;
+    this.#transcripts = options.transcripts;
+    this.#limits = options.reconnect;
+  }
+
+  /**
+   * Reads the run whose frames `open` yields (a send's or a decision's) to its
+   * `done`, attaching again with backoff after a stream that broke or ended
+   * early. Throws the error to show when it gives up.
+   */
+  async follow(open: () => AsyncIterable<Frame>, job: Job, attaching = false): Promise<SendResult> {
+    const signal = job.signal;
+    const view = this.#view;
+    let attempt = 0;
+    for (;;) {
+      let failure: ThinwireError;
+      try {
+        const outcome = await this.#read(open(), job);
+        if (outcome.done) return outcome.done;
+        if (outcome.progress) attempt = 0;
+        const { runId } = view.state;
+        const { contextId } = view.snapshot;
+        if (attaching && runId !== null && contextId !== null && (outcome.frames === 0 || outcome.superseded)) {
+          // Nothing left to follow: the run ended while we were away.
+          const settled = await this.#transcripts.settle(contextId, runId, signal);
+          if (settled) return settled;
+        }
+        failure = new ThinwireError("stream_interrupted", "The stream ended before the reply was complete.", {
+          retryable: true,
+        });
+      } catch (caught) {
+        if (signal.aborted) throw aborted(caught);
+        failure = toThinwireError(caught);
+        if (!isReconnectable(failure)) throw failure;
+      }
+      if (signal.aborted) throw aborted();
+      const contextId = view.snapshot.contextId;
+      // Without a run_start there is no run to attach to (it may never have started).
+      if (!job.runKnown || contextId === null || attempt >= this.#limits.attempts) throw failure;
+      view.setStatus("reconnecting");
+      await sleep(backoffDelay(attempt, this.#limits), signal);
+      attempt += 1;
+      const after = view.state.lastSeq ?? 0;
+      open = () => this.#transport.attach({ ...this.#target(), contextId, after, signal });
+      attaching = true;
+    }
+  }
+
+  /**
+   * Follows a run `start()` found in progress into a fresh reply after the
+   * transcript's turns. Never rejects: a failure lands in the view.
+   */
+  async resume(job: Job, contextId: string, active: ActiveRun): Promise<void> {
+    const view = this.#view;
+    const reply = view.openReply(active.turns, { runId: active.runId, lastSeq: null, interrupt: active.interrupt });
+    const signal = job.signal;
+    try {
+      await this.follow(() => this.#transport.attach({ ...this.#target(), contextId, after: 0, signal }), job, true);
+    } catch (caught) {
+      if (!signal.aborted) view.failRun(toThinwireError(caught), null, reply.id);
+    }
+  }
+
+  /** Reads one stream into the view, until its `done` or its end. */
+  async #read(frames: AsyncIterable<Frame>, job: Job): Promise<ReadOutcome> {
+    const signal = job.signal;
+    const view = this.#view;
+    const outcome: ReadOutcome = { done: null, frames: 0, progress: false, superseded: false };
+    // A transport that ignores the signal must not keep send() pending after reset().
+    const abortion = new Promise<never>((_, reject) => {
+      if (signal.aborted) reject(aborted());
+      signal.addEventListener("abort", () => reject(aborted()), { once: true });
+    });
+    abortion.catch(() => undefined);
+    let iterator: AsyncIterator<Frame> | undefined;
+    try {
+      iterator = frames[Symbol.asyncIterator]();
+      for (;;) {
+        const step = await Promise.race([iterator.next(), abortion]);
+        if (step.done) return outcome;
+        const frame = step.value;
+        outcome.frames += 1;
+        if (this.#supersedes(frame)) outcome.superseded = true;
+        const state = view.state;
+        let next = reduceFrame(state, frame);
+        if (next === state) continue;
+        outcome.progress = true;
+        if (next.snapshot.status === "reconnecting") {
+          next = { ...next, snapshot: { ...next.snapshot, status: "streaming" } };
+        }
+        view.commit(next, { batch: true });
+        if (!job.runKnown) job.runStarted(this.#stopper(view.snapshot.contextId));
+        if (frame.type === "done") {
+          // The server ends the stream right after `done`: read it to the end instead of
+          // cancelling, so the request completes cleanly rather than as an aborted one.
+          void drain(iterator);
+          outcome.done = resultOf(frame);
+          return outcome;
+        }
+      }
+    } catch (caught) {
+      if (signal.aborted) {
+        void Promise.resolve(iterator?.return?.()).catch(() => undefined);
+        throw aborted(caught);
+      }
+      throw caught;
+    }
+  }
+
+  /** A frame of a later run of our context: the server has moved on from ours. */
+  #supersedes(frame: Frame): boolean {
+    const { runId, lastSeq, snapshot } = this.#view.state;
+    return (
+      frame.type !== "rejected" &&
+      runId !== null &&
+      frame.contextId === snapshot.contextId &&
+      frame.runId !== runId &&
+      typeof frame.seq === "number" &&
+      frame.seq > (lastSeq ?? 0)
+    );
+  }
+
+  /** How a job stops its run, once the reader saw it start. */
+  #stopper(contextId: string | null): () => Promise<void> {
+    if (contextId === null) return () => Promise.resolve();
+    return () => this.#transport.stop({ ...this.#target(), contextId });
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(aborted());
+      return;
+    }
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(aborted());
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+async function drain(iterator: AsyncIterator<Frame>): Promise<void> {
+  try {
+    while (!(await iterator.next()).done);
+  } catch {
+    // Whatever follows `done` cannot change the result.
+  }
+}

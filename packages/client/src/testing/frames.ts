@@ -1,0 +1,67 @@
+/**
+ * Frame builders for tests: the frames of one run with consecutive seqs, and
+ * a stream the test pushes frames into by hand.
+ *
+ * ```ts
+ * const r = runFrames("ctx-1", "run-1");
+ * const frames = [r.start(), r.token("Hi!"), r.done("Hi!")];
+ * ```
+ */
+import type { Frame, InterruptRequest, StopReason } from "../generated/wire.js";
+
+/** Builds the frames of one run of `contextId`, seqs counting up from `firstSeq`. */
+export function runFrames(contextId: string, runId: string, firstSeq = 1) {
+  let seq = firstSeq;
+  const base = () => ({ contextId, runId, seq: seq++ });
+  return {
+    /** The run_start; `requestId` is what a WebSocket server echoes of the command that started it. */
+    start: (requestId: string | null = null): Frame => ({ ...base(), type: "run_start", agent: "demo", requestId }),
+    thinking: (delta: string): Frame => ({ ...base(), type: "thinking", delta }),
+    call: (callId: string, name: string): Frame => ({ ...base(), type: "tool_call", callId, name }),
+    result: (callId: string, name: string, ok = true): Frame => ({ ...base(), type: "tool_result", callId, name, ok }),
+    token: (delta: string): Frame => ({ ...base(), type: "token", delta }),
+    interrupt: (interrupt: InterruptRequest): Frame => ({ ...base(), type: "interrupt", interrupt }),
+    done: (text: string, toolCalls: string[] = [], stopReason: StopReason = "end"): Frame => ({
+      ...base(),
+      type: "done",
+      text,
+      toolCalls,
+      stopReason,
+    }),
+    error: (code: string, message: string, retryable = false): Frame => ({
+      ...base(),
+      type: "error",
+      code,
+      message,
+      retryable,
+    }),
+  };
+}
+
+/** A frame stream the test pushes into by hand: frames, then an end or a failure. */
+export function channel() {
+  const queue: Array<{ frame: Frame } | { error: unknown } | null> = [];
+  let wake: (() => void) | null = null;
+  const put = (item: (typeof queue)[number]) => {
+    queue.push(item);
+    const waiting = wake;
+    wake = null;
+    waiting?.();
+  };
+  return {
+    push: (frame: Frame) => put({ frame }),
+    /** The stream ends cleanly. */
+    end: () => put(null),
+    /** The stream throws `error`. */
+    fail: (error: unknown) => put({ error }),
+    async *frames(): AsyncGenerator<Frame> {
+      for (;;) {
+        while (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+        const item = queue.shift()!;
+        if (item === null) return;
+        if ("error" in item) throw item.error;
+        yield item.frame;
+      }
+    },
+  };
+}

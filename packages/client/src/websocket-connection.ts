@@ -1,0 +1,178 @@
+/**
+ * One WebSocket and the requests it serves, told apart by `requestId`.
+ *
+ * Every command carries a `requestId` minted here (a random prefix per socket
+ * and a counter). The server echoes it in the `run_start` of the run a `send`
+ * or `decide` started — that binds the request's route to its context and
+ * run — and in the `rejected` that refuses a command, which fails exactly that
+ * route (`no_run` just ends an attach). Frames after `run_start` carry no
+ * `requestId`: they go to every route following their context and run. An
+ * attach follows whichever run of its context the server sends.
+ *
+ * A closed socket fails every route it served; the transport opens a new one
+ * for the next request.
+ */
+import { serverError, ThinwireError } from "./errors.js";
+import { CLOSE_CODES, type Command, ERROR_CODES, type Frame, RETRYABLE_CODES, type RejectedFrame } from "./generated/wire.js";
+import type { RunFrame } from "./transport.js";
+
+const OPEN = 1;
+const CLOSING = 2;
+
+/** The requests that are answered by a stream of frames. */
+export type RouteKind = "send" | "attach" | "decide";
+
+export class Connection {
+  readonly opened: Promise<void>;
+  closed: ThinwireError | null = null;
+  readonly #socket: WebSocket;
+  readonly #routes = new Map<string, Route>();
+  readonly #prefix = Math.random().toString(36).slice(2, 10) || "0";
+  #count = 0;
+
+  constructor(socket: WebSocket) {
+    this.#socket = socket;
+    this.opened = new Promise<void>((resolve, reject) => {
+      socket.onopen = () => resolve();
+      socket.onclose = (event: CloseEvent) => {
+        const error = closeError(event.code, event.reason);
+        this.closed = error;
+        reject(error);
+        for (const route of this.#routes.values()) route.fail(error);
+        this.#routes.clear();
+      };
+    });
+    this.opened.catch(() => undefined);
+    socket.onerror = () => undefined; // a close event follows and carries the outcome
+    socket.onmessage = (event: MessageEvent) => {
+      if (typeof event.data === "string") this.#receive(event.data);
+    };
+  }
+
+  /** Sends `command` with a fresh `requestId`; a `kind` opens the route its answer comes to. */
+  send(command: Command): void;
+  send(command: Command, kind: RouteKind): Route;
+  send(command: Command, kind?: RouteKind): Route | void {
+    if (this.closed) throw this.closed;
+    if (this.#socket.readyState !== OPEN) throw closeError(1006, "");
+    this.#count += 1;
+    const requestId = `${this.#prefix}-${this.#count}`;
+    this.#socket.send(JSON.stringify({ ...command, requestId }));
+    if (kind === undefined) return;
+    // No answer can arrive before this task ends: the route is in place in time.
+    const route = new Route(kind, requestId, command.contextId ?? null);
+    this.#routes.set(requestId, route);
+    return route;
+  }
+
+  /** The request no longer wants its frames. */
+  release(route: Route): void {
+    this.#routes.delete(route.requestId);
+  }
+
+  close(): void {
+    if (this.#socket.readyState < CLOSING) this.#socket.close(1000);
+  }
+
+  #receive(data: string): void {
+    let value: unknown;
+    try {
+      value = JSON.parse(data);
+    } catch {
+      return; // tolerant receiver: not a frame
+    }
+    if (typeof value !== "object" || value === null) return;
+    const frame = value as Frame;
+    if (frame.type === "rejected") {
+      this.#reject(frame);
+      return;
+    }
+    if (typeof frame.contextId !== "string") return;
+    for (const route of this.#routes.values()) route.offer(frame);
+  }
+
+  #reject(frame: RejectedFrame): void {
+    const route = typeof frame.requestId === "string" ? this.#routes.get(frame.requestId) : undefined;
+    if (!route) return; // a refused stop, or a refusal before the socket closes (the close says it all)
+    if (frame.code === "no_run" && route.kind === "attach") {
+      route.end();
+      return;
+    }
+    route.fail(
+      serverError(frame.code, frame.message, {
+        retryable: typeof frame.retryable === "boolean" ? frame.retryable : RETRYABLE_CODES.has(frame.code),
+        ...(typeof frame.interruptId === "string" ? { interruptId: frame.interruptId } : {}),
+      }),
+    );
+  }
+}
+
+/** The frames one request is waiting for, queued until it reads them. */
+export class Route {
+  runId: string | null = null;
+  #items: Array<RunFrame | null | { error: ThinwireError }> = [];
+  #wake: (() => void) | null = null;
+  #finished = false;
+
+  constructor(
+    readonly kind: RouteKind,
+    readonly requestId: string,
+    /** Known up front for an attach; a send or decision learns it from its run_start. */
+    public contextId: string | null,
+  ) {}
+
+  /** Takes the frame if it belongs to this request's run. */
+  offer(frame: RunFrame): void {
+    if (this.#finished) return;
+    if (this.runId === null) {
+      if (this.kind === "attach") {
+        // An attach follows whichever run of its context the server sends.
+        if (frame.contextId !== this.contextId) return;
+      } else if (frame.type !== "run_start" || frame.requestId !== this.requestId) {
+        // A send or a decision is answered by the run_start that names it.
+        return;
+      }
+      this.contextId = frame.contextId;
+      this.runId = frame.runId;
+    } else if (frame.contextId !== this.contextId || frame.runId !== this.runId) {
+      return;
+    }
+    this.#put(frame);
+    if (frame.type === "done") this.end();
+  }
+
+  end(): void {
+    this.#put(null);
+    this.#finished = true;
+  }
+
+  fail(error: ThinwireError): void {
+    this.#put({ error });
+    this.#finished = true;
+  }
+
+  /** The next frame; null once the run is over. */
+  async next(): Promise<RunFrame | null> {
+    while (this.#items.length === 0) await new Promise<void>((resolve) => (this.#wake = resolve));
+    const item = this.#items.shift()!;
+    if (item !== null && "error" in item) throw item.error;
+    return item;
+  }
+
+  #put(item: RunFrame | null | { error: ThinwireError }): void {
+    if (this.#finished) return;
+    this.#items.push(item);
+    const wake = this.#wake;
+    this.#wake = null;
+    wake?.();
+  }
+}
+
+/** The error a close code stands for (`CLOSE_CODES`); any other close is a retryable network error. */
+export function closeError(code: number, reason: string): ThinwireError {
+  const errorCode = CLOSE_CODES[code] ?? "network_error";
+  const detail = reason ? `: ${reason}` : "";
+  return new ThinwireError(errorCode, `${ERROR_CODES[errorCode]} (WebSocket closed with ${code}${detail})`, {
+    retryable: RETRYABLE_CODES.has(errorCode),
+  });
+}

@@ -1,0 +1,9 @@
+/** The public names of `@thinwire/react`, locked: a new export is a deliberate change to this list. */
+import { describe, expect, it } from "vitest";
+import * as react from "./index.js";
+
+describe("the package's exports", () => {
+  it("@thinwire/react exports the hook, its storage key and the client's error class", () => {
+    expect(Object.keys(react).sort()).toEqual(["ThinwireError", "contextStorageKey", "useAgent"]);
+  });
+});

@@ -1,0 +1,143 @@
+"""The database thread and group commit.
+
+All database work runs on one dedicated thread, so the event loop never blocks on disk
+and the connection is never shared between threads. Writes that arrive while a commit
+is on its way to disk wait and then share the next one: one transaction and one fsync
+for all of them, each in a savepoint of its own, so a write that fails is rolled back
+alone and the others still land. No write is acknowledged before the commit that holds
+it is durable.
+
+The driver's errors leave as `StoreError` (`raise … from`), never as `sqlite3` ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from thinwire.errors import StoreError
+from thinwire.stores.sqlite.database import open_database
+
+__all__ = ["Database", "Work"]
+
+T = TypeVar("T")
+Work = Callable[[sqlite3.Connection], T]
+
+
+@dataclass(frozen=True)
+class Landed:
+    """What a write returned, in a commit that went through."""
+
+    value: Any
+
+
+def unavailable(exc: BaseException) -> BaseException:
+    """A driver error as the store's own; anything else as it is."""
+    if isinstance(exc, sqlite3.Error):
+        error = StoreError(f"the SQLite store failed: {exc}")
+        error.__cause__ = exc
+        return error
+    return exc
+
+
+class Database:
+    """One SQLite file, reached from the event loop through its own thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thinwire-sqlite")
+        self._connection: sqlite3.Connection | None = None
+        #: Writes waiting for the next commit, and the commit on its way.
+        self._pending: list[tuple[Work[Any], asyncio.Future[Any]]] = []
+        self._in_flight: asyncio.Future[list[Landed | BaseException]] | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._connection is None:
+            self._connection = open_database(self.path)
+        return self._connection
+
+    async def read(self, work: Work[T]) -> T:
+        """Run `work` on the database thread, outside any transaction of ours."""
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, lambda: work(self._connect()))
+        except sqlite3.Error as exc:
+            raise unavailable(exc) from exc
+
+    async def write(self, work: Work[T]) -> T:
+        """Run `work` in the next commit; its result once that commit is durable."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._pending.append((work, future))
+        if self._in_flight is None:
+            self._commit_pending(loop)
+        return await future
+
+    def _commit_pending(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hand every waiting write to the database thread as one commit; when it is
+        done, settle each write's future and start the next commit, if any waits."""
+        batch, self._pending = self._pending, []
+        works = [work for work, _ in batch]
+        in_flight = loop.run_in_executor(self._executor, self._commit, works)
+        self._in_flight = in_flight
+
+        def committed(_: object) -> None:
+            outcomes: list[Landed | BaseException]
+            if in_flight.cancelled():  # the loop is closing: whether it landed is unknown
+                outcomes = [StoreError("the store closed during a commit")] * len(batch)
+            elif (failure := in_flight.exception()) is not None:
+                # The commit failed: none of them landed.
+                outcomes = [unavailable(failure)] * len(batch)
+            else:
+                outcomes = in_flight.result()
+            for (_, future), outcome in zip(batch, outcomes, strict=True):
+                if future.done():
+                    continue  # its caller gave up waiting; the write stands
+                if isinstance(outcome, BaseException):
+                    future.set_exception(outcome)
+                else:
+                    future.set_result(outcome.value)
+            self._in_flight = None
+            if self._pending:
+                self._commit_pending(loop)
+
+        in_flight.add_done_callback(committed)
+
+    def _commit(self, works: list[Work[Any]]) -> list[Landed | BaseException]:
+        """On the database thread: one transaction, a savepoint per write."""
+        connection = self._connect()
+        outcomes: list[Landed | BaseException] = []
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            for work in works:
+                connection.execute("SAVEPOINT write")
+                try:
+                    outcomes.append(Landed(work(connection)))
+                except Exception as exc:
+                    connection.execute("ROLLBACK TO write")
+                    outcomes.append(unavailable(exc))
+                connection.execute("RELEASE write")
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        return outcomes
+
+    async def close(self) -> None:
+        """Let the writes already given land, then close the file."""
+
+        def close(connection: sqlite3.Connection) -> None:
+            connection.close()
+            self._connection = None
+
+        while self._in_flight is not None:
+            await asyncio.wait([self._in_flight])
+        if self._connection is not None:
+            await self.read(close)
+        self._executor.shutdown(wait=True)
