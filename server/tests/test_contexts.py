@@ -72,6 +72,37 @@ async def test_a_killed_run_is_recorded_as_interrupted_on_next_load() -> None:
     )
 
 
+@pytest.mark.anyio
+async def test_a_killed_run_keeps_the_reply_its_flushed_frames_showed() -> None:
+    store = MemoryStore()
+    await store.create(new_record("ctx-a", "demo", DemoAgent(), "ada"))
+    first = ContextRegistry(store, {"demo": DemoAgent})
+    context = await first.get("demo", "ctx-a", "ada")
+    log = await begin_run(first, context, "hello")
+    log.run_start("demo")
+    log.tool_call(log.new_call_id(), "count_words")
+    log.token("half ")
+    log.token("a reply")
+    await log.flush(store)  # the client saw these...
+    log.token(" never flushed")  # ...and the process dies before this one is stored.
+
+    restarted = ContextRegistry(store, {"demo": DemoAgent})
+    recovered = await restarted.get("demo", "ctx-a", "ada")
+    assert recovered.transcript[-1] == {
+        "role": "assistant",
+        "text": "half a reply",
+        "toolCalls": ["count_words"],
+        "stopReason": "interrupted",
+    }
+    assert recovered.history[-1]["content"] == "half a reply"
+    done = json.loads((await store.read_events("ctx-a"))[-1].data)
+    assert (done["type"], done["text"], done["stopReason"]) == (
+        "done",
+        "half a reply",
+        "interrupted",
+    )
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 from starlette.requests import HTTPConnection
 from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
 
 from conftest import app_for
 from thinwire import Agent, MemoryStore, Run
@@ -68,3 +72,54 @@ def test_a_thousand_rapid_sends_from_one_principal() -> None:
     assert refused.json()["error"]["code"] == "rate_limited"
     assert other.status_code == 200
     assert len(store._records) == 21  # nothing stored for a refused send
+
+
+def test_one_principals_open_streams_are_capped_everyone_elses_are_not() -> None:
+    """Idle followers of one principal, over SSE and WebSockets together, stop at the cap
+    with 429 too_many_streams; closing one frees its place; another principal is
+    unaffected."""
+    from test_streams import Paced, open_gate
+    from thinwire.limits import StreamLimiter
+
+    Paced.gate = asyncio.Event()
+    app = app_for(
+        {"demo": Paced},
+        identify=lambda c: c.headers.get("x-user"),
+        max_streams=3,
+        heartbeat_interval=None,
+    )
+    with TestClient(app) as client:
+        streams: StreamLimiter = client.app.state.thinwire.streams  # type: ignore[attr-defined]
+        ws = "/agents/demo/ws"
+        with client.websocket_connect(ws, headers={"x-user": "ada"}) as socket:  # one
+            socket.send_json({"type": "send", "message": {"text": "go"}})  # two
+            context_id = socket.receive_json()["contextId"]
+            socket.send_json({"type": "attach", "contextId": context_id})  # three
+            while streams.count("ada") < 3:
+                socket.send_json({"type": "attach", "contextId": context_id})
+            events = f"/agents/demo/contexts/{context_id}/events"
+            refused = client.get(events, headers={"x-user": "ada"})
+            assert refused.status_code == 429
+            assert refused.json()["error"]["code"] == "too_many_streams"
+            assert refused.headers["retry-after"] == "1"
+            socket.send_json({"type": "attach", "contextId": context_id, "requestId": "r-4"})
+            while (frame := socket.receive_json())["type"] != "rejected":
+                pass
+            assert (frame["code"], frame["requestId"]) == ("too_many_streams", "r-4")
+            with (
+                pytest.raises(WebSocketDisconnect) as closed,
+                client.websocket_connect(ws, headers={"x-user": "ada"}) as second,
+            ):
+                second.receive_json()
+                second.receive_json()
+            assert closed.value.code == 4429
+            # Another principal streams as usual.
+            with client.websocket_connect(ws, headers={"x-user": "bob"}) as bob:
+                bob.send_json({"type": "send", "message": {"text": "hi"}})
+                assert bob.receive_json()["type"] == "run_start"
+            open_gate(client)
+        # Every stream's place is given back once its task has wound down.
+        deadline = time.monotonic() + 5
+        while streams.count("ada") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert streams.count("ada") == 0

@@ -26,6 +26,7 @@ from thinwire.testing import ServerProcess, serve
 
 HERE = Path(__file__).resolve().parent
 TOKEN = "schemathesis-operator-token"
+OPERATOR = {"authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,7 @@ CHECKS = (
 
 
 def test_every_operation_answers_typed_errors_and_no_5xx(fuzz_server: ServerProcess) -> None:
-    schema = schemathesis.openapi.from_url(f"{fuzz_server.url}/openapi.json")
+    schema = schemathesis.openapi.from_url(f"{fuzz_server.url}/openapi.json", headers=OPERATOR)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 10
 
@@ -58,7 +59,7 @@ def test_every_operation_answers_typed_errors_and_no_5xx(fuzz_server: ServerProc
             suppress_health_check=list(HealthCheck),
         )
         def attack(case: Any) -> None:
-            response = case.call(headers={"authorization": f"Bearer {TOKEN}"}, timeout=10)
+            response = case.call(headers=OPERATOR, timeout=10)
             case.validate_response(response, checks=CHECKS)
             if response.status_code >= 400:
                 body = response.json()
@@ -69,8 +70,7 @@ def test_every_operation_answers_typed_errors_and_no_5xx(fuzz_server: ServerProc
 
 
 def test_the_document_covers_every_route(fuzz_server: ServerProcess) -> None:
-    document = httpx.get(f"{fuzz_server.url}/openapi.json").json()
-    assert set(document["paths"]) == {
+    public = {
         "/agents/{agent}/runs",
         "/agents/{agent}/contexts/{context_id}",
         "/agents/{agent}/contexts/{context_id}/events",
@@ -78,7 +78,17 @@ def test_the_document_covers_every_route(fuzz_server: ServerProcess) -> None:
         "/agents/{agent}/contexts/{context_id}/clear",
         "/agents/{agent}/contexts/{context_id}/decisions",
         "/healthz",
+        "/readyz",
+    }
+    operator = {
         "/admin/agents/{agent}/contexts/{context_id}/state",
         "/admin/agents/{agent}/contexts/{context_id}/audit",
     }
+    url = f"{fuzz_server.url}/openapi.json"
+    assert set(httpx.get(url, headers=OPERATOR).json()["paths"]) == public | operator
+    # Anyone else is not told the operator API exists.
+    for headers in ({}, {"authorization": "Bearer wrong"}):
+        document = httpx.get(url, headers=headers).json()
+        assert set(document["paths"]) == public
+        assert "securitySchemes" not in document["components"]
     assert fuzz_server.process.poll() is None  # still serving after all of it

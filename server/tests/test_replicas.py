@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -188,3 +189,57 @@ def test_a_replica_dying_mid_run_frees_the_context(redis_url: str, tmp_path: Pat
         ("assistant", "end"),
     ]
     assert turns[1]["text"] == done[-1]["text"]  # nothing finished was lost
+
+
+def test_following_a_silent_run_through_the_other_replica(redis_url: str, tmp_path: Path) -> None:
+    """A run silent for longer than the Redis client's read timeout (a slow tool, a model
+    thinking) is followed through the other replica without the stream breaking."""
+    replicas = Replicas(redis_url, tmp_path, delay=7.0)
+    with (
+        replicas.start("a") as a,
+        replicas.start("b") as b,
+        httpx.Client(timeout=60) as client,
+        client.stream("POST", f"{a.url}/agents/demo/runs", json={"message": {"text": "hm"}}) as r,
+    ):
+        start = next(events(r))
+        assert start is not None
+        url = f"{b.url}/agents/demo/contexts/{start['contextId']}/events"
+        with client.stream("GET", url, headers={"Last-Event-ID": str(start["seq"])}) as through_b:
+            following = (f for f in events(through_b) if f is not None)
+            seqs, last = [start["seq"]], time.monotonic()
+            for frame in following:
+                seqs.append(frame["seq"])
+                silence, last = time.monotonic() - last, time.monotonic()
+                if silence > 5:  # longer than the old 5 s read timeout…
+                    break
+            client.post(f"{b.url}/agents/demo/contexts/{start['contextId']}/stop")
+            done = [*following][-1]
+    assert silence > 5
+    assert seqs == list(range(seqs[0], seqs[-1] + 1))  # …and the stream went on, whole
+    assert done["type"] == "done" and done["stopReason"] == "stopped"
+
+
+def test_a_dead_replicas_run_is_recorded_on_every_replica(redis_url: str, tmp_path: Path) -> None:
+    """B has the context cached while A runs it; A dies; within the lease's time B both
+    reads and streams the run as interrupted, keeping the text A had flushed."""
+    replicas = Replicas(redis_url, tmp_path, delay=0.3)
+    with replicas.start("b") as b, httpx.Client(timeout=30) as client:
+        with replicas.start("a") as a:
+            body = {"message": {"text": "a long one"}}
+            with client.stream("POST", f"{a.url}/agents/demo/runs", json=body) as response:
+                stream = events(response)
+                seen = [f for f in (next(stream) for _ in range(6)) if f is not None]
+                context_id = seen[0]["contextId"]
+                live = client.get(f"{b.url}/agents/demo/contexts/{context_id}").json()
+                assert live["activeRunId"] == seen[0]["runId"]  # cached on B, running on A
+                a.kill()
+        reattached = client.get(
+            f"{b.url}/agents/demo/contexts/{context_id}/events",
+            headers={"Last-Event-ID": str(seen[-1]["seq"])},
+        )
+        done = parse_sse(reattached.text)[-1]
+        transcript = client.get(f"{b.url}/agents/demo/contexts/{context_id}").json()
+    assert done["type"] == "done" and done["stopReason"] == "interrupted"
+    assert transcript["activeRunId"] is None
+    assert transcript["turns"][-1]["stopReason"] == "interrupted"
+    assert transcript["turns"][-1]["text"] == done["text"]

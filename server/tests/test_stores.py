@@ -7,7 +7,7 @@ import json
 import math
 import secrets
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -581,3 +581,87 @@ async def test_sqlite_rewrites_a_list_of_many_parts_as_one(tmp_path: Path) -> No
         f"t{n}" for n in range(MAX_PARTS + 1)
     ]
     await store.close()
+
+
+@pytest.fixture
+def small_volume(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MiB tmpfs, mounted for the test (root only; skipped where mounting is not
+    permitted)."""
+    import subprocess
+
+    volume = tmp_path / "small"
+    volume.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(volume)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield volume
+    finally:
+        subprocess.run(["umount", "-l", str(volume)], check=False)
+
+
+async def test_sqlite_recovers_from_a_full_disk_once_space_is_freed(small_volume: Path) -> None:
+    store = SQLiteStore(small_volume / "t.db")
+    filler = small_volume / "filler"
+    filler.write_bytes(b"x" * 1_500_000)
+    growing = record(history=[])
+    await store.create(growing)
+    version = 1
+    with pytest.raises(StoreError) as full:
+        for _ in range(200):
+            growing.history = [*growing.history, {"role": "user", "content": "y" * 50_000}]
+            version = await store.save(growing, expected_version=version)
+    assert full.value.code == "store_unavailable" and "disk" not in full.value.message
+    filler.unlink()
+    stored = await store.load("ctx-1")
+    assert stored is not None and stored.version == version  # the failed save left nothing
+    stored.history = stored.history[:1]
+    assert await store.save(stored, expected_version=version) == version + 1
+    await store.close()
+
+
+async def test_sqlite_recovers_when_even_the_rollback_of_a_failed_commit_fails(
+    tmp_path: Path,
+) -> None:
+    """A full disk can fail the rollback too; the connection must not stay stuck in the
+    transaction, or every later write fails until a restart."""
+    store = SQLiteStore(tmp_path / "t.db")
+    await store.create(record())
+    database = store._database
+    failing = {"COMMIT", "ROLLBACK"}
+    connect = database._connect
+
+    class Failing:
+        def __init__(self, connection: sqlite3.Connection) -> None:
+            self.connection = connection
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            if sql in failing:
+                raise sqlite3.OperationalError("database or disk is full")
+            return self.connection.execute(sql, *args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.connection, name)
+
+    database._connect = lambda: Failing(connect())  # type: ignore[assignment,method-assign,return-value]
+    with pytest.raises(StoreError):
+        await store.save(record(state={"count": 1}), expected_version=1)
+    failing.clear()  # the space is freed
+    assert await store.save(record(state={"count": 2}), expected_version=1) == 2
+    await store.close()
+
+
+async def test_a_created_contexts_first_send_is_found_by_its_owner(store: Store) -> None:
+    await store.create(record(sends={"msg-00000001": "run-1"}))
+    assert await store.find_send("user:ada", "msg-00000001") == "ctx-1"
+    assert await store.find_send("user:mallory", "msg-00000001") is None  # another owner
+    assert await store.find_send("user:ada", "msg-00000002") is None
+    # Later sends are remembered by the record, not indexed.
+    await store.save(record(sends={"msg-00000001": "run-1", "m2": "run-2"}), expected_version=1)
+    assert await store.find_send("user:ada", "m2") is None
+    loaded = await store.load("ctx-1")
+    assert loaded is not None and loaded.sends == {"msg-00000001": "run-1", "m2": "run-2"}
+    await store.delete("ctx-1")
+    assert await store.find_send("user:ada", "msg-00000001") is None

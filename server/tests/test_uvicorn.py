@@ -45,8 +45,8 @@ def events(response: httpx.Response) -> Iterator[dict[str, Any] | None]:
             continue
         if block and all(part.startswith(":") for part in block):
             yield None
-        elif block:
-            yield parse_sse("\n".join(block))[0]
+        elif frames := parse_sse("\n".join(block)):  # not a `retry:` line alone
+            yield frames[0]
         block = []
 
 
@@ -181,3 +181,60 @@ def test_websocket_over_a_real_server(demo: ServerProcess) -> None:
         assert json.loads(garbage.recv(timeout=10))["code"] == "binary_not_supported"
         with pytest.raises(Exception, match="1003"):
             garbage.recv(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def guarded() -> Iterator[ServerProcess]:
+    env = {"PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    args = ("serve", "apps:app", "--header-timeout", "0.5", "--max-connections", "40")
+    with serve(*args, env=env) as server:
+        yield server
+
+
+def closed_by_server(sock: socket.socket, within: float) -> bool:
+    sock.settimeout(within)
+    try:
+        while sock.recv(4096):
+            pass  # a 4xx before the close is fine too
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def test_headers_that_do_not_arrive_cost_a_connection_for_a_moment(guarded: ServerProcess) -> None:
+    silent = socket.create_connection(("127.0.0.1", guarded.port))
+    slow = socket.create_connection(("127.0.0.1", guarded.port))
+    slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")  # …and no more
+    with silent, slow:
+        assert closed_by_server(silent, within=5)
+        assert closed_by_server(slow, within=5)
+    # A keep-alive connection that starts a second request and stalls goes the same way.
+    with socket.create_connection(("127.0.0.1", guarded.port)) as kept:
+        kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert b"200 OK" in kept.recv(4096)
+        kept.sendall(b"GET /healthz HTTP/1.1\r\nHo")
+        assert closed_by_server(kept, within=5)
+    assert httpx.get(f"{guarded.url}/healthz").status_code == 200
+
+
+def test_past_the_connection_limit_a_request_is_refused_at_once(guarded: ServerProcess) -> None:
+    idle = [socket.create_connection(("127.0.0.1", guarded.port)) for _ in range(45)]
+    try:
+        wait_for(lambda: httpx.get(f"{guarded.url}/healthz").status_code == 503, timeout=5)
+    finally:
+        for sock in idle:
+            sock.close()
+    wait_for(lambda: httpx.get(f"{guarded.url}/healthz").status_code == 200)
+
+
+def test_an_oversized_websocket_message_is_refused_as_it_arrives(demo: ServerProcess) -> None:
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    url = demo.url.replace("http", "ws") + "/agents/demo/ws"
+    with connect(url, max_size=None) as socket_, pytest.raises(ConnectionClosed) as closed:
+        socket_.send("x" * (2 * 1024 * 1024))
+        socket_.recv(timeout=5)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009

@@ -205,7 +205,7 @@ def test_a_flood_of_commands_is_refused_and_others_go_on(client: TestClient) -> 
     refused with typed frames; the sockets and a bystander keep working."""
     with (
         client.websocket_connect(URL, subprotocols=PROTOCOL) as attacher,
-        client.websocket_connect(URL, subprotocols=PROTOCOL) as sender,
+        client.websocket_connect(URL, subprotocols=PROTOCOL, headers={"x-user": "spam"}) as sender,
         client.websocket_connect(
             "/agents/talker/ws", subprotocols=PROTOCOL, headers={"x-user": "calm"}
         ) as bystander,

@@ -29,10 +29,10 @@ from starlette.routing import BaseRoute, Route
 from thinwire.contexts import Context, ContextRegistry
 from thinwire.errors import BadRequest, NotFound, PreconditionFailed, Unauthorized
 from thinwire.ids import validate_context_id
-from thinwire.parsing import describe, read_json
+from thinwire.parsing import ascii_number, describe, read_json
 from thinwire.stores import AuditEntry
 
-__all__ = ["StatePatch", "operator_routes"]
+__all__ = ["StatePatch", "is_operator", "operator_routes"]
 
 MAX_PATCH_BYTES = 1024 * 1024
 
@@ -54,10 +54,10 @@ def parse_if_match(request: Request) -> int | None:
     header = request.headers.get("if-match")
     if header is None:
         return None
-    tag = header.strip().removeprefix("W/").strip('"')
-    if not tag.isdigit():
+    version = ascii_number(header.strip().removeprefix("W/").strip('"'), 2**62)
+    if version is None:
         raise BadRequest("invalid_request", 'If-Match must be a context version, e.g. "3"')
-    return int(tag)
+    return version
 
 
 def entry_json(entry: AuditEntry) -> dict[str, Any]:
@@ -86,13 +86,19 @@ def versioned(body: dict[str, Any]) -> Response:
     return JSONResponse(body, headers={"ETag": f'"{body["version"]}"', "Cache-Control": "no-store"})
 
 
-def operator_routes(registry: ContextRegistry, token: str) -> list[BaseRoute]:
-    expected = f"Bearer {token}".encode()
+def is_operator(request: Request, token: str | None) -> bool:
+    """Whether the request carries the operator's bearer token (compared in constant
+    time); never true without a token configured."""
+    if not token:
+        return False
+    given = request.headers.get("authorization", "").encode()
+    return hmac.compare_digest(given, f"Bearer {token}".encode())
 
+
+def operator_routes(registry: ContextRegistry, token: str) -> list[BaseRoute]:
     def authenticated(handler: Handler) -> Handler:
         async def guarded(request: Request) -> Response:
-            given = request.headers.get("authorization", "").encode()
-            if not hmac.compare_digest(given, expected):
+            if not is_operator(request, token):
                 raise Unauthorized("unauthorized", "the operator API needs its bearer token")
             return await handler(request)
 

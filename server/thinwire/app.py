@@ -3,7 +3,7 @@
     app = create_app({"echo": Echo}, identify=my_identify)
 
 Run it alone (`thinwire serve module:app`) or mount it inside another Starlette or
-FastAPI app. Every error leaves as `{"error": {"code", "message"}}` with a 4xx status.
+FastAPI app. Every error leaves typed (see `boundary.py`).
 """
 
 from __future__ import annotations
@@ -14,19 +14,17 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount
 
-from thinwire import wire
 from thinwire.admin import operator_routes
+from thinwire.boundary import EXCEPTION_HANDLERS
+from thinwire.browser import BrowserGuard
 from thinwire.contexts import AgentFactory
 from thinwire.coordination import Coordinator
-from thinwire.errors import MethodNotAllowed, NotFound, ThinwireError
 from thinwire.identity import Identify
 from thinwire.limits import RateLimiter
-from thinwire.routes import PROTOCOL_HEADERS, http_routes
+from thinwire.routes import http_routes
 from thinwire.server import AgentServer
 from thinwire.stores import SQLiteStore, Store
 from thinwire.web import web_routes
@@ -37,38 +35,6 @@ __all__ = ["create_app", "default_data_dir"]
 def default_data_dir() -> Path:
     """Where the default SQLite store lives: $THINWIRE_DATA_DIR, else ./.thinwire."""
     return Path(os.environ.get("THINWIRE_DATA_DIR") or ".thinwire")
-
-
-def error_response(error: ThinwireError, headers: Mapping[str, str] | None = None) -> Response:
-    detail = wire.ErrorDetail(
-        code=error.code,
-        message=error.message,
-        retryable=error.retryable,
-        interrupt_id=getattr(error, "interrupt_id", None),
-    )
-    return JSONResponse(
-        wire.ErrorBody(error=detail).model_dump(by_alias=True, exclude_none=True),
-        status_code=error.status,
-        headers={**PROTOCOL_HEADERS, **(headers or {})},
-    )
-
-
-async def on_thinwire_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, ThinwireError)
-    challenge = {"WWW-Authenticate": "Bearer"} if exc.code == "unauthorized" else None
-    return error_response(exc, challenge)
-
-
-async def on_http_error(request: Request, exc: Exception) -> Response:
-    """Starlette's own 404/405 in the same typed shape as ours."""
-    assert isinstance(exc, HTTPException)
-    if exc.status_code == 405:
-        return error_response(MethodNotAllowed("method_not_allowed", "method not allowed"))
-    if exc.status_code == 404:
-        return error_response(NotFound("not_found", f"no route for {request.url.path[:200]}"))
-    error = ThinwireError("http_error", str(exc.detail))
-    error.status = exc.status_code
-    return error_response(error)
 
 
 def create_app(
@@ -88,6 +54,7 @@ def create_app(
     allowed_origins: Sequence[str] = (),
     runs_per_second: float = 2.0,
     run_burst: int = 30,
+    max_streams: int = 32,
     web_dir: Path | None = None,
     routes: Sequence[BaseRoute] = (),
     debug: bool = False,
@@ -107,7 +74,9 @@ def create_app(
     frames of past runs are kept `event_ttl` seconds. `allowed_origins` lists other sites
     whose pages may open WebSockets with this site's cookies. Each principal may start
     `run_burst` runs at once and `runs_per_second` more each second (429 beyond; 0 turns
-    the limit off). `web_dir` is a Vite build
+    the limit off); each may hold `max_streams` streams open at once (SSE responses,
+    WebSockets and the runs they follow; 429 beyond; 0 turns it off). `web_dir` is a Vite
+    build
     to serve as the page at `/`; `routes` are the app's own, served alongside.
     """
     server = AgentServer(
@@ -124,6 +93,7 @@ def create_app(
         event_ttl=event_ttl,
         allowed_origins=allowed_origins,
         limiter=RateLimiter(runs_per_second, run_burst) if runs_per_second > 0 else None,
+        max_streams=max_streams,
     )
 
     @contextlib.asynccontextmanager
@@ -134,15 +104,16 @@ def create_app(
 
     all_routes = [*http_routes(server), *routes]
     if operator_token:
-        server.operator_api = True
+        server.operator_token = operator_token
         all_routes.append(Mount("/admin", routes=operator_routes(server.contexts, operator_token)))
     if web_dir is not None:
         all_routes += web_routes(web_dir)
     app = Starlette(
         debug=debug,
         routes=all_routes,
+        middleware=[Middleware(BrowserGuard, allowed_origins=allowed_origins)],
         lifespan=lifespan,
-        exception_handlers={ThinwireError: on_thinwire_error, HTTPException: on_http_error},
+        exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.thinwire = server
     return app

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-import uvicorn
+from thinwire.serving import import_app, run
 
 __all__ = ["main"]
 
@@ -51,24 +51,35 @@ def main(argv: list[str] | None = None) -> int:
             default=5.0,
             help="seconds open streams get on SIGTERM before runs are interrupted",
         )
+        command.add_argument(
+            "--max-connections",
+            type=int,
+            default=2048,
+            help="past this many open connections a request gets 503 at once (0: no limit)",
+        )
+        command.add_argument(
+            "--header-timeout",
+            type=float,
+            default=10.0,
+            help="seconds a connection may take to send a request's headers",
+        )
 
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
     if args.command == "demo":
         from thinwire.demo import create_demo_app
 
-        target: object = create_demo_app(
-            delay=args.delay, data_dir=args.data_dir, store_url=args.store
-        )
+        app = create_demo_app(delay=args.delay, data_dir=args.data_dir, store_url=args.store)
     else:
-        target = args.app
-    uvicorn.run(
-        target,  # type: ignore[arg-type]
-        factory=getattr(args, "factory", False),
+        app = import_app(args.app, factory=args.factory)
+    run(
+        app,
         host=args.host,
         port=args.port,
         log_level=args.log_level,
-        timeout_graceful_shutdown=args.shutdown_timeout,
+        shutdown_timeout=args.shutdown_timeout,
+        max_connections=args.max_connections,
+        header_timeout=args.header_timeout,
     )
     return 0
 

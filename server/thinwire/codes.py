@@ -35,6 +35,7 @@ ServerErrorCode = Literal[
     "invalid_json",
     "invalid_request",
     "invalid_state_value",
+    "message_already_sent",
     "message_too_large",
     "method_not_allowed",
     "no_run",
@@ -42,6 +43,7 @@ ServerErrorCode = Literal[
     "origin_not_allowed",
     "protocol_mismatch",
     "rate_limited",
+    "request_timeout",
     "run_too_long",
     "store_error",
     "store_unavailable",
@@ -85,6 +87,7 @@ ERROR_CODES: dict[ServerErrorCode, str] = {
     "invalid_json": "The body or message is not valid JSON.",
     "invalid_request": "The request does not fit its schema.",
     "invalid_state_value": "An AgentState value is not plain JSON.",
+    "message_already_sent": "That message was sent already; its reply is in the transcript.",
     "message_too_large": "The user message exceeds the size limit.",
     "method_not_allowed": "That method is not allowed on this route.",
     "no_run": "There is no run to attach to.",
@@ -92,6 +95,7 @@ ERROR_CODES: dict[ServerErrorCode, str] = {
     "origin_not_allowed": "A page of another site may not act with this site's credentials.",
     "protocol_mismatch": "Client and server speak different protocol versions.",
     "rate_limited": "Too many runs started; try again shortly.",
+    "request_timeout": "The request body did not arrive in time.",
     "run_too_long": "The run sent more frames than one run may.",
     "store_error": "The run's reply could not be saved.",
     "store_unavailable": "The store did not answer; try again shortly.",
@@ -140,6 +144,7 @@ CLOSE_CODES: dict[int, ErrorCode] = {
     4401: "unauthenticated",
     4403: "origin_not_allowed",
     4404: "agent_not_found",
+    4429: "too_many_streams",
 }
 
 assert set(ERROR_CODES) == set(get_args(ServerErrorCode)), "describe every server code"

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -27,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 from thinwire import wire
 from thinwire.agent import Agent
 from thinwire.coordination import Coordinator, Lease
-from thinwire.errors import Conflict, DecisionPending, NotFound
+from thinwire.errors import AgentFailed, Conflict, DecisionPending, NotFound, StoreError
 from thinwire.ids import new_context_id
 from thinwire.records import ContextRecord
-from thinwire.runlog import encode_frame
+from thinwire.runlog import encode_frame, shown
 from thinwire.state import AgentState
 from thinwire.stores import AuditEntry, Event, Store
 
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["AgentFactory", "Context", "ContextRegistry", "new_record", "not_found"]
 
 AgentFactory = Callable[[], Agent]
+
+logger = logging.getLogger("thinwire")
 
 
 @dataclass(eq=False)
@@ -114,8 +118,18 @@ class ContextRegistry:
     def __len__(self) -> int:
         return len(self._live)
 
+    def _new_agent(self, name: str) -> Agent:
+        """An instance from the agent's factory. Whatever it raises, a ThinwireError with
+        a message of the app's included, stays in the log (it may hold a key, a URL)."""
+        try:
+            return self.agents[name]()
+        except Exception as exc:
+            reference = "err-" + secrets.token_hex(6)
+            logger.exception("creating an agent %r failed (%s)", name, reference)
+            raise AgentFailed(reference) from exc
+
     def _context(self, record: ContextRecord) -> Context:
-        agent = self.agents[record.agent]()
+        agent = self._new_agent(record.agent)
         return Context(record=record, agent=agent, state=self._state(record, agent))
 
     @staticmethod
@@ -144,7 +158,7 @@ class ContextRegistry:
         """A new conversation, stored by its first save (the start of its first run, so
         the context and the user's first message land in one step). Until then it is
         nowhere but in the hands of its caller."""
-        agent = self.agents[agent_name]()
+        agent = self._new_agent(agent_name)
         record = new_record(new_context_id(), agent_name, agent, owner)
         context = Context(record=record, agent=agent, state=self._state(record, agent))
         now = record.created_at
@@ -198,8 +212,8 @@ class ContextRegistry:
                 if record is None or record.agent not in self.agents:
                     return None
                 context = self._context(record)
-                await self.recover_dead_run(context)
-                self._remember(context)
+                if await self.recover_dead_run(context):
+                    self._remember(context)
                 return context
         finally:
             if not lock.locked():
@@ -212,37 +226,51 @@ class ContextRegistry:
             return True
         return await self.coordinator.holder(context.id) is not None
 
-    async def recover_dead_run(self, context: Context) -> None:
-        """Record the marked run as interrupted if no process runs it any more."""
+    async def recover_dead_run(self, context: Context) -> bool:
+        """Record the marked run as interrupted if no process runs it any more. False when
+        that could not be saved: the context in hand is then not the stored one."""
         if context.record.active_run is None or await self.run_alive(context):
-            return
+            return True
         lease = await self.coordinator.acquire(context.id)
         if lease is None:
-            return  # taken meanwhile: alive after all
+            return True  # taken meanwhile: alive after all
         context.lease = lease
         try:
             await self.refresh(context)
             if context.record.active_run is not None:
                 await self._record_killed_run(context)
+            return True
+        except StoreError:
+            # A read must not fail for it: the next use records the run again.
+            logger.warning("recording the killed run of %s failed", context.id, exc_info=True)
+            return False
         finally:
             context.lease = None
-            await self.coordinator.release(lease)
+            with contextlib.suppress(StoreError):
+                await self.coordinator.release(lease)
 
     async def _record_killed_run(self, context: Context) -> None:
-        """A run was in progress when its process died: its turn ends as interrupted, and
-        its event log with a `done` saying so, numbered past anything it could have sent."""
+        """A run was in progress when its process died: its turn ends as interrupted with
+        the text its flushed frames showed, and its event log with a `done` saying so,
+        numbered past anything it could have sent."""
         record = context.record
-        killed = record.end_killed_run()
+        assert record.active_run is not None
+        run_id = record.active_run.run_id
+        last = record.last_run
+        after = last.first_seq - 1 if last is not None and last.run_id == run_id else 0
+        events = await self.store.read_events(context.id, after)
+        text, tool_calls = shown([e.data for e in events if e.run_id == run_id])
+        record.end_killed_run(text, tool_calls)
         done = encode_frame(
             wire.DoneFrame,
             record.id,
-            killed.run_id,
+            run_id,
             record.last_seq,
-            text="",
-            tool_calls=[],
+            text=text,
+            tool_calls=tool_calls,
             stop_reason="interrupted",
         )
-        await self.save(context, events=[Event(record.last_seq, killed.run_id, done, time.time())])
+        await self.save(context, events=[Event(record.last_seq, run_id, done, time.time())])
 
     @contextlib.asynccontextmanager
     async def hold(self, context: Context, holder: str) -> AsyncIterator[None]:

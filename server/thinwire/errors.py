@@ -9,6 +9,7 @@
     │   └── WriteDenied                     write_denied (also a PermissionError)
     ├── NotFound                       404  agent_not_found, context_not_found, not_found, …
     ├── MethodNotAllowed               405  method_not_allowed
+    ├── RequestTimeout                 408  request_timeout (the body did not arrive)
     ├── Conflict                       409  context_busy, interrupt_answered
     │   └── DecisionPending                 decision_pending (names the interrupt)
     ├── PreconditionFailed             412  version_mismatch
@@ -19,6 +20,7 @@
     │   ├── VersionConflict            409  version_conflict (a compare-and-set lost)
     │   ├── AlreadyExists              409  version_conflict (the id is taken)
     │   └── LeaseLost                  409  version_conflict (another replica took over)
+    ├── AgentFailed                    500  agent_error (an agent could not even be created)
     └── RunTooLong                          run_too_long (sent as an `error` frame)
 
 The app maps the tree to the wire in one place (`app.py`); stores map their driver's
@@ -34,6 +36,7 @@ from collections.abc import Iterable
 from thinwire.codes import RETRYABLE_CODES, ErrorCode
 
 __all__ = [
+    "AgentFailed",
     "AlreadyExists",
     "BadRequest",
     "Conflict",
@@ -44,6 +47,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "PreconditionFailed",
+    "RequestTimeout",
     "RunTooLong",
     "StateValueError",
     "StoreError",
@@ -58,6 +62,8 @@ __all__ = [
 
 class ThinwireError(Exception):
     status = 500
+    #: Seconds after which the same request may succeed, where that is known.
+    retry_after: float | None = None
 
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
@@ -90,6 +96,10 @@ class MethodNotAllowed(ThinwireError):
     status = 405
 
 
+class RequestTimeout(ThinwireError):
+    status = 408
+
+
 class Conflict(ThinwireError):
     status = 409
 
@@ -108,6 +118,10 @@ class UnsupportedMediaType(ThinwireError):
 
 class TooManyRequests(ThinwireError):
     status = 429
+
+    def __init__(self, code: ErrorCode, message: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(code, message)
+        self.retry_after = retry_after
 
 
 class DecisionPending(Conflict):
@@ -139,6 +153,7 @@ class StoreError(ThinwireError):
     """The store failed to do what was asked; nothing of it landed."""
 
     status = 503
+    retry_after = 1.0
 
     def __init__(self, message: str, code: ErrorCode = "store_unavailable") -> None:
         super().__init__(code, message)
@@ -172,6 +187,14 @@ class LeaseLost(StoreError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, "version_conflict")
+
+
+class AgentFailed(ThinwireError):
+    """The agent failed where no run could report it (its constructor, say): the client
+    gets a reference to the server log, never the exception's text."""
+
+    def __init__(self, reference: str) -> None:
+        super().__init__("agent_error", f"The agent could not be created. Reference: {reference}.")
 
 
 class RunTooLong(ThinwireError):

@@ -1,5 +1,6 @@
-"""Per-principal rate limits: a token bucket each, so one client's flood of sends is
-refused (429 `rate_limited`) before it reaches a store, while everyone else goes on."""
+"""Per-principal limits: a token bucket of runs each, so one client's flood of sends is
+refused (429 `rate_limited`) before it reaches a store, and a cap on open streams (429
+`too_many_streams`), so one client's idle followers cannot starve everyone else."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable
 
 from thinwire.errors import TooManyRequests
 
-__all__ = ["RateLimiter"]
+__all__ = ["RateLimiter", "StreamLimiter"]
 
 
 class RateLimiter:
@@ -38,7 +39,47 @@ class RateLimiter:
         if tokens < 1:
             self._buckets[principal] = (tokens, now)
             wait = (1 - tokens) / self.per_second
-            raise TooManyRequests("rate_limited", f"too many runs; try again in {wait:.1f}s")
+            raise TooManyRequests(
+                "rate_limited", f"too many runs; try again in {wait:.1f}s", retry_after=wait
+            )
         self._buckets[principal] = (tokens - 1, now)
         while len(self._buckets) > self._max:  # forget the principals idle the longest
             self._buckets.popitem(last=False)
+
+
+class StreamLimiter:
+    """At most `per_principal` open streams (SSE responses, WebSockets and the runs a
+    WebSocket follows) per principal: one client holding idle streams open cannot use up
+    the server for everyone else. 0 turns the limit off."""
+
+    def __init__(self, per_principal: int) -> None:
+        self.per_principal = per_principal
+        self._open: dict[str, int] = {}
+
+    def open(self, principal: str) -> Callable[[], None]:
+        """Count one more stream of `principal`, or raise `too_many_streams`; returns the
+        function that closes it (calling it again does nothing)."""
+        count = self._open.get(principal, 0)
+        if self.per_principal and count >= self.per_principal:
+            raise TooManyRequests(
+                "too_many_streams",
+                f"at most {self.per_principal} streams may be open at once; close one first",
+            )
+        self._open[principal] = count + 1
+        closed = False
+
+        def close() -> None:
+            nonlocal closed
+            if closed:
+                return
+            closed = True
+            left = self._open[principal] - 1
+            if left:
+                self._open[principal] = left
+            else:
+                del self._open[principal]
+
+        return close
+
+    def count(self, principal: str) -> int:
+        return self._open.get(principal, 0)

@@ -193,6 +193,18 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
             )
         },
         "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "OK"}}}},
+        "/readyz": {
+            "get": {
+                "summary": "Readiness: the store answers",
+                "responses": {
+                    "200": {"description": "OK"},
+                    "503": {
+                        "description": "store_unavailable",
+                        "content": json_content(ref(wire.ErrorBody)),
+                    },
+                },
+            }
+        },
     }
     document: dict[str, Any] = {
         "openapi": "3.1.0",

@@ -2,25 +2,43 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
 from thinwire import wire
-from thinwire.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from thinwire.errors import BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType
 
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
+    "ascii_number",
     "check_message",
     "check_protocol",
     "describe",
+    "parse_json",
     "read_json",
     "read_model",
     "read_run_request",
 ]
+
+
+DIGITS = re.compile(r"[0-9]{1,16}")
+#: Seconds a request body may take to arrive.
+BODY_TIMEOUT = 10.0
+
+
+def ascii_number(raw: str, maximum: int) -> int | None:
+    """`raw` as a whole number if it is ASCII digits only (not a superscript "²") and at most
+    `maximum`; None otherwise."""
+    if not DIGITS.fullmatch(raw):
+        return None
+    value = int(raw)
+    return value if value <= maximum else None
 
 
 def check_protocol(request: Request) -> None:
@@ -34,28 +52,39 @@ def check_protocol(request: Request) -> None:
         )
 
 
-async def read_json(request: Request, max_bytes: int) -> Any:
-    """The request body parsed as JSON, read no further than `max_bytes`."""
+async def read_json(request: Request, max_bytes: int, timeout: float = BODY_TIMEOUT) -> Any:
+    """The request body parsed as JSON, read no further than `max_bytes` and for no longer
+    than `timeout` seconds (a body that trickles in is `request_timeout`)."""
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
         raise UnsupportedMediaType("unsupported_media_type", "send the body as application/json")
     too_large = PayloadTooLarge("body_too_large", f"request body exceeds {max_bytes} bytes")
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
-        raise too_large
+    if declared and ascii_number(declared, max_bytes) is None:
+        raise too_large  # larger, or not a number a body can have
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise too_large
-        chunks.append(chunk)
     try:
-        return json.loads(b"".join(chunks))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadRequest("invalid_json", f"body is not valid JSON: {exc}") from exc
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise too_large
+                chunks.append(chunk)
+    except TimeoutError as exc:
+        raise RequestTimeout("request_timeout", f"the body took over {timeout:g}s") from exc
+    return parse_json(b"".join(chunks))
+
+
+def parse_json(body: bytes | str) -> Any:
+    """JSON, or `invalid_json`: also for an integer of more digits than Python converts
+    (a ValueError) and for nesting deeper than the parser recurses."""
+    try:
+        return json.loads(body)
     except RecursionError as exc:
         raise BadRequest("invalid_json", "body is nested too deeply") from exc
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too many digits
+        raise BadRequest("invalid_json", f"body is not valid JSON: {str(exc)[:200]}") from exc
 
 
 def describe(error: ValidationError) -> str:

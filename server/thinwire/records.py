@@ -24,6 +24,7 @@ from thinwire.jsontext import JsonList, dumps
 
 __all__ = [
     "ANSWERED_KEPT",
+    "SENDS_KEPT",
     "SEQ_LEASE",
     "ActiveRun",
     "Checkpoint",
@@ -38,6 +39,8 @@ __all__ = [
 SEQ_LEASE = 1_000_000
 #: How many answered interrupt ids a context remembers.
 ANSWERED_KEPT = 100
+#: How many message ids (of the latest sends) a context remembers, to tell a retry.
+SENDS_KEPT = 100
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,7 @@ class ContextRecord:
         last_run: LastRun | None = None,
         checkpoint: Checkpoint | None = None,
         answered: list[str] | None = None,
+        sends: dict[str, str] | None = None,
         created_at: float = 0.0,
         updated_at: float = 0.0,
         *,
@@ -163,6 +167,8 @@ class ContextRecord:
         #: Ids of interrupts already answered (the latest ones), to tell "answered" from
         #: "unknown".
         self.answered: list[str] = [] if answered is None else answered
+        #: The client's message id of each of the latest sends -> the run it started.
+        self.sends: dict[str, str] = {} if sends is None else sends
         self.created_at = created_at
         self.updated_at = updated_at
         #: The history's and the transcript's text as the store holds them, by name, for
@@ -209,13 +215,20 @@ class ContextRecord:
         """The public request of the decision the conversation waits for, if any."""
         return self.checkpoint.interrupt if self.checkpoint else None
 
-    def start_run(self, run_id: str, text: str | None) -> int | None:
-        """A run starts, on the user's `text` (None: it resumes a checkpoint). Returns the
-        first seq of the run before, whose frames the store may now drop."""
+    def start_run(
+        self, run_id: str, text: str | None, *, message_id: str | None = None
+    ) -> int | None:
+        """A run starts, on the user's `text` (None: it resumes a checkpoint) sent as
+        `message_id`. Returns the first seq of the run before, whose frames the store may
+        now drop."""
         previous = self.last_run
         if text is not None:
             self.add_message({"role": "user", "content": text})
             self.add_turn(public_turn("user", text))
+        if message_id is not None:
+            self.sends[message_id] = run_id
+            for oldest in list(self.sends)[: max(0, len(self.sends) - SENDS_KEPT)]:
+                del self.sends[oldest]
         self.active_run = ActiveRun(run_id, self.last_seq + SEQ_LEASE)
         self.last_run = LastRun(run_id, self.last_seq + 1)
         return previous.first_seq if previous else None
@@ -272,12 +285,13 @@ class ContextRecord:
         self.end_turn("stopped", "")
         return checkpoint
 
-    def end_killed_run(self) -> ActiveRun:
-        """The process running the active run died: its turn ends as interrupted, and
-        frame numbering resumes past anything it could have sent."""
+    def end_killed_run(self, text: str = "", tool_calls: Sequence[str] = ()) -> ActiveRun:
+        """The process running the active run died: its turn ends as interrupted, with
+        what it had shown (`text`, `tool_calls`), and frame numbering resumes past
+        anything it could have sent."""
         active = self.active_run
         assert active is not None
-        self.end_turn("interrupted", "")
+        self.end_turn("interrupted", text, tool_calls)
         self.last_seq = max(self.last_seq, active.seq_lease)
         return active
 
@@ -308,6 +322,7 @@ class ContextRecord:
             "lastRun": self.last_run.to_json() if self.last_run else None,
             "suspended": self.checkpoint.to_json() if self.checkpoint else None,
             "answered": self.answered,
+            "sends": self.sends,
             "createdAt": self.created_at,
             "updatedAt": self.updated_at,
         }
@@ -349,6 +364,7 @@ class ContextRecord:
             last_run=LastRun.from_json(last) if last else None,
             checkpoint=Checkpoint.from_json(checkpoint) if checkpoint else None,
             answered=data.get("answered", []),
+            sends=data.get("sends", {}),
             created_at=data["createdAt"],
             updated_at=data["updatedAt"],
             history_json=history_json,

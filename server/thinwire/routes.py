@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -9,17 +10,19 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from thinwire import wire
+from thinwire.admin import is_operator
+from thinwire.boundary import PROTOCOL_HEADERS
 from thinwire.contexts import Context
 from thinwire.errors import BadRequest
 from thinwire.openapi import openapi_document
-from thinwire.parsing import check_protocol, read_model, read_run_request
+from thinwire.parsing import ascii_number, check_protocol, read_model, read_run_request
+from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer
 from thinwire.sse import EventStream
 from thinwire.websocket import agent_socket
 
-__all__ = ["PROTOCOL_HEADERS", "http_routes"]
+__all__ = ["http_routes"]
 
-PROTOCOL_HEADERS = {"Cache-Control": "no-store", wire.PROTOCOL_HEADER: wire.PROTOCOL_VERSION}
 #: How long a plain EventSource waits before reconnecting.
 RETRY_MS = 1000
 
@@ -36,9 +39,10 @@ def json_body(body: bytes) -> Response:
 def after_of(request: Request) -> int:
     """Where a reattach resumes: `Last-Event-ID`, else `?after=`, else the start."""
     raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
-    if not raw.isdigit() or len(raw) > 18:
+    after = ascii_number(raw, wire.MAX_SEQ)
+    if after is None:
         raise BadRequest("invalid_request", "Last-Event-ID / after must be a frame seq")
-    return int(raw)
+    return after
 
 
 def http_routes(server: AgentServer) -> list[BaseRoute]:
@@ -52,6 +56,27 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         agent_name, principal = await caller(request)
         return await server.context(agent_name, request.path_params["context_id"], principal)
 
+    async def stream(
+        principal: str,
+        frames: Callable[[], Awaitable[FrameSource | None]],
+        retry_ms: int | None = None,
+    ) -> Response:
+        """The frames as SSE, counted among the principal's open streams from before the
+        work starts until the response ends (`too_many_streams` beyond the cap)."""
+        close = server.streams.open(principal)
+        try:
+            source = await frames()
+        except BaseException:
+            close()
+            raise
+        if source is None:
+            close()
+            # Nothing to send: 204 also tells a browser EventSource to stop reconnecting.
+            return Response(status_code=204, headers=PROTOCOL_HEADERS)
+        return EventStream(
+            source, send_timeout=server.send_timeout, retry_ms=retry_ms, on_close=close
+        )
+
     async def start_run(request: Request) -> Response:
         agent_name, principal = await caller(request)
         body = await read_run_request(
@@ -59,17 +84,21 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
             max_body_bytes=server.max_body_bytes,
             max_message_bytes=server.max_message_bytes,
         )
-        log = await server.start(agent_name, principal, body.context_id, body.message.text)
-        frames = log.follow(0, server.heartbeat_interval)
-        return EventStream(frames, send_timeout=server.send_timeout)
+        return await stream(
+            principal,
+            lambda: server.send(
+                agent_name,
+                principal,
+                body.context_id,
+                body.message.text,
+                message_id=body.message_id,
+            ),
+        )
 
     async def events(request: Request) -> Response:
         context = await owned_context(request)
-        frames = await server.follow(context, after_of(request))
-        if frames is None:
-            # Nothing to send: 204 also tells a browser EventSource to stop reconnecting.
-            return Response(status_code=204, headers=PROTOCOL_HEADERS)
-        return EventStream(frames, send_timeout=server.send_timeout, retry_ms=RETRY_MS)
+        after = after_of(request)
+        return await stream(context.record.owner, lambda: server.follow(context, after), RETRY_MS)
 
     async def stop(request: Request) -> Response:
         return json_response(await server.stop(await owned_context(request)))
@@ -77,9 +106,8 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
     async def decide(request: Request) -> Response:
         context = await owned_context(request)
         body = await read_model(request, wire.DecisionRequest, server.max_body_bytes)
-        log = await server.decide(context, body.interrupt_id, body.value)
-        return EventStream(
-            log.follow(0, server.heartbeat_interval), send_timeout=server.send_timeout
+        return await stream(
+            context.record.owner, lambda: server.decide(context, body.interrupt_id, body.value)
         )
 
     async def read_context(request: Request) -> Response:
@@ -97,10 +125,18 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         return Response(status_code=204, headers=PROTOCOL_HEADERS)
 
     async def health(request: Request) -> Response:
+        """Liveness: the process answers."""
+        return JSONResponse({"ok": True})
+
+    async def ready(request: Request) -> Response:
+        """Readiness, for a load balancer: the store answers too (else 503)."""
+        await server.check_store()
         return JSONResponse({"ok": True})
 
     async def openapi(request: Request) -> Response:
-        return JSONResponse(openapi_document(list(server.agents), operator_api=server.operator_api))
+        # The operator routes are described to the operator only.
+        operator = is_operator(request, server.operator_token)
+        return JSONResponse(openapi_document(list(server.agents), operator_api=operator))
 
     context = "/agents/{agent}/contexts/{context_id}"
     return [
@@ -113,5 +149,6 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         Route(f"{context}/decisions", decide, methods=["POST"]),
         Route(f"{context}/clear", clear_context, methods=["POST"]),
         Route("/healthz", health, methods=["GET"]),
+        Route("/readyz", ready, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
     ]

@@ -31,9 +31,11 @@ __all__ = [
     "Batch",
     "Follower",
     "FrameSource",
+    "Retagged",
     "RunLog",
     "StoredFrames",
     "encode_frame",
+    "shown",
 ]
 
 #: Frames kept back at the end of a seq lease for the run's `error` and `done`.
@@ -282,6 +284,42 @@ class Follower:
                 return
             if not await log.wait(self.heartbeat):
                 yield None
+
+
+def shown(frames: Sequence[str]) -> tuple[str, list[str]]:
+    """The reply text and the tool names a run's frames showed, in order: what the
+    client saw of a run that never got to save its end."""
+    text: list[str] = []
+    tools: list[str] = []
+    for data in frames:
+        frame = json.loads(data)
+        if frame.get("type") == "token":
+            text.append(frame["delta"])
+        elif frame.get("type") == "tool_call":
+            tools.append(frame["name"])
+    return "".join(text), tools
+
+
+class Retagged:
+    """A source whose `run_start` names another request: a repeated send gets the first
+    try's run, announced as the answer to the repeat (a FrameSource)."""
+
+    def __init__(self, frames: FrameSource, request_id: str | None) -> None:
+        self.frames = frames
+        self.request_id = request_id
+
+    async def batches(self) -> AsyncIterator[Batch | None]:
+        retag = True
+        async for batch in self.frames.batches():
+            if retag and batch:
+                retag = False
+                seq, data = batch[0]
+                frame = json.loads(data)
+                if frame.get("type") == "run_start":
+                    frame["requestId"] = self.request_id
+                    data = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+                batch = [(seq, data), *batch[1:]]
+            yield batch
 
 
 class StoredFrames:

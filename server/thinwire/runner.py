@@ -46,6 +46,7 @@ async def begin_run(
     *,
     run_id: str | None = None,
     answering: str | None = None,
+    message_id: str | None = None,
     request_id: str | None = None,
 ) -> RunLog:
     """Hold the context and durably record the run's start: the user's `text`, or the
@@ -57,7 +58,7 @@ async def begin_run(
         record = context.record
         if answering is not None:
             record.resume(answering)
-        trim_before = record.start_run(run_id, text)
+        trim_before = record.start_run(run_id, text, message_id=message_id)
         # Keep the frames of this run and the one before it; older ones are done with.
         await registry.save(context, trim_before=trim_before, compact=False)  # the run goes on
     except BaseException:

@@ -20,17 +20,21 @@ from starlette.requests import HTTPConnection
 from thinwire import wire
 from thinwire.contexts import AgentFactory, Context, ContextRegistry, not_found
 from thinwire.coordination import Coordinator
-from thinwire.errors import BadRequest, NotFound
+from thinwire.errors import BadRequest, Conflict, NotFound
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
-from thinwire.limits import RateLimiter
-from thinwire.runlog import FrameSource, RunLog, StoredFrames
+from thinwire.limits import RateLimiter, StreamLimiter
+from thinwire.runlog import FrameSource, Retagged, RunLog, StoredFrames
 from thinwire.runner import begin_run, execute
 from thinwire.stores import Store
 
 __all__ = ["AgentServer"]
 
 logger = logging.getLogger("thinwire")
+
+#: A context id no conversation has (not even the right form): reading its version is a
+#: round trip to the store that finds nothing.
+READINESS_PROBE = "readiness-probe"
 
 
 class AgentServer:
@@ -52,6 +56,7 @@ class AgentServer:
         event_ttl: float,
         allowed_origins: Sequence[str] = (),
         limiter: RateLimiter | None = None,
+        max_streams: int = 32,
     ) -> None:
         self.agents = dict(agents)
         self.identify = identify
@@ -66,10 +71,12 @@ class AgentServer:
         self.send_timeout = send_timeout
         self.event_ttl = event_ttl
         #: Pages of other origins whose WebSockets may act with this site's cookies.
-        self.allowed_origins = tuple(allowed_origins)
+        self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
         self.limiter = limiter
-        #: Whether the operator API is mounted (the OpenAPI document says so).
-        self.operator_api = False
+        #: Open streams per principal.
+        self.streams = StreamLimiter(max_streams)
+        #: The operator API's bearer token, when it is mounted.
+        self.operator_token: str | None = None
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._janitor: asyncio.Task[None] | None = None
 
@@ -85,6 +92,52 @@ class AgentServer:
         """The context, if `principal` owns it; `context_not_found` otherwise."""
         return await self.contexts.get(agent_name, validate_context_id(context_id), principal)
 
+    async def send(
+        self,
+        agent_name: str,
+        principal: str,
+        context_id: str | None,
+        text: str,
+        *,
+        message_id: str | None = None,
+        request_id: str | None = None,
+    ) -> FrameSource:
+        """A user's message: the frames of the run it starts — or, sent again with the
+        same `message_id` (a retry of a send whose answer was lost), of the run the first
+        one started, from its `run_start`, which then names this `request_id`."""
+        if message_id is not None:
+            repeated = await self._repeated(agent_name, principal, context_id, message_id)
+            if repeated is not None:
+                context, run_id = repeated
+                frames = await self.follow(context, 0, run_id=run_id)
+                if frames is None:
+                    raise Conflict(
+                        "message_already_sent",
+                        "this message was sent already; its reply is in the transcript",
+                    )
+                return Retagged(frames, request_id)
+        log = await self.start(
+            agent_name,
+            principal,
+            context_id,
+            text,
+            message_id=message_id,
+            request_id=request_id,
+        )
+        return log.follow(0, self.heartbeat_interval)
+
+    async def _repeated(
+        self, agent_name: str, principal: str, context_id: str | None, message_id: str
+    ) -> tuple[Context, str] | None:
+        """The context and run a send of `message_id` started already, if one did."""
+        if context_id is None:  # a new conversation: did the first try create one?
+            context_id = await self.store.find_send(principal, message_id)
+            if context_id is None:
+                return None
+        context = await self.context(agent_name, context_id, principal)
+        run_id = context.record.sends.get(message_id)
+        return None if run_id is None else (context, run_id)
+
     async def start(
         self,
         agent_name: str,
@@ -92,6 +145,7 @@ class AgentServer:
         context_id: str | None,
         text: str,
         *,
+        message_id: str | None = None,
         request_id: str | None = None,
     ) -> RunLog:
         """Start a run; it goes on whether or not anyone follows it."""
@@ -101,14 +155,16 @@ class AgentServer:
             context = self.contexts.create(agent_name, principal)
         else:
             context = await self.context(agent_name, context_id, principal)
-        log = await begin_run(self.contexts, context, text, request_id=request_id)
+        log = await begin_run(
+            self.contexts, context, text, message_id=message_id, request_id=request_id
+        )
         self._spawn(log, execute(self.contexts, context, log, text))
         return log
 
     async def decide(
         self, context: Context, interrupt_id: str, value: Any, *, request_id: str | None = None
-    ) -> RunLog:
-        """Answer the pending interrupt and resume its run by replay."""
+    ) -> FrameSource:
+        """Answer the pending interrupt and resume its run by replay: its frames."""
         if self.limiter is not None:
             self.limiter.take(context.record.owner)
         checkpoint = context.record.waiting_for(interrupt_id)
@@ -118,21 +174,27 @@ class AgentServer:
         )
         work = execute(self.contexts, context, log, checkpoint.text, checkpoint.journal_with(value))
         self._spawn(log, work)
-        return log
+        return log.follow(0, self.heartbeat_interval)
 
     def _spawn(self, log: RunLog, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
         self._runs[log.run_id] = task
         task.add_done_callback(lambda _: self._runs.pop(log.run_id, None))
 
-    async def follow(self, context: Context, after: int) -> FrameSource | None:
+    async def follow(
+        self, context: Context, after: int, *, run_id: str | None = None
+    ) -> FrameSource | None:
         """The latest run's frames after `after`, then live ones until `done`; None when
-        there is nothing to send."""
+        there is nothing to send. With `run_id`, only if that run is the latest."""
         log = context.log
         if log is not None:
-            return log.follow(after, self.heartbeat_interval)
+            return (
+                log.follow(after, self.heartbeat_interval) if run_id in (None, log.run_id) else None
+            )
         active = context.record.active_run
         if active is not None:  # on another process, which the coordinator reaches
+            if run_id not in (None, active.run_id):
+                return None
 
             async def still_running() -> bool:
                 await self.contexts.refresh(context)
@@ -148,7 +210,7 @@ class AgentServer:
                 still_running=still_running,
             )
         last = context.record.last_run
-        if last is None:
+        if last is None or run_id not in (None, last.run_id):
             return None
         events = await self.store.read_events(context.id, max(after, last.first_seq - 1))
         frames = [(e.seq, e.data) for e in events if e.run_id == last.run_id]
@@ -206,6 +268,10 @@ class AgentServer:
 
     async def forget(self, context: Context) -> None:
         await self.contexts.forget(context)
+
+    async def check_store(self) -> None:
+        """`store_unavailable` unless the store answers a read."""
+        await self.store.version(READINESS_PROBE)
 
     async def startup(self) -> None:
         self._janitor = asyncio.create_task(self._expire_events())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import anyio
 from starlette.responses import Response
@@ -49,7 +49,12 @@ class EventStream(Response):
     """A response streaming the frames of a source as SSE, a batch per write."""
 
     def __init__(
-        self, frames: FrameSource, *, send_timeout: float, retry_ms: int | None = None
+        self,
+        frames: FrameSource,
+        *,
+        send_timeout: float,
+        retry_ms: int | None = None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         # As StreamingResponse does: no body, so no content-length.
         self.status_code = 200
@@ -59,6 +64,8 @@ class EventStream(Response):
         self.frames = frames
         self.send_timeout = send_timeout
         self.retry_ms = retry_ms
+        #: Called once the stream is over, however it ended.
+        self.on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
@@ -90,3 +97,6 @@ class EventStream(Response):
             # Ending the app without finishing the body makes the server drop the
             # connection: the slow consumer goes, the run and its log stay.
             logger.warning("disconnected a client that stopped reading (%s)", scope.get("path"))
+        finally:
+            if self.on_close is not None:
+                self.on_close()

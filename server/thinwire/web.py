@@ -12,6 +12,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from thinwire.browser import PAGE_HEADERS
+
 __all__ = ["web_routes"]
 
 templates = Environment(
@@ -36,7 +38,7 @@ def web_routes(web_dir: Path, title: str = "thinwire demo") -> list[BaseRoute]:
         # Read per request so a rebuilt page is served without a restart.
         assets = entry_assets(web_dir)
         html = templates.get_template("index.html").render(title=title, assets=assets)
-        return HTMLResponse(html, status_code=200 if assets else 503)
+        return HTMLResponse(html, status_code=200 if assets else 503, headers=PAGE_HEADERS)
 
     routes: list[BaseRoute] = [Route("/", page, methods=["GET"])]
     if (web_dir / "assets").is_dir():

@@ -11,7 +11,8 @@ Closing the socket stops nothing: runs go on and can be attached again.
 
 Hostile input is answered, then the socket is closed with the code that says why —
 binary data 1003, text that is not a JSON command 1007, a message over the size limit
-1009, another protocol version 1002, no principal 4401 — and nobody else is affected.
+1009, another protocol version 1002, no principal 4401, too many streams open for the
+principal 4429 — and nobody else is affected.
 A cookie-authenticated socket from another site's page is refused at the handshake
 (cross-site WebSocket hijacking): the Origin must be this host or an allowed one.
 """
@@ -20,16 +21,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import secrets
+from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import TypeAdapter, ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from thinwire import wire
+from thinwire.browser import cross_site
 from thinwire.errors import (
     BadRequest,
     PayloadTooLarge,
@@ -37,7 +38,8 @@ from thinwire.errors import (
     TooManyRequests,
     Unauthorized,
 )
-from thinwire.parsing import check_message, describe
+from thinwire.ids import CONTEXT_ID
+from thinwire.parsing import check_message, describe, parse_json
 from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer
 
@@ -61,18 +63,9 @@ class Closing(Exception):
         self.error = error
 
 
-def same_origin(websocket: WebSocket, allowed: Sequence[str]) -> bool:
-    origin = websocket.headers.get("origin")
-    if origin is None:  # not a browser page: cookies are not ambient there
-        return True
-    if origin in allowed:
-        return True
-    return urlsplit(origin).netloc == websocket.headers.get("host")
-
-
 def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:
     async def endpoint(websocket: WebSocket) -> None:
-        if not same_origin(websocket, server.allowed_origins):
+        if cross_site(websocket.scope, server.allowed_origins):
             await websocket.close(code=4403)  # before accept: the handshake fails with 403
             return
         offered = websocket.scope.get("subprotocols", [])
@@ -89,7 +82,14 @@ def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:
                 principal = await server.principal(websocket)
             except Unauthorized as exc:
                 raise Closing(4401, exc) from exc
-            await session.serve(agent_name, principal)
+            try:
+                close = server.streams.open(principal)  # an open socket is a stream too
+            except TooManyRequests as exc:
+                raise Closing(4429, exc) from exc
+            try:
+                await session.serve(agent_name, principal)
+            finally:
+                close()
         except Closing as closing:
             await session.reject(closing.error)
             await websocket.close(code=closing.code)
@@ -123,12 +123,16 @@ class Session:
                 await self.websocket.send_text(text)
 
     async def reject(self, error: ThinwireError, command: wire.Command | None = None) -> None:
+        """Answer a refused command; every command gets an answer, whatever it held."""
+        context_id = command.context_id if command else None
         frame = wire.RejectedFrame(
             code=error.code,
             message=error.message,
             retryable=error.retryable,
             command=command.type if command else None,
-            context_id=command.context_id if command else None,
+            # Echoed only when well formed: a hostile id (a lone surrogate, say) could
+            # not even be encoded, and the command would go unanswered.
+            context_id=context_id if context_id and CONTEXT_ID.fullmatch(context_id) else None,
             request_id=command.request_id if command else None,
             interrupt_id=getattr(error, "interrupt_id", None),
         )
@@ -147,6 +151,11 @@ class Session:
                 await self.handle(command, agent_name, principal)
             except ThinwireError as exc:
                 await self.reject(exc, command)
+            except Exception:
+                reference = "err-" + secrets.token_hex(6)
+                logger.exception("unexpected error on a WebSocket command (%s)", reference)
+                error = ThinwireError("internal_error", f"Server error. Reference: {reference}.")
+                await self.reject(error, command)
 
     def parse(self, message: Mapping[str, Any]) -> wire.Command | None:
         if message.get("bytes") is not None:
@@ -155,8 +164,8 @@ class Session:
         if len(text) > self.server.max_body_bytes:  # chars <= bytes: a cheap first bound
             raise Closing(1009, PayloadTooLarge("body_too_large", "message too large"))
         try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
+            data = parse_json(text)
+        except BadRequest as exc:
             raise Closing(1007, BadRequest("invalid_json", "messages must be JSON")) from exc
         try:
             return COMMANDS.validate_python(data)
@@ -165,33 +174,52 @@ class Session:
 
     async def handle(self, command: wire.Command, agent_name: str, principal: str) -> None:
         server = self.server
-        if not isinstance(command, wire.StopCommand) and len(self.followers) >= MAX_FOLLOWED:
+        if isinstance(command, wire.StopCommand):
+            await server.stop(await server.context(agent_name, command.context_id, principal))
+            return
+        if len(self.followers) >= MAX_FOLLOWED:
             # Each followed run costs a task; a flood of attaches must not grow them.
             raise TooManyRequests("too_many_streams", f"follow at most {MAX_FOLLOWED} runs at once")
+        # Counted before the command does anything: a refused follow starts no run.
+        close = server.streams.open(principal)
+        try:
+            frames = await self.frames(command, agent_name, principal)
+        except BaseException:
+            close()
+            raise
+        self.forward(frames, close)
+
+    async def frames(
+        self,
+        command: wire.SendCommand | wire.AttachCommand | wire.DecideCommand,
+        agent_name: str,
+        principal: str,
+    ) -> FrameSource:
+        server = self.server
         if isinstance(command, wire.SendCommand):
-            text = command.message.text
-            check_message(text, server.max_message_bytes)
-            log = await server.start(
-                agent_name, principal, command.context_id, text, request_id=command.request_id
+            check_message(command.message.text, server.max_message_bytes)
+            return await server.send(
+                agent_name,
+                principal,
+                command.context_id,
+                command.message.text,
+                message_id=command.message_id,
+                request_id=command.request_id,
             )
-            self.forward(log.follow(0, None))
-            return
         context = await server.context(agent_name, command.context_id, principal)
-        if isinstance(command, wire.StopCommand):
-            await server.stop(context)
-            return
         if isinstance(command, wire.DecideCommand):
-            log = await server.decide(
+            return await server.decide(
                 context, command.interrupt_id, command.value, request_id=command.request_id
             )
-            self.forward(log.follow(0, None))
-            return
-        frames = await server.follow(context, command.after)
-        if frames is None:
+        attached = await server.follow(context, command.after)
+        if attached is None:
             raise ThinwireError("no_run", "there is no run to attach to")
-        self.forward(frames)
+        return attached
 
-    def forward(self, frames: FrameSource) -> None:
+    def forward(self, frames: FrameSource, close: Callable[[], None]) -> None:
+        """Send the frames as they come, in a task of their own; `close` ends the stream's
+        count when it is over."""
+
         async def pump() -> None:
             try:
                 # Whatever arrived since the last write goes out under one lock and one
@@ -205,6 +233,8 @@ class Session:
                     await self.websocket.close(code=1013)
             except Exception:  # the socket went away; the run goes on
                 pass
+            finally:
+                close()
 
         task = asyncio.create_task(pump())
         self.followers.add(task)

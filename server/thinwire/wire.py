@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "MAX_SEQ",
     "PROTOCOL_HEADER",
     "PROTOCOL_VERSION",
     "WEBSOCKET_SUBPROTOCOL",
@@ -32,6 +33,7 @@ __all__ = [
     "InterruptFrame",
     "InterruptRequest",
     "Message",
+    "MessageId",
     "RejectedFrame",
     "RequestId",
     "RunRequest",
@@ -54,6 +56,8 @@ PROTOCOL_HEADER = "Thinwire-Protocol"
 WEBSOCKET_SUBPROTOCOL = f"thinwire.v{PROTOCOL_VERSION}"
 
 StopReason = Literal["end", "stopped", "interrupted", "error"]
+#: The greatest frame seq: what a JavaScript number holds exactly.
+MAX_SEQ = 2**53 - 1
 
 
 class WireModel(BaseModel):
@@ -78,6 +82,17 @@ class Message(WireModel):
     text: str = Field(min_length=1, description="What the user typed; never empty.")
 
 
+MessageId = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9_.:-]{8,64}$",
+        description="Chosen by the client, new for every message: a send repeated with the "
+        "same id (a retry whose first try may have reached the server) starts no second "
+        "run, but streams the run the first one started.",
+    ),
+]
+
+
 class RunRequest(WireModel):
     """Body of `POST /agents/{agent}/runs`: start a run, in a new or an existing context."""
 
@@ -86,6 +101,7 @@ class RunRequest(WireModel):
         description="Continue this conversation; omit to start a new one (the server mints "
         "the id).",
     )
+    message_id: MessageId | None = None
     message: Message
 
 
@@ -109,6 +125,7 @@ class SendCommand(CommandBase):
 
     type: Literal["send"]
     context_id: str | None = None
+    message_id: MessageId | None = None
     message: Message
 
 
@@ -117,7 +134,9 @@ class AttachCommand(CommandBase):
 
     type: Literal["attach"]
     context_id: str
-    after: int = Field(default=0, ge=0, description="Send only frames with a greater seq.")
+    after: int = Field(
+        default=0, ge=0, le=MAX_SEQ, description="Send only frames with a greater seq."
+    )
 
 
 class DecisionRequest(WireModel):

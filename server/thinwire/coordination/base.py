@@ -23,6 +23,7 @@ from __future__ import annotations
 import abc
 import json
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -95,8 +96,9 @@ class Coordinator(abc.ABC):
         heartbeat: float,
         still_running: Callable[[], Awaitable[bool]],
     ) -> RemoteRun:
-        """The frames of `run_id`, running on another process, after `after`."""
-        return RemoteRun(store, context_id, run_id, after, heartbeat, still_running)
+        """The frames of `run_id`, running on another process, after `after`; whether it
+        still runs is asked as often as a lease could run out."""
+        return RemoteRun(store, context_id, run_id, after, heartbeat, still_running, self.lease_ttl)
 
     async def close(self) -> None:  # noqa: B027 - optional for coordinators with no resources
         """Release connections."""
@@ -105,9 +107,10 @@ class Coordinator(abc.ABC):
 class RemoteRun:
     """A run on another process, followed through the store's event log (a FrameSource).
 
-    Each silence of `heartbeat` seconds yields a heartbeat and asks `still_running`, which
-    records a run whose process died as interrupted (with a `done` frame), so a follower
-    never waits for a dead run.
+    Every `check_every` seconds of silence it asks `still_running`, which records a run
+    whose process died as interrupted (with a `done` frame, which this then reads), so a
+    follower never waits for a dead run longer than a lease lasts; every `heartbeat`
+    seconds of silence it yields a heartbeat.
     """
 
     def __init__(
@@ -118,6 +121,7 @@ class RemoteRun:
         after: int,
         heartbeat: float,
         still_running: Callable[[], Awaitable[bool]],
+        check_every: float | None = None,
     ) -> None:
         self.store = store
         self.context_id = context_id
@@ -125,16 +129,21 @@ class RemoteRun:
         self.after = after
         self.heartbeat = heartbeat
         self.still_running = still_running
+        self.check_every = min(heartbeat, check_every or heartbeat)
 
     async def batches(self) -> AsyncIterator[Batch | None]:
+        quiet_since = time.monotonic()
         while True:
             events = await self.store.follow_events(
-                self.context_id, self.after, timeout=self.heartbeat
+                self.context_id, self.after, timeout=self.check_every
             )
             if not events:
-                yield None
+                if time.monotonic() - quiet_since >= self.heartbeat:
+                    quiet_since = time.monotonic()
+                    yield None
                 await self.still_running()
                 continue
+            quiet_since = time.monotonic()
             batch = []
             for event in events:
                 self.after = event.seq

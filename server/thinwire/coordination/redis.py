@@ -7,7 +7,7 @@ from typing import Any
 
 from thinwire.coordination.base import Coordinator, Lease
 from thinwire.stores.base import Store
-from thinwire.stores.redis import RedisStore
+from thinwire.stores.redis import RedisStore, store_errors
 
 __all__ = ["RedisCoordinator"]
 
@@ -50,20 +50,24 @@ class RedisCoordinator(Coordinator):
     def _ttl_ms(self) -> int:
         return max(1, int(self.lease_ttl * 1000))
 
+    @store_errors
     async def acquire(self, context_id: str) -> Lease | None:
         keys = [self.store.key("lease", context_id), self.store.key("fence", context_id)]
         token = await self._acquire(keys=keys, args=[self.replica_id, self._ttl_ms()])
         return Lease(context_id, int(token)) if token else None
 
+    @store_errors
     async def renew(self, lease: Lease) -> bool:
         keys = [self.store.key("lease", lease.context_id)]
         value = f"{self.replica_id} {lease.token}"
         return bool(await self._renew(keys=keys, args=[value, self._ttl_ms()]))
 
+    @store_errors
     async def release(self, lease: Lease) -> None:
         keys = [self.store.key("lease", lease.context_id)]
         await self._release(keys=keys, args=[f"{self.replica_id} {lease.token}"])
 
+    @store_errors
     async def holder(self, context_id: str) -> str | None:
         lease = await self.redis.get(self.store.key("lease", context_id))
         return str(lease).split(" ")[0] if lease else None
@@ -71,11 +75,14 @@ class RedisCoordinator(Coordinator):
     def fence(self, lease: Lease | None) -> int | None:
         return None if lease is None else lease.token
 
+    @store_errors
     async def stale(self, store: Store, context_id: str, version: int) -> bool:
         return await store.version(context_id) != version
 
+    @store_errors
     async def request_stop(self, run_id: str) -> None:
         await self.redis.set(self.store.key("stop", run_id), 1, ex=STOP_TTL)
 
+    @store_errors
     async def stop_requested(self, run_id: str) -> bool:
         return bool(await self.redis.exists(self.store.key("stop", run_id)))

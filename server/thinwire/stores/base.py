@@ -15,6 +15,8 @@ in `server/tests/test_stores.py` checks):
 - `delete` removes every trace of a context: its record, its audit trail, its events.
 - Events (the frames of a context's recent runs) are kept by seq, once each: appending
   an event again is a no-op, so a retried flush never duplicates a frame.
+- `create` indexes the message ids of the new context's sends (`record.sends`) under its
+  owner, in the same step, so a retried first send finds the conversation it created.
 - A failure of the database itself surfaces as `StoreError`, never as the driver's own
   exception.
 
@@ -126,6 +128,11 @@ class Store(abc.ABC):
             if events or time.monotonic() >= deadline:
                 return events
             await asyncio.sleep(0.05)
+
+    @abc.abstractmethod
+    async def find_send(self, owner: str, message_id: str) -> str | None:
+        """The context `owner` created with a send of `message_id`, if any (for as long as
+        the context lives; a shared store may forget it after `event_ttl`)."""
 
     async def version(self, context_id: str) -> int | None:
         """The stored version of the context, or None; a store may read less than `load`

@@ -22,11 +22,14 @@ class MemoryStore(Store):
         self._records: dict[str, tuple[str, str, int, str]] = {}
         self._audit: dict[str, list[str]] = {}
         self._events: dict[str, dict[int, Event]] = {}
+        self._sends: dict[tuple[str, str], str] = {}
 
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
         if record.id in self._records:
             raise AlreadyExists(record.id)
         self._write(record, 1, audit)
+        for message_id in record.sends:
+            self._sends[record.owner, message_id] = record.id
 
     async def load(self, context_id: str) -> ContextRecord | None:
         stored = self._records.get(context_id)
@@ -90,6 +93,10 @@ class MemoryStore(Store):
         self._records[record.id] = (record.agent, record.owner, version, data)
         self._audit.setdefault(record.id, []).extend(entries)
         return version
+
+    async def find_send(self, owner: str, message_id: str) -> str | None:
+        context_id = self._sends.get((owner, message_id))
+        return context_id if context_id in self._records else None
 
     async def delete(self, context_id: str) -> bool:
         self._audit.pop(context_id, None)

@@ -8,6 +8,7 @@ Keys, under `prefix`:
                       data (the rest of the record as JSON)
     {p}:audit:{id}    list of audit entries (JSON), appended with the save they belong to
     {p}:events:{id}   stream of frames, entry id "{seq}-1", expiring after `event_ttl`
+    {p}:send:{owner}:{message}  the context a first send created, expiring after `event_ttl`
     {p}:lease:{id}    "{owner} {token}" with a time to live: who may run the context
     {p}:fence:{id}    the last fencing token handed out
     {p}:stop:{run}    a stop requested for a run, wherever it runs
@@ -22,11 +23,14 @@ so it lands whole or not at all.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import logging
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from thinwire.errors import AlreadyExists, LeaseLost, VersionConflict
+from thinwire.errors import AlreadyExists, LeaseLost, StoreError, VersionConflict
 from thinwire.jsontext import dumps
 from thinwire.records import ContextRecord, TranscriptView
 from thinwire.stores.base import AuditEntry, Event, Store
@@ -36,13 +40,27 @@ if TYPE_CHECKING:
 
     from thinwire.coordination import Coordinator
 
-__all__ = ["RedisStore"]
+__all__ = ["RedisStore", "store_errors"]
+
+logger = logging.getLogger("thinwire.stores")
+
+P = ParamSpec("P")
+S = TypeVar("S")
+T = TypeVar("T")
+
+#: The client's read timeout; a blocking read waits at most `BLOCK` of it at a time.
+SOCKET_TIMEOUT = 10.0
+BLOCK = 2.0
+#: A pooled connection idle this long is checked before it is used again (a Redis
+#: restart leaves every pooled connection dead).
+HEALTH_CHECK_INTERVAL = 5
 
 CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'agent', ARGV[1], 'owner', ARGV[2], 'version', 1,
   'data', ARGV[3], 'history', ARGV[4], 'transcript', ARGV[5])
-for i = 6, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+for i = 3, #KEYS do redis.call('SET', KEYS[i], ARGV[6], 'EX', ARGV[7]) end
+for i = 8, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 return 1
 """
 
@@ -79,6 +97,22 @@ for i = 0, (#ARGV - 1) / 4 - 1 do
 end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 """
+
+
+def store_errors(
+    method: Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, T]]:
+    """The driver's errors leave as `StoreError`; what Redis said goes to the log only."""
+
+    async def mapped(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await method(self, *args, **kwargs)
+        except require_redis().RedisError as exc:
+            logger.warning("redis failed in %s: %r", method.__name__, exc)
+            raise StoreError("the store is unavailable; try again shortly") from exc
+
+    functools.update_wrapper(mapped, method)
+    return mapped
 
 
 def require_redis() -> Any:
@@ -126,7 +160,21 @@ class RedisStore(Store):
     def from_url(
         cls, url: str, *, prefix: str = "thinwire", event_ttl: float = 86400
     ) -> RedisStore:
-        client = require_redis().from_url(url, decode_responses=True)
+        """A store over a new client: a command that meets a dead connection is tried
+        once more on a fresh one, and idle connections are checked before use."""
+        redis = require_redis()
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+
+        client = redis.from_url(
+            url,
+            decode_responses=True,
+            socket_timeout=SOCKET_TIMEOUT,
+            socket_connect_timeout=2.0,
+            health_check_interval=HEALTH_CHECK_INTERVAL,
+            retry=Retry(NoBackoff(), 1),
+            retry_on_error=[redis.ConnectionError],
+        )
         return cls(client, prefix=prefix, event_ttl=event_ttl)
 
     def coordinator(self, *, lease_ttl: float) -> Coordinator:
@@ -141,13 +189,29 @@ class RedisStore(Store):
     def _keys(self, context_id: str) -> list[str]:
         return [self.key(kind, context_id) for kind in ("ctx", "audit", "events", "lease")]
 
+    @store_errors
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
         parts = record_parts(record)
         entries = [audit_json(entry, 1) for entry in audit]
         keys = [self.key("ctx", record.id), self.key("audit", record.id)]
-        if not await self._create(keys=keys, args=[record.agent, record.owner, *parts, *entries]):
+        keys += [self._send_key(record.owner, message_id) for message_id in record.sends]
+        args = [record.agent, record.owner, *parts, record.id, self.event_ttl, *entries]
+        if not await self._create(keys=keys, args=args):
             raise AlreadyExists(record.id)
 
+    def _send_key(self, owner: str, message_id: str) -> str:
+        # The owner is free text: its length keeps "a:b" + "c" apart from "a" + "b:c".
+        return self.key("send", f"{len(owner)}:{owner}:{message_id}")
+
+    @store_errors
+    async def find_send(self, owner: str, message_id: str) -> str | None:
+        """Kept `event_ttl`, the window a retry comes in."""
+        context_id = await self.redis.get(self._send_key(owner, message_id))
+        if not context_id or not await self.redis.exists(self.key("ctx", context_id)):
+            return None  # never created, or deleted since
+        return str(context_id)
+
+    @store_errors
     async def load(self, context_id: str) -> ContextRecord | None:
         stored = await self.redis.hgetall(self.key("ctx", context_id))
         if not stored or "data" not in stored:
@@ -164,6 +228,7 @@ class RedisStore(Store):
             transcript_json=stored.get("transcript"),
         )
 
+    @store_errors
     async def load_transcript(self, context_id: str) -> TranscriptView | None:
         """Reads the transcript field and the small part of the record, not the history."""
         agent, owner, data, transcript = await self.redis.hmget(
@@ -173,6 +238,7 @@ class RedisStore(Store):
             return None
         return TranscriptView.stored(agent, owner, data, transcript)
 
+    @store_errors
     async def save(
         self,
         record: ContextRecord,
@@ -196,6 +262,7 @@ class RedisStore(Store):
             raise VersionConflict(record.id, expected_version, None if result == -1 else result)
         return version
 
+    @store_errors
     async def append_events(self, context_id: str, events: Sequence[Event]) -> None:
         if events:
             key = self.key("events", context_id)
@@ -212,26 +279,38 @@ class RedisStore(Store):
             for entry_id, f in entries
         ]
 
+    @store_errors
     async def read_events(self, context_id: str, after: int = 0) -> list[Event]:
         entries = await self.redis.xrange(self.key("events", context_id), f"{after + 1}-0", "+")
         return self._events(entries)
 
+    @store_errors
     async def follow_events(self, context_id: str, after: int, timeout: float) -> list[Event]:
+        """Blocks in reads of at most `BLOCK` seconds, well inside the socket timeout: a
+        silent run must not look like a dead connection."""
         key = self.key("events", context_id)
-        answer = await self.redis.xread({key: f"{after}-1"}, block=max(1, int(timeout * 1000)))
-        return self._events(answer[0][1]) if answer else []
+        deadline = time.monotonic() + timeout
+        while True:
+            block = min(BLOCK, max(0.001, deadline - time.monotonic()))
+            answer = await self.redis.xread({key: f"{after}-1"}, block=int(block * 1000))
+            if answer or time.monotonic() >= deadline:
+                return self._events(answer[0][1]) if answer else []
 
+    @store_errors
     async def trim_events(self, context_id: str, before_seq: int) -> None:
         key = self.key("events", context_id)
         await self.redis.xtrim(key, minid=f"{before_seq}-0", approximate=False)
 
+    @store_errors
     async def expire_events(self, before_time: float) -> int:
         return 0  # every event stream expires by itself, `event_ttl` after its last frame
 
+    @store_errors
     async def version(self, context_id: str) -> int | None:
         version = await self.redis.hget(self.key("ctx", context_id), "version")
         return None if version is None else int(version)
 
+    @store_errors
     async def delete(self, context_id: str) -> bool:
         keys = [*self._keys(context_id), self.key("fence", context_id)]
         async with self.redis.pipeline(transaction=True) as pipe:
@@ -240,6 +319,7 @@ class RedisStore(Store):
             existed, _ = await pipe.execute()
         return bool(existed)
 
+    @store_errors
     async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:
         entries = [
             AuditEntry(key=k, value=v, time=t, source=s, version=n)

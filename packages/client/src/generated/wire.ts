@@ -123,6 +123,7 @@ export interface RejectedFrame {
 export interface RunRequest {
   /** Continue this conversation; omit to start a new one (the server mints the id). */
   contextId?: string | null;
+  messageId?: string | null;
   message: Message;
 }
 
@@ -145,6 +146,7 @@ export interface SendCommand {
   requestId?: string | null;
   type: "send";
   contextId?: string | null;
+  messageId?: string | null;
   message: Message;
 }
 
@@ -279,6 +281,7 @@ export type ServerErrorCode =
   | "invalid_json"
   | "invalid_request"
   | "invalid_state_value"
+  | "message_already_sent"
   | "message_too_large"
   | "method_not_allowed"
   | "no_run"
@@ -286,6 +289,7 @@ export type ServerErrorCode =
   | "origin_not_allowed"
   | "protocol_mismatch"
   | "rate_limited"
+  | "request_timeout"
   | "run_too_long"
   | "store_error"
   | "store_unavailable"
@@ -332,6 +336,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   invalid_request: "The request does not fit its schema.",
   invalid_state_value: "An AgentState value is not plain JSON.",
   invalid_url: "No WebSocket URL can be built from the options.",
+  message_already_sent: "That message was sent already; its reply is in the transcript.",
   message_too_large: "The user message exceeds the size limit.",
   method_not_allowed: "That method is not allowed on this route.",
   network_error: "The request or the stream failed below HTTP.",
@@ -342,6 +347,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   protocol_error: "The server sent something that is not a frame.",
   protocol_mismatch: "Client and server speak different protocol versions.",
   rate_limited: "Too many runs started; try again shortly.",
+  request_timeout: "The request body did not arrive in time.",
   run_failed: "The run ended with stop reason error and no error frame.",
   run_too_long: "The run sent more frames than one run may.",
   store_error: "The run's reply could not be saved.",
@@ -370,4 +376,5 @@ export const CLOSE_CODES: Readonly<Record<number, ErrorCode>> = {
   4401: "unauthenticated",
   4403: "origin_not_allowed",
   4404: "agent_not_found",
+  4429: "too_many_streams",
 };

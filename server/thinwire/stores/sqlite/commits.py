@@ -7,12 +7,17 @@ for all of them, each in a savepoint of its own, so a write that fails is rolled
 alone and the others still land. No write is acknowledged before the commit that holds
 it is durable.
 
-The driver's errors leave as `StoreError` (`raise … from`), never as `sqlite3` ones.
+The driver's errors leave as `StoreError` (`raise … from`), never as `sqlite3` ones, and
+what SQLite said goes to the log only. A commit that fails (a full disk, say) drops the
+connection, so the next write starts on a fresh one: freeing the space is enough to
+recover, no restart needed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +29,8 @@ from thinwire.errors import StoreError
 from thinwire.stores.sqlite.database import open_database
 
 __all__ = ["Database", "Work"]
+
+logger = logging.getLogger("thinwire.stores")
 
 T = TypeVar("T")
 Work = Callable[[sqlite3.Connection], T]
@@ -39,7 +46,8 @@ class Landed:
 def unavailable(exc: BaseException) -> BaseException:
     """A driver error as the store's own; anything else as it is."""
     if isinstance(exc, sqlite3.Error):
-        error = StoreError(f"the SQLite store failed: {exc}")
+        logger.warning("sqlite failed: %r", exc)
+        error = StoreError("the store is unavailable; try again shortly")
         error.__cause__ = exc
         return error
     return exc
@@ -61,11 +69,25 @@ class Database:
             self._connection = open_database(self.path)
         return self._connection
 
+    def _drop_connection(self) -> None:
+        """On the database thread, after a failure: the next use opens a fresh one."""
+        if self._connection is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._connection.close()
+            self._connection = None
+
+    def _read(self, work: Work[T]) -> T:
+        try:
+            return work(self._connect())
+        except sqlite3.Error:
+            self._drop_connection()
+            raise
+
     async def read(self, work: Work[T]) -> T:
         """Run `work` on the database thread, outside any transaction of ours."""
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._executor, lambda: work(self._connect()))
+            return await loop.run_in_executor(self._executor, self._read, work)
         except sqlite3.Error as exc:
             raise unavailable(exc) from exc
 
@@ -124,20 +146,15 @@ class Database:
                 connection.execute("RELEASE write")
             connection.execute("COMMIT")
         except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
+            self._drop_connection()  # rolls back whatever is still open
             raise
         return outcomes
 
     async def close(self) -> None:
         """Let the writes already given land, then close the file."""
 
-        def close(connection: sqlite3.Connection) -> None:
-            connection.close()
-            self._connection = None
-
         while self._in_flight is not None:
             await asyncio.wait([self._in_flight])
         if self._connection is not None:
-            await self.read(close)
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._drop_connection)
         self._executor.shutdown(wait=True)

@@ -58,7 +58,18 @@ CREATE TABLE IF NOT EXISTS spans (
     PRIMARY KEY (context_id, last_seq)
 );
 CREATE INDEX IF NOT EXISTS spans_by_time ON spans (time);
+-- The message ids of the sends that created a conversation, for retried first sends.
+CREATE TABLE IF NOT EXISTS sends (
+    owner TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    PRIMARY KEY (owner, message_id)
+);
+CREATE INDEX IF NOT EXISTS sends_by_context ON sends (context_id);
 """
+
+#: Bytes of WAL kept after a checkpoint.
+WAL_SIZE_LIMIT = 4 * 1024 * 1024
 
 #: Layout 3: one row per frame, each becoming a span of one.
 MIGRATE_EVENTS = """
@@ -75,6 +86,9 @@ def open_database(path: Path) -> sqlite3.Connection:
     connection = sqlite3.connect(path, isolation_level=None, timeout=30)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=FULL")
+    # After a checkpoint the WAL shrinks back to this, instead of keeping its largest size
+    # (which on a small volume is the space a full disk needs back).
+    connection.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
     connection.executescript(SCHEMA)
     columns = {row[1] for row in connection.execute("PRAGMA table_info(contexts)")}
     for column in ("history", "transcript"):  # files from before layout 2

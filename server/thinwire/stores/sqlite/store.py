@@ -42,6 +42,10 @@ class SQLiteStore(Store):
                 )
             except sqlite3.IntegrityError as exc:
                 raise AlreadyExists(record.id) from exc
+            connection.executemany(
+                "INSERT OR REPLACE INTO sends (owner, message_id, context_id) VALUES (?, ?, ?)",
+                [(record.owner, message_id, record.id) for message_id in record.sends],
+            )
             append_audit(connection, record.id, 1, audit)
             write_lists(connection, record.id, lists)
 
@@ -160,9 +164,19 @@ class SQLiteStore(Store):
 
         return await self._database.write(expire)
 
+    async def find_send(self, owner: str, message_id: str) -> str | None:
+        def find(connection: sqlite3.Connection) -> str | None:
+            row = connection.execute(
+                "SELECT context_id FROM sends WHERE owner = ? AND message_id = ?",
+                (owner, message_id),
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._database.read(find)
+
     async def delete(self, context_id: str) -> bool:
         def delete(connection: sqlite3.Connection) -> bool:
-            for table in ("audit", "spans", "parts"):
+            for table in ("audit", "spans", "parts", "sends"):
                 connection.execute(f"DELETE FROM {table} WHERE context_id = ?", (context_id,))
             deleted = connection.execute(
                 "DELETE FROM contexts WHERE id = ?", (context_id,)

@@ -1,0 +1,212 @@
+"""Hostile input and failing stores, round two: every one gets a typed answer, never a
+500, a hang or silence."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.requests import Request
+from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
+
+from conftest import app_for, send
+from thinwire import Agent, Run, SQLiteStore
+from thinwire.demo import DemoAgent
+from thinwire.errors import RequestTimeout, ThinwireError
+from thinwire.parsing import read_json
+
+HUGE = "1" + "0" * 5000  # more digits than Python turns into an int from JSON
+TOKEN = "hostile-operator-token"
+OPERATOR = {"authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    with TestClient(app_for({"demo": DemoAgent}, operator_token=TOKEN)) as test_client:
+        yield test_client
+
+
+def code_of(response: Any, status: int) -> str:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    return str(response.json()["error"]["code"])
+
+
+def test_integers_of_thousands_of_digits_are_invalid_json(client: TestClient) -> None:
+    context_id = send(client, "hi")[0]["contextId"]
+    json_body = {"content-type": "application/json"}
+    runs = f'{{"message": {{"text": "hi"}}, "contextId": {HUGE}}}'
+    assert code_of(client.post("/agents/demo/runs", content=runs, headers=json_body), 400) == (
+        "invalid_json"
+    )
+    decision = f'{{"interruptId": "int-1", "value": {HUGE}}}'
+    url = f"/agents/demo/contexts/{context_id}/decisions"
+    assert code_of(client.post(url, content=decision, headers=json_body), 400) == "invalid_json"
+    patch = f'{{"state": {{"notes": {HUGE}}}}}'
+    url = f"/admin/agents/demo/contexts/{context_id}/state"
+    headers = {**json_body, **OPERATOR}
+    assert code_of(client.patch(url, content=patch, headers=headers), 400) == "invalid_json"
+
+
+@pytest.mark.parametrize(
+    "digit", ["²", "\u0661", "\u0663", "-1", "1e3", " 1"]
+)  # superscript, Arabic-Indic
+def test_only_ascii_digits_are_numbers(client: TestClient, digit: str) -> None:
+    context_id = send(client, "hi")[0]["contextId"]
+    events = f"/agents/demo/contexts/{context_id}/events"
+    assert code_of(client.get(events, params={"after": digit}), 400) == "invalid_request"
+    # As a browser or a hostile client sends them: UTF-8 bytes in the header.
+    last_event_id = {"last-event-id": digit.encode()}
+    assert code_of(client.get(events, headers=last_event_id), 400) == "invalid_request"
+    state = f"/admin/agents/demo/contexts/{context_id}/state"
+    headers = {**OPERATOR, "if-match": f'"{digit}"'.encode()}
+    patch = client.patch(state, json={"state": {"notes": "x"}}, headers=headers)
+    assert code_of(patch, 400) == "invalid_request"
+
+
+def test_a_seq_past_what_a_client_can_count_is_refused(client: TestClient) -> None:
+    context_id = send(client, "hi")[0]["contextId"]
+    events = f"/agents/demo/contexts/{context_id}/events"
+    assert code_of(client.get(events, params={"after": str(2**63)}), 400) == "invalid_request"
+    with client.websocket_connect("/agents/demo/ws") as socket:
+        socket.send_json({"type": "attach", "contextId": context_id, "after": 2**63})
+        assert socket.receive_json()["code"] == "invalid_request"
+        with pytest.raises(WebSocketDisconnect) as closed:
+            socket.receive_json()
+    assert closed.value.code == 1007
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"type": "attach", "contextId": "ctx-\\ud800", "requestId": "r-1"}',
+        '{"type": "stop", "contextId": "\\udfff\\ud800", "requestId": "r-1"}',
+        '{"type": "send", "contextId": "ctx-\\u0000", "message": {"text": "x"}, "requestId": "r-1"}',
+    ],
+)
+def test_every_websocket_command_gets_an_answer(client: TestClient, text: str) -> None:
+    with client.websocket_connect("/agents/demo/ws") as socket:
+        socket.send_text(text)
+        refused = socket.receive_json()
+        assert refused["type"] == "rejected" and refused["requestId"] == "r-1"
+        assert refused["code"] == "invalid_context_id" and refused["contextId"] is None
+        socket.send_json({"type": "send", "message": {"text": "still here"}})
+        assert socket.receive_json()["type"] == "run_start"
+
+
+def test_websocket_integers_of_thousands_of_digits_close_the_socket(client: TestClient) -> None:
+    with client.websocket_connect("/agents/demo/ws") as socket:
+        socket.send_text(f'{{"type": "attach", "contextId": "ctx-x", "after": {HUGE}}}')
+        assert socket.receive_json()["code"] == "invalid_json"
+        with pytest.raises(WebSocketDisconnect) as closed:
+            socket.receive_json()
+    assert closed.value.code == 1007
+
+
+class Misconfigured(Agent):
+    def __init__(self) -> None:
+        raise ThinwireError("internal_error", "bad upstream key sk-live-123456")
+
+
+def test_an_agent_that_cannot_be_created_is_sanitized_like_a_failing_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with TestClient(app_for({"demo": Misconfigured})) as client:
+        response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
+        assert code_of(response, 500) == "agent_error"
+        assert "sk-live" not in response.text
+        assert "Reference: err-" in response.json()["error"]["message"]
+        with client.websocket_connect("/agents/demo/ws") as socket:
+            socket.send_json({"type": "send", "message": {"text": "hi"}})
+            refused = socket.receive_json()
+        assert refused["code"] == "agent_error" and "sk-live" not in json.dumps(refused)
+    assert "sk-live-123456" in caplog.text  # …where the operator can find it
+
+
+def failing_store(path: Path) -> SQLiteStore:
+    """A SQLite store whose every commit fails like an unwritable file."""
+    store = SQLiteStore(path)
+
+    def fail(works: list[Any]) -> list[Any]:
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    store._database._commit = fail  # type: ignore[method-assign]
+    return store
+
+
+def test_a_failing_store_answers_503_with_retry_after(tmp_path: Path) -> None:
+    store = failing_store(tmp_path / "t.db")
+    with TestClient(app_for({"demo": DemoAgent}, store=store)) as client:
+        response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
+        assert code_of(response, 503) == "store_unavailable"
+        assert response.json()["error"]["retryable"] is True
+        assert response.headers["retry-after"] == "1"
+        assert "readonly" not in response.text  # what SQLite said stays in the log
+        assert client.get("/healthz").status_code == 200  # alive…
+        with client.websocket_connect("/agents/demo/ws") as socket:
+            socket.send_json({"type": "send", "message": {"text": "hi"}, "requestId": "r-1"})
+            refused = socket.receive_json()
+        assert (refused["code"], refused["retryable"], refused["requestId"]) == (
+            "store_unavailable",
+            True,
+            "r-1",
+        )
+
+
+def test_readyz_says_whether_the_store_answers(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    with TestClient(app_for({"demo": DemoAgent}, store=store)) as client:
+        assert client.get("/readyz").json() == {"ok": True}
+
+        def unreadable(work: Any) -> Any:
+            raise sqlite3.OperationalError("unable to open database file")
+
+        store._database._read = unreadable  # type: ignore[method-assign]
+        response = client.get("/readyz")
+        assert code_of(response, 503) == "store_unavailable"
+        assert client.get("/healthz").status_code == 200
+
+
+class Broken(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("fine")
+
+
+def test_a_bug_outside_the_tree_is_a_typed_500(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = app_for({"demo": Broken})
+
+    async def crash(*args: object, **kwargs: object) -> None:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(app.state.thinwire, "read_transcript", crash)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get("/agents/demo/contexts/ctx-" + "0" * 36)
+    assert code_of(response, 500) == "internal_error"
+    assert "a bug" not in response.text and "Reference: err-" in response.text
+
+
+@pytest.mark.anyio
+async def test_a_body_that_trickles_in_times_out() -> None:
+    async def never() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        return {}
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "headers": [(b"content-type", b"application/json")],
+    }
+    with pytest.raises(RequestTimeout) as late:
+        await read_json(Request(scope, never), 1024, timeout=0.05)
+    assert (late.value.status, late.value.code) == (408, "request_timeout")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

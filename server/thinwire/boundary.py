@@ -1,0 +1,75 @@
+"""Where errors meet HTTP: the exception tree mapped to typed JSON responses, in one place.
+
+Every error leaves as `{"error": {"code", "message", "retryable"}}` with its status;
+503 and 429 say when to come back (`Retry-After`). An exception outside the tree is a
+bug: it leaves as a bare `500 internal_error`, its text in the log only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+from collections.abc import Mapping
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from thinwire import wire
+from thinwire.errors import MethodNotAllowed, NotFound, ThinwireError
+
+__all__ = ["EXCEPTION_HANDLERS", "PROTOCOL_HEADERS", "error_response"]
+
+#: On every response of the protocol: nothing cached, the version named.
+PROTOCOL_HEADERS = {"Cache-Control": "no-store", wire.PROTOCOL_HEADER: wire.PROTOCOL_VERSION}
+
+logger = logging.getLogger("thinwire")
+
+
+def error_response(error: ThinwireError, headers: Mapping[str, str] | None = None) -> Response:
+    detail = wire.ErrorDetail(
+        code=error.code,
+        message=error.message,
+        retryable=error.retryable,
+        interrupt_id=getattr(error, "interrupt_id", None),
+    )
+    extra = dict(headers or {})
+    if error.retry_after is not None:
+        extra["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+    return JSONResponse(
+        wire.ErrorBody(error=detail).model_dump(by_alias=True, exclude_none=True),
+        status_code=error.status,
+        headers={**PROTOCOL_HEADERS, **extra},
+    )
+
+
+async def on_thinwire_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ThinwireError)
+    challenge = {"WWW-Authenticate": "Bearer"} if exc.code == "unauthorized" else None
+    return error_response(exc, challenge)
+
+
+async def on_http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404/405 in the same typed shape as ours."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        return error_response(MethodNotAllowed("method_not_allowed", "method not allowed"))
+    if exc.status_code == 404:
+        return error_response(NotFound("not_found", f"no route for {request.url.path[:200]}"))
+    error = ThinwireError("http_error", str(exc.detail))
+    error.status = exc.status_code
+    return error_response(error)
+
+
+async def on_unexpected_error(request: Request, exc: Exception) -> Response:
+    reference = "err-" + secrets.token_hex(6)
+    logger.error("unexpected error on %s (%s)", request.url.path[:200], reference, exc_info=exc)
+    return error_response(ThinwireError("internal_error", f"Server error. Reference: {reference}."))
+
+
+EXCEPTION_HANDLERS = {
+    ThinwireError: on_thinwire_error,
+    HTTPException: on_http_error,
+    Exception: on_unexpected_error,
+}

@@ -1,0 +1,119 @@
+"""Running an app under uvicorn, as `thinwire serve` and `thinwire demo` do: the user's
+module found from the working directory, and the limits that keep one client from taking
+the server down.
+
+What is done here, in the process:
+- `max_connections`: past it, a new request gets 503 at once (uvicorn's
+  `limit_concurrency`), instead of queueing until the machine runs out of memory.
+- `header_timeout`: a connection whose request headers have not all arrived that long
+  after it opened (or after its last request) is closed — slowloris, and sockets that
+  never send anything.
+- The WebSocket message limit is the app's own (`max_body_bytes`), enforced by the
+  WebSocket layer as frames arrive, before a message is buffered whole.
+Request bodies are bounded in size and time by the app itself (`parsing.read_json`).
+
+What belongs to a reverse proxy in production (see docs/deploy.md): per-IP connection
+and request rates, TLS, and the same header and body timeouts closer to the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.importer import import_from_string
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["HeaderTimeoutProtocol", "import_app", "run"]
+
+#: A WebSocket message larger than this is refused when the app does not say (1 MiB).
+DEFAULT_WS_MAX_SIZE = 1024 * 1024
+
+
+class HeaderTimeoutProtocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, closing a connection whose request headers do not
+    arrive within `header_timeout` seconds."""
+
+    header_timeout = 10.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._await_headers()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._await_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_waiting()
+        super().connection_lost(exc)
+
+    def _awaiting_headers(self) -> bool:
+        """Between requests (none yet, or the last one answered), with the next one's
+        headers not in yet."""
+        between = self.cycle is None or self.cycle.response_complete
+        return between and self.conn.their_state is h11.IDLE
+
+    def _await_headers(self) -> None:
+        """Start the clock while a request's headers are awaited; stop it once in."""
+        if self._awaiting_headers():
+            if self._header_timer is None:
+                self._header_timer = self.loop.call_later(self.header_timeout, self._too_slow)
+        else:
+            self._stop_waiting()
+
+    def _stop_waiting(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _too_slow(self) -> None:
+        self._header_timer = None
+        if self._awaiting_headers():
+            self.transport.close()
+
+
+def protocol_with(header_timeout: float) -> type[HeaderTimeoutProtocol]:
+    return type("HeaderTimeout", (HeaderTimeoutProtocol,), {"header_timeout": header_timeout})
+
+
+def import_app(target: str, *, factory: bool = False) -> Any:
+    """`module:attribute` as `uvicorn module:app` finds it: from the working directory
+    first (an installed `thinwire` command does not put it on the path by itself)."""
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    app = import_from_string(target)
+    return app() if factory else app
+
+
+def ws_max_size(app: Any) -> int:
+    """The app's own message limit, where the app is a thinwire app."""
+    server = getattr(getattr(app, "state", None), "thinwire", None)
+    return int(getattr(server, "max_body_bytes", DEFAULT_WS_MAX_SIZE))
+
+
+def run(
+    app: Any,
+    *,
+    host: str,
+    port: int,
+    log_level: str,
+    shutdown_timeout: float,
+    max_connections: int,
+    header_timeout: float,
+) -> None:
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        timeout_graceful_shutdown=shutdown_timeout,  # type: ignore[arg-type]  # a float works
+        limit_concurrency=max_connections or None,
+        http=protocol_with(header_timeout),
+        ws_max_size=ws_max_size(app),
+    )
