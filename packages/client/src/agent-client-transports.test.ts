@@ -52,6 +52,9 @@ function transcript(
   return { contextId, agent: "demo", turns, activeRunId, pendingInterrupt };
 }
 
+/** The wire's pattern of a `messageId`. */
+const MESSAGE_ID = /^[A-Za-z0-9_.:-]{8,64}$/;
+
 const until = async (check: () => boolean, what: string) => {
   for (let i = 0; i < 200; i++) {
     if (check()) return;
@@ -97,7 +100,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
     });
     const result = await client.send("Weather?");
     expect(result).toEqual({ text: "Sunny.", toolCalls: ["weather"], contextId: "ctx-1", runId: "run-1", stopReason: "end" });
-    expect(log.runs).toEqual([{ message: { text: "Weather?" } }]);
+    expect(log.runs).toEqual([{ messageId: expect.stringMatching(MESSAGE_ID), message: { text: "Weather?" } }]);
     expect(client.getSnapshot()).toMatchObject({
       contextId: "ctx-1",
       status: "idle",
@@ -133,6 +136,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
     expect(result.text).toBe("Hello world");
     expect(log.attaches).toEqual([{ contextId: "ctx-1", after: 2 }]);
     expect(statuses).toEqual(["streaming", "reconnecting", "streaming", "idle"]);
+    expect(log.runs).toHaveLength(1); // a frame arrived: the run is attached to, not sent again
     expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Hello world", streaming: false, stopReason: "end" });
     expect(client.getSnapshot().turns).toHaveLength(2);
     expect(settled).toBe(1);
@@ -224,6 +228,115 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
     expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Hal", stopReason: "stopped", streaming: false });
     await client.stop(); // nothing running: a no-op
     expect(log.stops).toEqual(["ctx-1"]);
+  });
+
+  describe("a send whose response never started", () => {
+    const shown = (client: AgentClient) =>
+      client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.streaming]);
+
+    it("is sent again with the same messageId, and shows the run the first try started", async () => {
+      let started = 0;
+      const { client, log, statuses } = setup({
+        run: (body) => {
+          started += 1;
+          const r = runFrames("ctx-1", `run-${started}`, 10 * started);
+          const reply = `Re: ${body.message.text}`;
+          // The server takes the send and runs it, but the response is cut before its first frame.
+          return { frames: [r.start(), r.token(reply), r.done(reply)], cutAfter: 0 };
+        },
+      });
+
+      const first = await client.send("one");
+      expect(first).toEqual({ text: "Re: one", toolCalls: [], contextId: "ctx-1", runId: "run-1", stopReason: "end" });
+      expect(statuses).toEqual(["streaming", "reconnecting", "streaming", "idle"]);
+      const second = await client.send("two");
+      expect(second).toMatchObject({ text: "Re: two", contextId: "ctx-1", runId: "run-2", stopReason: "end" });
+
+      expect(started).toBe(2); // one run per message, however often it was sent
+      expect(log.runs.map((body) => [body.contextId, body.message.text])).toEqual([
+        [undefined, "one"],
+        [undefined, "one"],
+        ["ctx-1", "two"],
+        ["ctx-1", "two"],
+      ]);
+      const ids = log.runs.map((body) => body.messageId);
+      expect(ids[0]).toMatch(MESSAGE_ID);
+      expect(ids[2]).toMatch(MESSAGE_ID);
+      expect(ids[1]).toBe(ids[0]);
+      expect(ids[3]).toBe(ids[2]);
+      expect(ids[2]).not.toBe(ids[0]);
+      expect(shown(client)).toEqual([
+        ["user", "one", false],
+        ["assistant", "Re: one", false],
+        ["user", "two", false],
+        ["assistant", "Re: two", false],
+      ]);
+      expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+    });
+
+    it("starts the run on the repeat when the first try never reached the server", async () => {
+      let tries = 0;
+      const { client, log } = setup({
+        run: () => {
+          tries += 1;
+          if (tries === 1) return { lost: true };
+          const r = runFrames("ctx-1", "run-1");
+          return { frames: [r.start(), r.token("Hi"), r.done("Hi")] };
+        },
+      });
+      const result = await client.send("hello");
+      expect(result).toMatchObject({ text: "Hi", runId: "run-1", stopReason: "end" });
+      expect(tries).toBe(2);
+      expect(log.runs[1]).toEqual(log.runs[0]);
+      expect(shown(client)).toEqual([
+        ["user", "hello", false],
+        ["assistant", "Hi", false],
+      ]);
+    });
+
+    it("gives up after the configured attempts, all with the same messageId", async () => {
+      const { client, log, statuses } = setup(
+        { run: () => ({ error: { status: 503, code: "store_unavailable", message: "The store did not answer." } }) },
+        { reconnect: { attempts: 2, baseDelayMs: 1 } },
+      );
+      const error = await rejection(client.send("hello"));
+      expect(error).toMatchObject({ code: "store_unavailable", retryable: true });
+      expect(log.runs).toHaveLength(3);
+      expect(new Set(log.runs.map((body) => body.messageId)).size).toBe(1);
+      expect(statuses).toEqual(["streaming", "reconnecting", "error"]);
+      expect(client.getSnapshot()).toMatchObject({ status: "error", turns: [], error: { code: "store_unavailable" } });
+    });
+
+    it.each([
+      [400, "invalid_request"],
+      [409, "context_busy"],
+      [429, "rate_limited"],
+      [429, "too_many_streams"],
+    ])("is not sent again after a %i %s: that is the server's answer", async (status, code) => {
+      const { client, log, statuses } = setup(
+        { run: () => ({ error: { status, code, message: "Refused." } }) },
+        { contextId: "ctx-1" },
+      );
+      const error = await rejection(client.send("hello"));
+      expect(error.code).toBe(code);
+      expect(log.runs).toHaveLength(1);
+      expect(statuses).toEqual(["streaming", "error"]);
+      expect(client.getSnapshot()).toMatchObject({ status: "error", turns: [], error: { code } });
+    });
+
+    it("reset during the backoff aborts the send", async () => {
+      const r = runFrames("ctx-1", "run-1");
+      const { client, log } = setup(
+        { run: () => ({ frames: [r.start(), r.done("Hi")], cutAfter: 0 }) },
+        { reconnect: { baseDelayMs: 10_000 } },
+      );
+      const sent = client.send("hello");
+      await until(() => client.getSnapshot().status === "reconnecting", "reconnecting");
+      client.reset();
+      expect((await rejection(sent)).code).toBe("aborted");
+      expect(client.getSnapshot()).toMatchObject({ status: "idle", turns: [], contextId: null, error: null });
+      expect(log.runs).toHaveLength(1);
+    });
   });
 
   describe("human in the loop", () => {

@@ -58,7 +58,7 @@ describe("AgentClient.send", () => {
     });
     const request = transport.requests[0]!;
     expect(request).toMatchObject({ baseUrl: "https://api.test/tw", agent: "demo bot" });
-    expect(request.body).toEqual({ message: { text: "Weather?" } });
+    expect(request.body).toEqual({ messageId: expect.any(String), message: { text: "Weather?" } });
     expect(request.headers).toEqual({ authorization: "Bearer t", "Thinwire-Protocol": "1" });
     expect(onContext.mock.calls).toEqual([["ctx-1"]]);
     // one notification for the optimistic turns, then one per frame
@@ -152,7 +152,11 @@ describe("AgentClient.send", () => {
     expect(client.getSnapshot().thinking).toBe("");
     expect(client.getSnapshot().activity).toEqual([]);
     await second;
-    expect(transport.requests[1]!.body).toEqual({ contextId: "ctx-1", message: { text: "two" } });
+    expect(transport.requests[1]!.body).toEqual({
+      contextId: "ctx-1",
+      messageId: expect.any(String),
+      message: { text: "two" },
+    });
     expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["one", "reply 1", "two", "reply 2"]);
     expect(new Set(client.getSnapshot().turns.map((turn) => turn.id)).size).toBe(4);
     expect(onContext).toHaveBeenCalledTimes(1);
@@ -236,7 +240,8 @@ describe("AgentClient.send", () => {
     const transport = new MockTransport(() => {
       throw new TypeError("Failed to fetch");
     });
-    const client = new AgentClient({ agent: "demo", transport });
+    // Not sent again here (see "AgentClient send retry").
+    const client = new AgentClient({ agent: "demo", transport, reconnect: { attempts: 0 } });
     const error = await rejection(client.send("hi"));
     expect(error).toMatchObject({ code: "network_error", retryable: true });
     expect(client.getSnapshot().error?.code).toBe("network_error");
@@ -418,7 +423,7 @@ describe("AgentClient.reset and dispose", () => {
     await client.send("a");
     client.reset();
     await client.send("b");
-    expect(transport.requests[1]!.body).toEqual({ message: { text: "b" } });
+    expect(transport.requests[1]!.body).toEqual({ messageId: expect.any(String), message: { text: "b" } });
     expect(client.getSnapshot().contextId).toBe("ctx-2");
     expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["b", "ok"]);
   });
@@ -621,7 +626,7 @@ describe("AgentClient reconnect", () => {
     ]);
   });
 
-  it("does not retry a refusal, nor a run that never started", async () => {
+  it("does not retry a refusal, nor attach to a run that never started", async () => {
     const r = run("ctx-1", "run-1");
     const transport = new MockTransport(() => [r.start()], {
       attach: () => {
@@ -635,7 +640,7 @@ describe("AgentClient reconnect", () => {
     const never = new MockTransport(() => {
       throw new ThinwireError("network_error", "Network failure: offline", { retryable: true });
     });
-    const fresh = new AgentClient({ agent: "demo", transport: never, reconnect: { baseDelayMs: 1 } });
+    const fresh = new AgentClient({ agent: "demo", transport: never, reconnect: { attempts: 0 } });
     expect((await rejection(fresh.send("hi"))).code).toBe("network_error");
     expect(never.attaches).toHaveLength(0);
   });
@@ -651,6 +656,185 @@ describe("AgentClient reconnect", () => {
     expect((await rejection(sent)).code).toBe("aborted");
     expect(client.getSnapshot()).toMatchObject({ status: "idle", turns: [], contextId: null });
     expect(transport.attaches).toHaveLength(0);
+  });
+});
+
+describe("AgentClient send retry", () => {
+  const MESSAGE_ID = /^[A-Za-z0-9_.:-]{8,64}$/;
+  const offline = () => new ThinwireError("network_error", "Network failure: offline", { retryable: true });
+
+  it("sends again with backoff, the same body and messageId, showing the user turn once", async () => {
+    vi.useFakeTimers();
+    try {
+      const r = run("ctx-1", "run-1");
+      let tries = 0;
+      const transport = new MockTransport(() => {
+        tries += 1;
+        if (tries < 3) throw offline();
+        return [r.start(), r.token("Hi"), r.done("Hi")];
+      });
+      const client = new AgentClient({ agent: "demo", transport });
+      const statuses: string[] = [];
+      client.subscribe(() => statuses.push(client.getSnapshot().status));
+      const sent = client.send("hello");
+      await vi.advanceTimersByTimeAsync(0);
+      expect(transport.requests).toHaveLength(1);
+      expect(client.getSnapshot().status).toBe("reconnecting");
+      expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.streaming])).toEqual([
+        ["user", "hello", false],
+        ["assistant", "", true],
+      ]);
+      await vi.advanceTimersByTimeAsync(249);
+      expect(transport.requests).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(1); // 250 ms
+      expect(transport.requests).toHaveLength(2);
+      await vi.advanceTimersByTimeAsync(500); // doubled
+      expect(transport.requests).toHaveLength(3);
+      expect(await sent).toEqual({ text: "Hi", toolCalls: [], contextId: "ctx-1", runId: "run-1", stopReason: "end" });
+
+      const [first, ...again] = transport.requests.map((request) => request.body);
+      expect(first!.messageId).toMatch(MESSAGE_ID);
+      for (const body of again) expect(body).toEqual(first);
+      expect(transport.attaches).toHaveLength(0);
+      expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+      expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.streaming])).toEqual([
+        ["user", "hello", false],
+        ["assistant", "Hi", false],
+      ]);
+      expect(statuses.filter((status, index) => status !== statuses[index - 1])).toEqual([
+        "streaming",
+        "reconnecting",
+        "streaming",
+        "idle",
+      ]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("sends again after a stream that ended before its first frame", async () => {
+    const r = run("ctx-1", "run-1");
+    let tries = 0;
+    const transport = new MockTransport(() => (++tries === 1 ? [] : [r.start(), r.done("Hi")]));
+    const client = new AgentClient({ agent: "demo", transport, reconnect: { baseDelayMs: 1 } });
+    expect((await client.send("hello")).text).toBe("Hi");
+    expect(transport.requests).toHaveLength(2);
+    expect(transport.requests[1]!.body).toBe(transport.requests[0]!.body);
+  });
+
+  it.each([
+    ["a 500", new ThinwireError("internal_error", "The server failed.", { status: 500 })],
+    ["a proxy's 502", new ThinwireError("http_error", "HTTP 502", { status: 502, retryable: true })],
+    ["a WebSocket closed with 1011", new ThinwireError("internal_error", "The server failed.")],
+    ["a retryable store_error", new ThinwireError("store_error", "Not saved.", { retryable: true })],
+  ])("sends again after %s", async (_name, failure) => {
+    const r = run("ctx-1", "run-1");
+    let tries = 0;
+    const transport = new MockTransport(() => {
+      if (++tries === 1) throw failure;
+      return [r.start(), r.done("Hi")];
+    });
+    const client = new AgentClient({ agent: "demo", transport, reconnect: { baseDelayMs: 1 } });
+    expect((await client.send("hello")).text).toBe("Hi");
+    expect(transport.requests).toHaveLength(2);
+  });
+
+  it.each([
+    ["a 413", new ThinwireError("message_too_large", "Too long.", { status: 413 })],
+    ["a 409 context_busy", new ThinwireError("context_busy", "Busy.", { status: 409, retryable: true })],
+    ["a rejected context_busy", new ThinwireError("context_busy", "Busy.", { retryable: true })],
+    ["a rejected rate_limited", new ThinwireError("rate_limited", "Slow down.", { retryable: true })],
+    ["a rejected too_many_streams", new ThinwireError("too_many_streams", "Too many.", { retryable: true })],
+    ["a rejected invalid_request", new ThinwireError("invalid_request", "No.")],
+    ["a protocol_error", new ThinwireError("protocol_error", "Not an event stream.", { status: 200 })],
+  ])("shows %s without sending again", async (_name, failure) => {
+    const transport = new MockTransport(() => {
+      throw failure;
+    });
+    const client = new AgentClient({ agent: "demo", transport, reconnect: { baseDelayMs: 1 } });
+    expect(await rejection(client.send("hello"))).toBe(failure);
+    expect(transport.requests).toHaveLength(1);
+    expect(client.getSnapshot()).toMatchObject({ status: "error", turns: [], error: { code: failure.code } });
+  });
+
+  it("gives up after the configured attempts, leaving no trace but the error", async () => {
+    const transport = new MockTransport(() => {
+      throw offline();
+    });
+    const reconnect = { attempts: 3, baseDelayMs: 1, maxDelayMs: 2 };
+    const client = new AgentClient({ agent: "demo", transport, reconnect });
+    expect((await rejection(client.send("hello"))).code).toBe("network_error");
+    expect(transport.requests).toHaveLength(4);
+    expect(new Set(transport.requests.map((request) => request.body.messageId)).size).toBe(1);
+    expect(client.getSnapshot()).toMatchObject({ status: "error", turns: [], error: { code: "network_error" } });
+  });
+
+  it("starts counting again once a try got frames through", async () => {
+    const r = run("ctx-1", "run-1");
+    const [start, a, b, done] = [r.start(), r.token("One, "), r.token("two."), r.done("One, two.")];
+    let tries = 0;
+    let attaches = 0;
+    const transport = new MockTransport(
+      async function* () {
+        if (++tries < 3) throw offline();
+        yield start;
+        yield a;
+        throw offline();
+      },
+      {
+        attach: () => {
+          if (++attaches < 3) throw offline();
+          return [b, done];
+        },
+      },
+    );
+    const client = new AgentClient({ agent: "demo", transport, reconnect: { attempts: 3, baseDelayMs: 1 } });
+    expect((await client.send("Count")).text).toBe("One, two.");
+    expect(transport.requests).toHaveLength(3);
+    expect(transport.attaches.map((request) => request.after)).toEqual([2, 2, 2]);
+  });
+
+  it("dispose during the backoff aborts the send", async () => {
+    const transport = new MockTransport(() => {
+      throw offline();
+    });
+    const client = new AgentClient({ agent: "demo", transport, reconnect: { baseDelayMs: 10_000 } });
+    const sent = client.send("hello");
+    await tick();
+    expect(client.getSnapshot().status).toBe("reconnecting");
+    client.dispose();
+    expect((await rejection(sent)).code).toBe("aborted");
+    expect(transport.requests).toHaveLength(1);
+  });
+
+  it("gives every send its own messageId", async () => {
+    let count = 0;
+    const transport = new MockTransport(() => {
+      const r = run("ctx-1", `run-${++count}`, count * 10);
+      return [r.start(), r.done("ok")];
+    });
+    const client = new AgentClient({ agent: "demo", transport });
+    await client.send("one");
+    await client.send("two");
+    const [one, two] = transport.requests.map((request) => request.body.messageId);
+    expect(one).toMatch(MESSAGE_ID);
+    expect(two).toMatch(MESSAGE_ID);
+    expect(one).not.toBe(two);
+  });
+
+  it("without cryptographic randomness sends no messageId, and does not send again", async () => {
+    vi.stubGlobal("crypto", undefined);
+    try {
+      const transport = new MockTransport(() => {
+        throw offline();
+      });
+      const client = new AgentClient({ agent: "demo", transport, reconnect: { baseDelayMs: 1 } });
+      expect((await rejection(client.send("hello"))).code).toBe("network_error");
+      expect(transport.requests).toHaveLength(1);
+      expect(transport.requests[0]!.body).toEqual({ message: { text: "hello" } });
+    } finally {
+      vi.unstubAllGlobals();
+    }
   });
 });
 

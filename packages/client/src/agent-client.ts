@@ -9,7 +9,9 @@
  * A broken stream is not a failed run: the server keeps running it, so the
  * client attaches again with the last `seq` it applied and the run's remaining
  * frames arrive exactly once. When the run ended while the client was away
- * (the attach has nothing to send), the transcript has its reply.
+ * (the attach has nothing to send), the transcript has its reply. A send cut
+ * before its first frame is sent again under the same `messageId`, which the
+ * server answers with the run the first try started, if it did.
  *
  * A run may stop to ask a person (an `interrupt` frame, then `done` with stop
  * reason `interrupted`); the question is `snapshot.interrupt` until `decide()`
@@ -26,6 +28,7 @@ import { Decisions } from "./decisions.js";
 import { aborted, busy, decisionPending, disposed, ThinwireError, toThinwireError, withInterruptId } from "./errors.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, type RunRequest } from "./generated/wire.js";
 import { Job } from "./job.js";
+import { newMessageId } from "./message-id.js";
 import { Notifier, type Schedule } from "./notifier.js";
 import { reconnectLimits, type ReconnectOptions } from "./reconnect.js";
 import type { ReducerState } from "./reduce.js";
@@ -60,7 +63,7 @@ export interface AgentClientOptions {
   headers?: Record<string, string>;
   /** Called whenever the conversation id changes: minted by the server, forgotten, reset. */
   onContext?: (contextId: string | null) => void;
-  /** How a broken stream is retried. */
+  /** How a broken stream is reattached, and a send whose response never started repeated. */
   reconnect?: ReconnectOptions;
   /**
    * Batches the notifications of streaming frames: called with a `flush` when
@@ -173,6 +176,13 @@ export class AgentClient {
    * `decision_pending` with its `interruptId` while a decision is pending,
    * the server's error code, `network_error` or `stream_interrupted` once
    * reconnecting gave up, `aborted`).
+   *
+   * Every send carries a fresh `messageId`. When it fails before any frame of
+   * its run arrived in a way that leaves open whether the server took it (the
+   * connection dropped, a 5xx, a retryable error other than `context_busy`,
+   * `rate_limited` or `too_many_streams`), it is sent again with the same id
+   * and text, status `reconnecting`, with the `reconnect` backoff and limit:
+   * the server streams the run the first try started, or starts it now.
    */
   send(text: string): Promise<SendResult> {
     const blank = typeof text !== "string" || text.trim() === "";
@@ -290,8 +300,12 @@ export class AgentClient {
     const reply = view.openReply([...before.turns, user], { runId: null });
     const body: RunRequest = { message: { text } };
     if (before.contextId !== null) body.contextId = before.contextId;
+    // One key for every try of this message: a repeat after a cut response is then safe.
+    const messageId = newMessageId();
+    if (messageId !== null) body.messageId = messageId;
     try {
-      return await this.#reader.follow(() => this.#transport.run({ ...this.#target(), body, signal }), job);
+      const frames = () => this.#transport.run({ ...this.#target(), body, signal });
+      return await this.#reader.follow(frames, job, { repeatable: messageId !== null });
     } catch (caught) {
       if (signal.aborted) throw aborted(caught);
       let error = toThinwireError(caught);

@@ -1,10 +1,18 @@
-/** When and how often a broken stream is attached to again. */
+/**
+ * When and how often a request is tried again: a broken stream is attached to
+ * again, and a send whose response never started is repeated with its
+ * `messageId` (which makes the repeat safe: the server streams the run the
+ * first try started, if it got that far, instead of starting a second one).
+ */
 import type { ThinwireError } from "./errors.js";
 
 export interface ReconnectOptions {
-  /** Attaches tried in a row without progress before giving up; default 8, 0 never reconnects. */
+  /**
+   * Tries in a row without progress before giving up — attaches to a broken
+   * stream, or repeats of a send that got no answer; default 8, 0 never retries.
+   */
   attempts?: number;
-  /** Wait before the first attach; doubles on each further one. Default 250. */
+  /** Wait before the first try; doubles on each further one. Default 250. */
   baseDelayMs?: number;
   /** Upper bound of the wait. Default 5000. */
   maxDelayMs?: number;
@@ -18,7 +26,7 @@ export function reconnectLimits(options: ReconnectOptions = {}): Required<Reconn
   };
 }
 
-/** The wait before attach number `attempt` (from 0): exponential, capped. */
+/** The wait before try number `attempt` (from 0): exponential, capped. */
 export function backoffDelay(attempt: number, limits: Required<ReconnectOptions>): number {
   return Math.min(limits.maxDelayMs, limits.baseDelayMs * 2 ** attempt);
 }
@@ -27,4 +35,25 @@ export function backoffDelay(attempt: number, limits: Required<ReconnectOptions>
 export function isReconnectable(error: ThinwireError): boolean {
   if (!error.retryable) return false;
   return error.code === "network_error" || error.code === "stream_interrupted" || (error.status ?? 0) >= 500;
+}
+
+/** Retryable refusals that are the server's real answer to a send: shown, not repeated. */
+const ANSWERS: ReadonlySet<string> = new Set(["context_busy", "rate_limited", "too_many_streams"]);
+
+/** The server failed (HTTP 500/503); a WebSocket reports these by code alone, without a status. */
+const SERVER_FAILURES: ReadonlySet<string> = new Set(["internal_error", "store_unavailable"]);
+
+/**
+ * Whether a failure before any frame of a send's run leaves open that the
+ * server took the send: the connection failed or the stream ended without a
+ * frame, the server failed (5xx), or it said to try again — except the
+ * refusals in `ANSWERS`. A typed 4xx refusal is an answer, never repeated.
+ */
+export function mayBeUnanswered(error: ThinwireError): boolean {
+  if (error.code === "network_error" || error.code === "stream_interrupted") return true;
+  if (ANSWERS.has(error.code)) return false;
+  const status = error.status ?? 0;
+  if (status >= 500 || SERVER_FAILURES.has(error.code)) return true;
+  if (status >= 400) return false;
+  return error.retryable;
 }

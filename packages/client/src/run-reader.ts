@@ -8,11 +8,18 @@
  * off between tries. When the attach has nothing to send, or frames of a later
  * run show up, the run ended while the client was away and the transcript has
  * its reply.
+ *
+ * Before the first frame there is no run to attach to: a send that failed then
+ * may or may not have reached the server. A send is repeatable — it carries a
+ * `messageId`, and the server answers a repeat with the run the first try
+ * started, from its start — so when the failure leaves that open
+ * (`mayBeUnanswered`), the reader sends it again, with the same backoff and
+ * the same limit on tries.
  */
 import { aborted, ThinwireError, toThinwireError } from "./errors.js";
 import type { Frame } from "./generated/wire.js";
 import type { Job } from "./job.js";
-import { backoffDelay, isReconnectable, type ReconnectOptions } from "./reconnect.js";
+import { backoffDelay, isReconnectable, mayBeUnanswered, type ReconnectOptions } from "./reconnect.js";
 import { reduceFrame } from "./reduce.js";
 import { resultOf, type SendResult } from "./send-result.js";
 import type { ActiveRun, TranscriptLoader } from "./transcript-loader.js";
@@ -27,6 +34,13 @@ export interface RunReaderOptions {
   /** Settles a run that ended while the reader was away. */
   transcripts: TranscriptLoader;
   reconnect: Required<ReconnectOptions>;
+}
+
+export interface FollowOptions {
+  /** The stream follows a run already under way: when it has nothing left to send, the transcript settles the run. */
+  attaching?: boolean;
+  /** `open` may be called again while no frame of the run has arrived: it repeats an idempotent send. */
+  repeatable?: boolean;
 }
 
 interface ReadOutcome {
@@ -57,18 +71,23 @@ export class RunReader {
   /**
    * Reads the run whose frames `open` yields (a send's or a decision's) to its
    * `done`, attaching again with backoff after a stream that broke or ended
-   * early. Throws the error to show when it gives up.
+   * early — or, for a `repeatable` request that failed before the run's first
+   * frame, calling `open` again. Throws the error to show when it gives up.
    */
-  async follow(open: () => AsyncIterable<Frame>, job: Job, attaching = false): Promise<SendResult> {
+  async follow(
+    open: () => AsyncIterable<Frame>,
+    job: Job,
+    { attaching = false, repeatable = false }: FollowOptions = {},
+  ): Promise<SendResult> {
     const signal = job.signal;
     const view = this.#view;
     let attempt = 0;
     for (;;) {
       let failure: ThinwireError;
+      const outcome: ReadOutcome = { done: null, frames: 0, progress: false, superseded: false };
       try {
-        const outcome = await this.#read(open(), job);
+        await this.#read(open(), job, outcome);
         if (outcome.done) return outcome.done;
-        if (outcome.progress) attempt = 0;
         const { runId } = view.state;
         const { contextId } = view.snapshot;
         if (attaching && runId !== null && contextId !== null && (outcome.frames === 0 || outcome.superseded)) {
@@ -82,18 +101,25 @@ export class RunReader {
       } catch (caught) {
         if (signal.aborted) throw aborted(caught);
         failure = toThinwireError(caught);
-        if (!isReconnectable(failure)) throw failure;
       }
       if (signal.aborted) throw aborted();
-      const contextId = view.snapshot.contextId;
-      // Without a run_start there is no run to attach to (it may never have started).
-      if (!job.runKnown || contextId === null || attempt >= this.#limits.attempts) throw failure;
+      // Progress before a break (frames, then a dropped connection) counts too.
+      if (outcome.progress) attempt = 0;
+      if (attempt >= this.#limits.attempts) throw failure;
+      if (job.runKnown) {
+        const contextId = view.snapshot.contextId;
+        if (!isReconnectable(failure) || contextId === null) throw failure;
+        const after = view.state.lastSeq ?? 0;
+        open = () => this.#transport.attach({ ...this.#target(), contextId, after, signal });
+        attaching = true;
+      } else if (!repeatable || !mayBeUnanswered(failure)) {
+        // Without a run_start there is no run to attach to (it may never have started).
+        throw failure;
+      }
+      // Else `open` stays: the same request again (a send keeps its messageId).
       view.setStatus("reconnecting");
       await sleep(backoffDelay(attempt, this.#limits), signal);
       attempt += 1;
-      const after = view.state.lastSeq ?? 0;
-      open = () => this.#transport.attach({ ...this.#target(), contextId, after, signal });
-      attaching = true;
     }
   }
 
@@ -106,17 +132,17 @@ export class RunReader {
     const reply = view.openReply(active.turns, { runId: active.runId, lastSeq: null, interrupt: active.interrupt });
     const signal = job.signal;
     try {
-      await this.follow(() => this.#transport.attach({ ...this.#target(), contextId, after: 0, signal }), job, true);
+      const frames = () => this.#transport.attach({ ...this.#target(), contextId, after: 0, signal });
+      await this.follow(frames, job, { attaching: true });
     } catch (caught) {
       if (!signal.aborted) view.failRun(toThinwireError(caught), null, reply.id);
     }
   }
 
-  /** Reads one stream into the view, until its `done` or its end. */
-  async #read(frames: AsyncIterable<Frame>, job: Job): Promise<ReadOutcome> {
+  /** Reads one stream into the view, until its `done` or its end; `outcome` says how far it got, even when it throws. */
+  async #read(frames: AsyncIterable<Frame>, job: Job, outcome: ReadOutcome): Promise<void> {
     const signal = job.signal;
     const view = this.#view;
-    const outcome: ReadOutcome = { done: null, frames: 0, progress: false, superseded: false };
     // A transport that ignores the signal must not keep send() pending after reset().
     const abortion = new Promise<never>((_, reject) => {
       if (signal.aborted) reject(aborted());
@@ -128,7 +154,7 @@ export class RunReader {
       iterator = frames[Symbol.asyncIterator]();
       for (;;) {
         const step = await Promise.race([iterator.next(), abortion]);
-        if (step.done) return outcome;
+        if (step.done) return;
         const frame = step.value;
         outcome.frames += 1;
         if (this.#supersedes(frame)) outcome.superseded = true;
@@ -146,7 +172,7 @@ export class RunReader {
           // cancelling, so the request completes cleanly rather than as an aborted one.
           void drain(iterator);
           outcome.done = resultOf(frame);
-          return outcome;
+          return;
         }
       }
     } catch (caught) {

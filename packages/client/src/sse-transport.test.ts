@@ -63,7 +63,8 @@ describe("SseTransport", () => {
     const fetch = vi.fn(async (..._args: Parameters<typeof globalThis.fetch>) => eventStream(sse(FRAMES)));
     const transport = new SseTransport({ fetch });
     const signal = new AbortController().signal;
-    expect(await collect(transport.run(request({ signal })))).toEqual(FRAMES);
+    const body = { contextId: "ctx-1", messageId: "msg-0f3a9c", message: { text: "hi" } };
+    expect(await collect(transport.run(request({ body, signal })))).toEqual(FRAMES);
 
     const [url, init] = fetch.mock.calls[0]!;
     expect(url).toBe("/agents/demo/runs");
@@ -74,7 +75,7 @@ describe("SseTransport", () => {
     expect(headers.get("authorization")).toBe("Bearer t");
     expect(headers.get("content-type")).toBe("application/json");
     expect(headers.get("accept")).toBe("text/event-stream");
-    expect(JSON.parse(String(init?.body))).toEqual({ contextId: "ctx-1", message: { text: "hi" } });
+    expect(JSON.parse(String(init?.body))).toEqual(body);
   });
 
   it("passes unknown frame types and fields through and fills a missing seq from the id", async () => {

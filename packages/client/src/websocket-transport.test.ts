@@ -43,7 +43,7 @@ describe("WebSocketTransport", () => {
       run: () => ({ frames }),
       attach: () => ({ frames: frames.slice(1) }),
     });
-    const body = { contextId: "ctx-1", message: { text: "hello" } };
+    const body = { contextId: "ctx-1", messageId: "msg-0f3a9c", message: { text: "hello" } };
     const ran = await collect(transport.run({ ...target, body, signal: signal() }));
     // The server echoes the send's requestId in the run_start of its run.
     expect(ran).toEqual([{ ...frames[0]!, requestId: sockets[0]!.sent[0]!.requestId }, ...frames.slice(1)]);
@@ -56,7 +56,7 @@ describe("WebSocketTransport", () => {
     expect(sockets[0]!.protocols).toEqual(["thinwire.v1"]);
     const requestId = expect.stringMatching(/^[A-Za-z0-9_.:-]{1,64}$/);
     expect(sockets[0]!.sent).toEqual([
-      { type: "send", contextId: "ctx-1", message: { text: "hello" }, requestId },
+      { type: "send", contextId: "ctx-1", messageId: "msg-0f3a9c", message: { text: "hello" }, requestId },
       { type: "attach", contextId: "ctx-1", after: 1, requestId },
       { type: "stop", contextId: "ctx-1", requestId },
     ]);

@@ -45,6 +45,7 @@ export class WebSocketTransport implements Transport {
   run({ body, signal, ...target }: TransportRunRequest): AsyncGenerator<Frame> {
     const command: Command = { type: "send", message: body.message };
     if (body.contextId != null) command.contextId = body.contextId;
+    if (body.messageId != null) command.messageId = body.messageId;
     return this.#follow(target, "send", command, signal);
   }
 

@@ -123,7 +123,11 @@ describe("useAgent", () => {
       await result.current.send("again");
     });
     expect(transport.requests).toHaveLength(1);
-    expect(transport.requests[0]!.body).toEqual({ contextId: "ctx-a", message: { text: "again" } });
+    expect(transport.requests[0]!.body).toEqual({
+      contextId: "ctx-a",
+      messageId: expect.any(String),
+      message: { text: "again" },
+    });
     expect(result.current.turns.map((turn) => turn.text)).toEqual([
       "Hi, I am Alice",
       "Hello Alice",
@@ -456,7 +460,9 @@ describe("useAgent streaming", () => {
     expect(result.current.turns.map((turn) => turn.text)).toEqual(["hi", "echo: hi"]);
     expect(sockets).toHaveLength(1);
     expect(sockets[0]!.url).toBe(`ws://${window.location.host}/agents/demo/ws`);
-    expect(sockets[0]!.sent).toEqual([{ type: "send", message: { text: "hi" }, requestId: expect.any(String) }]);
+    expect(sockets[0]!.sent).toEqual([
+      { type: "send", message: { text: "hi" }, messageId: expect.any(String), requestId: expect.any(String) },
+    ]);
     unmount();
     await act(async () => {
       await new Promise((resolve) => setTimeout(resolve, 5));

@@ -42,7 +42,10 @@ export interface UseAgentOptions {
   contextId?: string | null;
   /** Remember the conversation id per user, in `localStorage` unless `storage` is given. */
   persist?: { userId: string; storage?: Storage };
-  /** How a broken stream is retried (read when the client is created). */
+  /**
+   * How a broken stream is reattached, and a send whose response never started
+   * sent again under its `messageId` (read when the client is created).
+   */
   reconnect?: ReconnectOptions;
   /** Called with the new id whenever the conversation changes; the latest callback is used. */
   onContext?: (id: string | null) => void;

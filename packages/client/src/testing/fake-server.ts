@@ -4,6 +4,12 @@
  * test can run unchanged over either transport. Like the real server, the
  * WebSocket one echoes a command's `requestId` in the `run_start` of the run
  * it started and in the `rejected` that refuses it.
+ *
+ * Like the real server too, it remembers the `messageId` of every send that
+ * started a run (per conversation; per server for new conversations): a send
+ * repeating one starts nothing — `script.run` is not called — and streams the
+ * run the first one started, from its start. Both wires made from one script
+ * are one server and share that memory.
  */
 import {
   type Command,
@@ -17,14 +23,21 @@ import {
 
 /** How the server answers one run, decision or attach. */
 export type Reply =
-  /** These frames; with `cut`, the connection then drops (no clean end). */
-  | { frames: Iterable<Frame> | AsyncIterable<Frame>; cut?: boolean }
+  /**
+   * These frames; with `cut`, the connection then drops (no clean end). With
+   * `cutAfter`, it drops once that many frames went out — 0: before the first,
+   * so the response never starts (a fetch rejects) although the run did.
+   */
+  | { frames: Iterable<Frame> | AsyncIterable<Frame>; cut?: boolean; cutAfter?: number }
+  /** The connection drops before the request reaches the server: nothing runs, nothing is remembered. */
+  | { lost: true }
   /** A refusal: an HTTP error body, or a WebSocket `rejected` frame (`retryable` as the code is by default). */
   | { error: { status: number; code: string; message: string; retryable?: boolean; interruptId?: string } }
   /** Nothing to follow: HTTP 204, WebSocket `no_run`. */
   | { nothing: true };
 
 export interface Script {
+  /** A send; not called for a repeat of a `messageId` that started a run (see above). */
   run(body: RunRequest): Reply;
   attach?(contextId: string, after: number): Reply;
   /** Defaults to `interrupt_not_found`. */
@@ -34,6 +47,7 @@ export interface Script {
 }
 
 export interface ServerLog {
+  /** Every send as the server got it, repeats included. */
   runs: RunRequest[];
   attaches: Array<{ contextId: string; after: number }>;
   decisions: Array<{ contextId: string } & DecisionRequest>;
@@ -48,6 +62,66 @@ export function newLog(): ServerLog {
 const encoder = new TextEncoder();
 const NOTHING_PENDING: Reply = { error: { status: 404, code: "interrupt_not_found", message: "No such interrupt." } };
 const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+/** The runs each script (each server) started, by the `messageId` of the send that started them. */
+const startedRuns = new WeakMap<Script, Map<string, RecordedRun>>();
+
+/** How the server answers a send: the run a known `messageId` started, or what the script says. */
+function answerSend(script: Script, body: RunRequest): Reply {
+  if (typeof body.messageId !== "string") return script.run(body);
+  let runs = startedRuns.get(script);
+  if (!runs) startedRuns.set(script, (runs = new Map()));
+  // Known per conversation; a new conversation's id is known among the server's new conversations.
+  const key = `${body.contextId ?? ""}|${body.messageId}`;
+  const known = runs.get(key);
+  if (known) return { frames: known.replay() };
+  const reply = script.run(body);
+  if (!("frames" in reply)) return reply;
+  const run = new RecordedRun(reply.frames);
+  runs.set(key, run);
+  return { ...reply, frames: run.replay() };
+}
+
+/**
+ * The frames of a run as the server keeps them: read from the script once, as
+ * the first reader needs them, and replayed from the start to every other.
+ */
+class RecordedRun {
+  readonly #frames: Frame[] = [];
+  readonly #source: AsyncIterator<Frame>;
+  #pulling: Promise<void> | null = null;
+  #over = false;
+
+  constructor(frames: Iterable<Frame> | AsyncIterable<Frame>) {
+    this.#source = toAsync(frames)[Symbol.asyncIterator]();
+  }
+
+  async *replay(): AsyncGenerator<Frame> {
+    for (let index = 0; ; index++) {
+      while (index >= this.#frames.length) {
+        if (this.#over) return;
+        await this.#pull();
+      }
+      yield this.#frames[index]!;
+    }
+  }
+
+  /** One read of the source at a time, whoever asks. */
+  #pull(): Promise<void> {
+    this.#pulling ??= this.#source.next().then(
+      (step) => {
+        this.#pulling = null;
+        if (step.done) this.#over = true;
+        else this.#frames.push(step.value);
+      },
+      (error: unknown) => {
+        this.#pulling = null;
+        throw error;
+      },
+    );
+    return this.#pulling;
+  }
+}
 
 function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
@@ -64,7 +138,7 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
     if (path === "/runs" && method === "POST") {
       const body = JSON.parse(String(init?.body)) as RunRequest;
       log.runs.push(body);
-      reply = script.run(body);
+      reply = answerSend(script, body);
     } else {
       const match = /^\/contexts\/([^/]+)(\/events|\/stop|\/decisions)?$/.exec(path);
       if (!match) return json(404, { error: { code: "not_found", message: "No route." } });
@@ -93,10 +167,18 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
       return json(status, { error: { retryable: RETRYABLE_CODES.has(detail.code), ...detail } });
     }
     if ("nothing" in reply) return new Response(null, { status: 204 });
-    const { frames, cut } = reply;
+    // A response that never starts: fetch rejects, as it does when the connection drops.
+    if ("lost" in reply || reply.cutAfter === 0) throw new TypeError("network connection lost");
+    const { frames, cut, cutAfter } = reply;
     const iterator = toAsync(frames)[Symbol.asyncIterator]();
+    let sent = 0;
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
+        if (cutAfter !== undefined && sent >= cutAfter) {
+          controller.error(new TypeError("network connection lost"));
+          return;
+        }
+        sent += 1;
         const step = await iterator.next();
         if (step.done) {
           if (cut) controller.error(new TypeError("network connection lost"));
@@ -159,8 +241,9 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
         case "send": {
           const body: RunRequest = { message: command.message };
           if (command.contextId != null) body.contextId = command.contextId;
+          if (command.messageId != null) body.messageId = command.messageId;
           log.runs.push(body);
-          void this.#answer(script.run(body), command);
+          void this.#answer(answerSend(script, body), command);
           break;
         }
         case "attach": {
@@ -205,6 +288,10 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
     async #answer(reply: Reply, command: Command): Promise<void> {
       await tick();
       const requestId = command.requestId ?? null;
+      if ("lost" in reply || ("frames" in reply && reply.cutAfter === 0)) {
+        this.drop();
+        return;
+      }
       if ("error" in reply || "nothing" in reply) {
         const error = "error" in reply ? reply.error : null;
         const code = error?.code ?? "no_run";
@@ -223,11 +310,17 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
       }
       // The run_start of the run a send or decide started names the command.
       let echo = command.type === "send" || command.type === "decide";
+      let count = 0;
       for await (const frame of reply.frames) {
         if (this.readyState !== 1) return;
+        if (reply.cutAfter !== undefined && count >= reply.cutAfter) {
+          this.drop();
+          return;
+        }
         const sent = echo && frame.type === "run_start" ? { ...frame, requestId } : frame;
         if (sent !== frame) echo = false;
         this.receive(JSON.stringify(sent));
+        count += 1;
         await tick();
       }
       if (reply.cut) this.drop();
