@@ -2,6 +2,8 @@
 
 The listener stays up, so the browser's reconnect goes through; only the connections
 open at the moment of the cut die — exactly what a flaky network does to a stream.
+Given several servers it sends each new connection to the next one, as a load balancer
+does: the browser sees one origin, whichever replica answers.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ __all__ = ["CuttableProxy", "proxy_to"]
 
 
 class CuttableProxy:
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
+    def __init__(self, *target_ports: int) -> None:
+        self.target_ports = target_ports
+        #: How many connections went to each target port.
+        self.connections = dict.fromkeys(target_ports, 0)
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self.listener.getsockname()[1]
         self._open: set[socket.socket] = set()
@@ -34,7 +38,9 @@ class CuttableProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            port = self.target_ports[sum(self.connections.values()) % len(self.target_ports)]
+            self.connections[port] += 1
+            upstream = socket.create_connection(("127.0.0.1", port))
             with self._lock:
                 self._open |= {client, upstream}
             for source, sink in ((client, upstream), (upstream, client)):
@@ -67,8 +73,8 @@ class CuttableProxy:
 
 
 @contextlib.contextmanager
-def proxy_to(port: int) -> Iterator[CuttableProxy]:
-    proxy = CuttableProxy(port)
+def proxy_to(*ports: int) -> Iterator[CuttableProxy]:
+    proxy = CuttableProxy(*ports)
     try:
         yield proxy
     finally:

@@ -191,3 +191,16 @@ def test_another_user_cannot_read_the_conversation(page: Page, demo: Demo) -> No
     )
     assert probe[0] == 404 and "context_not_found" in probe[1]
     assert "secret plan" not in probe[1]
+
+
+def test_the_page_runs_under_its_strict_content_security_policy(page: Page, demo: Demo) -> None:
+    violations: list[str] = []
+    page.on("console", lambda message: violations.append(message.text))
+    response = page.goto(f"{demo.url}/?user=carol")
+    assert response is not None
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    expect(page.get_by_test_id("status")).to_have_text("idle")
+    send(page, "does the policy let the page work?")
+    wait_for_reply(page, 1)
+    page.get_by_test_id("new-conversation").click()
+    assert not [text for text in violations if "Content Security Policy" in text]

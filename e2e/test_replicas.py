@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import Page, expect
 
+from proxy import proxy_to
 from test_approvals import APPROVED
 from test_conversation import send, wait_for_reply
 from thinwire.testing import LeakRecorder, ServerProcess, redis_server_binary, serve, serve_redis
@@ -30,37 +31,34 @@ def replicas(tmp_path: Path) -> Iterator[tuple[ServerProcess, ServerProcess]]:
         yield start("a"), start("b")
 
 
-def alternate(page: Page, a: ServerProcess, b: ServerProcess) -> list[str]:
-    """Send every API request of the page to A and B in turn; returns where each went."""
-    sent: list[str] = []
-
-    def to_next_replica(route: Route) -> None:
-        target = (a, b)[len(sent) % 2]
-        sent.append(target.url)
-        route.continue_(url=re.sub(r"^http://[^/]+", target.url, route.request.url))
-
-    page.route(re.compile(r".*/agents/.*"), to_next_replica)
-    return sent
-
-
 def test_the_demo_on_two_replicas(
     page: Page, replicas: tuple[ServerProcess, ServerProcess], recorder: LeakRecorder
 ) -> None:
+    """Behind a balancer that sends each connection to the next replica: one origin for
+    the page, any replica for any request. Connections are cut between the steps, so the
+    steps land on either replica."""
     a, b = replicas
-    sent = alternate(page, a, b)
-    page.goto(f"{a.url}/?user=alice")
+    with proxy_to(a.port, b.port) as balancer:
+        page.goto(f"{balancer.url}/?user=alice")
+        converse(page, between=balancer.cut)
+    for replica in (a, b):  # both replicas served the conversation
+        assert re.search(r'"(GET|POST) /agents/demo/', replica.log())
+    recorder.assert_storage_holds_only_context_ids(page)
+
+
+def converse(page: Page, between: Callable[[], None]) -> None:
     expect(page.get_by_test_id("status")).to_have_text("idle")
     send(page, "my name is Ada")
     wait_for_reply(page, 1)
+    between()
     page.reload()
     expect(page.get_by_test_id("turn")).to_have_count(2)
+    between()
     send(page, "who am I?")
     assert "Earlier you told me “my name is Ada”" in wait_for_reply(page, 2)
+    between()
     send(page, "a refund please")
+    expect(page.get_by_test_id("decide-approve")).to_be_visible()
+    between()
     page.get_by_test_id("decide-approve").click()
     expect(page.get_by_test_id("turn-text").last).to_have_text(APPROVED)
-
-    assert a.url in sent and b.url in sent  # both replicas served the conversation
-    for replica in (a, b):
-        assert re.search(r'"(GET|POST) /agents/demo/', replica.log())
-    recorder.assert_storage_holds_only_context_ids(page)
