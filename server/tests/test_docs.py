@@ -86,3 +86,26 @@ def test_the_protocol_doc_lists_every_error_code() -> None:
     errors = (ROOT / "docs/protocol.md").read_text(encoding="utf-8").split("## Errors")[1]
     missing = [code for code in ERROR_CODES if f"`{code}`" not in errors]
     assert not missing, f"docs/protocol.md's Errors section misses {missing}"
+
+
+def test_the_server_doc_names_every_create_app_option() -> None:
+    import inspect
+
+    from thinwire import create_app
+
+    text = (ROOT / "docs/server.md").read_text(encoding="utf-8")
+    documented = text.split("create_app(\n", 1)[1].split("\n)", 1)[0]
+    names = {line.split("=")[0].split(",")[0].strip() for line in documented.splitlines()}
+    assert names == set(inspect.signature(create_app).parameters)
+
+
+def test_the_server_doc_names_every_cli_option(capsys: pytest.CaptureFixture[str]) -> None:
+    from thinwire.cli import main
+
+    text = (ROOT / "docs/server.md").read_text(encoding="utf-8").split("## The CLI")[1]
+    for command in ("serve", "demo"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        options = set(re.findall(r"--[a-z-]+", capsys.readouterr().out)) - {"--help"}
+        missing = sorted(option for option in options if option not in text)
+        assert not missing, f"docs/server.md's CLI section misses {missing} of {command}"
