@@ -111,6 +111,13 @@ bench: $(STAMPS)/python $(STAMPS)/react $(STAMPS)/bench-node ## thinwire side by
 	THINWIRE_CHROMIUM="$${THINWIRE_CHROMIUM:-$$(e2e/find-chromium || true)}" \
 		$(BIN)/python -m bench $(if $(QUICK),--quick) $(BENCH_ARGS)
 
+# --- fault drills ---------------------------------------------------------------------
+
+.PHONY: chaos
+chaos: $(STAMPS)/python ## fault drills: SIGKILL, SIGTERM, full disk, Redis and replica loss, floods (QUICK=1: short run)
+	cd server && THINWIRE_REDIS_SERVER="$$(tests/find-redis-server)" \
+		../$(BIN)/python -m chaos $(if $(QUICK),--quick) $(CHAOS_ARGS)
+
 .PHONY: clean
 clean: ## remove builds and stamps (keeps installs)
 	rm -rf $(STAMPS) packages/*/dist web/dist

@@ -1,0 +1,1 @@
+"""The drills, a module each: `drill(setup, outcome)` and its quick and full plans."""
