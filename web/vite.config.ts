@@ -1,15 +1,14 @@
 import { defineConfig } from "vite";
 import react from "@vitejs/plugin-react";
 
-// The Python server renders its own HTML shell from dist/.vite/manifest.json
-// (entry "index.html") and serves dist/assets/* at /assets/*.
+// The Python server serves dist/ as it is: index.html at / and the files beside it.
+// Relative asset paths ("./") let the page work under any mount prefix too.
 export default defineConfig({
-  base: "/",
+  base: "./",
   plugins: [react()],
   build: {
     outDir: "dist",
     emptyOutDir: true,
-    manifest: true,
     assetsDir: "assets",
   },
 });

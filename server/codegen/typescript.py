@@ -39,6 +39,7 @@ RESPONSES: list[type[BaseModel]] = [
     wire.ErrorFrame,
     wire.Transcript,
     wire.StopResult,
+    wire.Ticket,
     wire.ErrorBody,
     wire.RejectedFrame,
 ]

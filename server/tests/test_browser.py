@@ -18,10 +18,8 @@ OWN = "http://testserver"
 @pytest.fixture
 def client(tmp_path: Path) -> TestClient:
     web = tmp_path / "web"
-    (web / ".vite").mkdir(parents=True)
-    (web / ".vite" / "manifest.json").write_text(
-        '{"index.html": {"file": "assets/main.js", "isEntry": true}}'
-    )
+    web.mkdir()
+    (web / "index.html").write_text("<!doctype html><title>mine</title>")
     app = app_for({"demo": DemoAgent}, web_dir=web, allowed_origins=["https://app.example"])
     return TestClient(app)
 
@@ -86,7 +84,7 @@ def test_reads_are_not_state_changes(client: TestClient) -> None:
 
 
 def test_the_page_and_every_response_carry_security_headers(client: TestClient) -> None:
-    page = client.get("/")
+    page = client.get("/", headers={"accept": "text/html"})
     csp = page.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
     assert "'unsafe-inline'" not in csp

@@ -103,6 +103,36 @@ async def test_a_killed_run_keeps_the_reply_its_flushed_frames_showed() -> None:
     )
 
 
+@pytest.mark.anyio
+async def test_a_read_does_not_fail_when_recording_a_killed_run_fails() -> None:
+    """The store refuses the save that would record the interruption (a full disk): the
+    conversation is still read, and recorded once the store takes writes again."""
+    from thinwire.errors import StoreError
+
+    class Refusing(MemoryStore):
+        refuse = False
+
+        async def save(self, record: ContextRecord, **kwargs: Any) -> int:
+            if self.refuse:
+                raise StoreError("the store is unavailable; try again shortly")
+            return await super().save(record, **kwargs)
+
+    store = Refusing()
+    await store.create(new_record("ctx-a", "demo", DemoAgent(), "ada"))
+    first = ContextRegistry(store, {"demo": DemoAgent})
+    await begin_run(first, await first.get("demo", "ctx-a", "ada"), "hello")  # …then killed
+    store.refuse = True
+    restarted = ContextRegistry(store, {"demo": DemoAgent})
+    read = await restarted.get("demo", "ctx-a", "ada")
+    assert read.transcript[0]["text"] == "hello"
+    stored = await store.load("ctx-a")
+    assert stored is not None and stored.active_run is not None  # not recorded yet
+    store.refuse = False
+    again = await restarted.get("demo", "ctx-a", "ada")  # not cached: loaded afresh
+    assert again is not read and again.record.active_run is None
+    assert again.transcript[-1]["stopReason"] == "interrupted"
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

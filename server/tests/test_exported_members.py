@@ -20,6 +20,7 @@ def test_public_names_are_locked() -> None:
         "WriteDenied",
         "anonymous",
         "create_app",
+        "mount",
     ]
     for name in thinwire.__all__:
         assert getattr(thinwire, name).__module__.startswith("thinwire.")

@@ -109,15 +109,22 @@ def test_websocket_integers_of_thousands_of_digits_close_the_socket(client: Test
     assert closed.value.code == 1007
 
 
-class Misconfigured(Agent):
+class Flaky(Agent):
+    """Made once at startup; every later instance fails, its message holding a secret."""
+
+    made = 0
+
     def __init__(self) -> None:
-        raise ThinwireError("internal_error", "bad upstream key sk-live-123456")
+        type(self).made += 1
+        if type(self).made > 1:
+            raise ThinwireError("internal_error", "bad upstream key sk-live-123456")
 
 
 def test_an_agent_that_cannot_be_created_is_sanitized_like_a_failing_run(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with TestClient(app_for({"demo": Misconfigured})) as client:
+    Flaky.made = 0
+    with TestClient(app_for({"demo": Flaky})) as client:
         response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
         assert code_of(response, 500) == "agent_error"
         assert "sk-live" not in response.text

@@ -665,3 +665,19 @@ async def test_a_created_contexts_first_send_is_found_by_its_owner(store: Store)
     assert loaded is not None and loaded.sends == {"msg-00000001": "run-1", "m2": "run-2"}
     await store.delete("ctx-1")
     assert await store.find_send("user:ada", "msg-00000001") is None
+
+
+def test_store_urls_follow_sqlalchemys_convention(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from thinwire.stores import store_from_url
+
+    monkeypatch.chdir(tmp_path)
+    relative = store_from_url("sqlite:///data/app.db")
+    absolute = store_from_url(f"sqlite:///{tmp_path}/abs.db")  # sqlite:////tmp/…: four slashes
+    assert isinstance(relative, SQLiteStore) and relative.path == Path("data/app.db")
+    assert isinstance(absolute, SQLiteStore) and absolute.path == tmp_path / "abs.db"
+    assert isinstance(store_from_url("memory://"), MemoryStore)
+    for bad in ("sqlite://", "sqlite:///", "postgres://x"):
+        with pytest.raises(ValueError):
+            store_from_url(bad)

@@ -238,3 +238,35 @@ def test_an_oversized_websocket_message_is_refused_as_it_arrives(demo: ServerPro
         socket_.send("x" * (2 * 1024 * 1024))
         socket_.recv(timeout=5)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+
+def test_sigterm_mid_stream_ends_every_stream_with_its_done_and_logs_no_error(
+    tmp_path: Path,
+) -> None:
+    args = ("demo", "--delay", "1", "--shutdown-timeout", "0.5", "--data-dir", str(tmp_path))
+    with serve(*args) as server, httpx.Client(timeout=10) as client:
+        body = {"message": {"text": "a slow one"}}
+        with client.stream("POST", f"{server.url}/agents/demo/runs", json=body) as response:
+            frames = events(response)
+            assert next(frames) is not None  # the run is on
+            server.process.send_signal(signal.SIGTERM)
+            rest = [frame for frame in frames if frame is not None]  # …to the stream's end
+        server.process.wait(10)
+        log = server.log()
+    assert rest[-1]["type"] == "done" and rest[-1]["stopReason"] == "interrupted"
+    assert "ERROR" not in log and "Traceback" not in log, log
+
+
+def test_serve_finds_a_module_in_the_working_directory(tmp_path: Path) -> None:
+    (tmp_path / "my_agents.py").write_text(
+        "from thinwire import Agent, MemoryStore, anonymous, create_app\n"
+        "class Echo(Agent):\n"
+        "    async def run(self, run, text):\n"
+        "        await run.say(text)\n"
+        "app = create_app({'echo': Echo}, identify=anonymous, store=MemoryStore())\n"
+    )
+    env = {"PYTHONPATH": ""}  # nothing but the working directory points at it
+    with serve("serve", "my_agents:app", cwd=tmp_path, env=env) as server:
+        body = {"message": {"text": "found"}}
+        response = httpx.post(f"{server.url}/agents/echo/runs", json=body, timeout=10)
+    assert parse_sse(response.text)[-1]["text"] == "found"

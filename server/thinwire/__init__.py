@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from thinwire.agent import Agent, Run
 from thinwire.app import create_app
-from thinwire.errors import ThinwireError
+from thinwire.errors import StateValueError, ThinwireError, WriteDenied
 from thinwire.identity import anonymous
 from thinwire.interrupts import Approval, Rejected, ToolFailed
+from thinwire.mounting import mount
 from thinwire.server import AgentServer
-from thinwire.state import AgentState, StateValueError, WriteDenied
+from thinwire.state import AgentState
 from thinwire.stores import MemoryStore, SQLiteStore, Store
 
 __all__ = [
@@ -27,4 +28,5 @@ __all__ = [
     "WriteDenied",
     "anonymous",
     "create_app",
+    "mount",
 ]

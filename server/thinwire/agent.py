@@ -19,6 +19,7 @@ to `tool` become frames.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -77,9 +78,13 @@ class Run:
         handoff: Handoff,
         shared_state: dict[str, Any] | None = None,
         journal: list[dict[str, Any]] | None = None,
+        data: Mapping[str, Any] | None = None,
     ) -> None:
         self.context_id = context_id
         self.run_id = run_id
+        #: What the page sent with the message (`send(text, {data})`): public, untrusted
+        #: input, like the text. Empty when it sent none.
+        self.data: dict[str, Any] = copy.deepcopy(dict(data or {}))
         #: The agent's internal messages for this context (server-only, persisted).
         self.history = history
         #: Key-value AgentState of this context (server-only, persisted, JSON values).
@@ -109,6 +114,7 @@ class Run:
             log=self._log,
             handoff=self._handoff,
             shared_state=self.shared_state,
+            data=self.data,
         )
         other._text = self._text
         other._tool_calls = self._tool_calls

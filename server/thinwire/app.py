@@ -3,21 +3,28 @@
     app = create_app({"echo": Echo}, identify=my_identify)
 
 Run it alone (`thinwire serve module:app`) or mount it inside another Starlette or
-FastAPI app. Every error leaves typed (see `boundary.py`).
+FastAPI app with `thinwire.mount`, which keeps its lifespan. A misconfiguration is
+refused when the app is made (a wrong argument) or when it starts (a store that does not
+answer, an agent that cannot be made), with a sentence saying what to change. Every
+error a client meets leaves typed (see `boundary.py`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute, Mount
 
+from thinwire import wire
 from thinwire.admin import operator_routes
+from thinwire.agent import Agent
 from thinwire.boundary import EXCEPTION_HANDLERS
 from thinwire.browser import BrowserGuard
 from thinwire.contexts import AgentFactory
@@ -27,9 +34,11 @@ from thinwire.limits import RateLimiter
 from thinwire.routes import http_routes
 from thinwire.server import AgentServer
 from thinwire.stores import SQLiteStore, Store
-from thinwire.web import web_routes
+from thinwire.web import page_route
 
 __all__ = ["create_app", "default_data_dir"]
+
+AGENT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 def default_data_dir() -> Path:
@@ -48,37 +57,48 @@ def create_app(
     operator_token: str | None = None,
     max_message_bytes: int = 32 * 1024,
     max_body_bytes: int | None = None,
+    max_data_bytes: int = 16 * 1024,
     heartbeat_interval: float | None = 15.0,
     send_timeout: float = 30.0,
     event_ttl: float = 24 * 3600.0,
     allowed_origins: Sequence[str] = (),
+    cors: bool = False,
     runs_per_second: float = 2.0,
     run_burst: int = 30,
     max_streams: int = 32,
-    web_dir: Path | None = None,
+    web_dir: Path | str | None = None,
     routes: Sequence[BaseRoute] = (),
     debug: bool = False,
 ) -> Starlette:
-    """A Starlette app serving `agents` (name -> factory of a fresh agent per context).
+    """A Starlette app serving `agents` (name -> the Agent class, or any function of no
+    arguments that makes a fresh agent per conversation).
 
     `identify(connection)` names the principal a request acts for (see
     `thinwire.identity`; `thinwire.anonymous` opts out of ownership explicitly). `store`
     defaults to SQLite under `default_data_dir()`; `coordinator` to the store's own (see
     `thinwire.coordination`): with Redis, a replica that dies mid-run frees its contexts
-    after `lease_ttl` seconds. `operator_token`
-    enables the operator API at `/admin`. `max_message_bytes` bounds a user message
-    (UTF-8), `max_body_bytes` the request body (default: room for a maximal message with
-    JSON escaping).
-    `heartbeat_interval` keeps idle streams alive through proxies; a client that does not
-    take a frame within `send_timeout` seconds is disconnected (it can reattach); the
-    frames of past runs are kept `event_ttl` seconds. `allowed_origins` lists other sites
-    whose pages may open WebSockets with this site's cookies. Each principal may start
-    `run_burst` runs at once and `runs_per_second` more each second (429 beyond; 0 turns
-    the limit off); each may hold `max_streams` streams open at once (SSE responses,
-    WebSockets and the runs they follow; 429 beyond; 0 turns it off). `web_dir` is a Vite
-    build
-    to serve as the page at `/`; `routes` are the app's own, served alongside.
+    after `lease_ttl` seconds. `operator_token` enables the operator API at `/admin`.
+    `max_message_bytes` bounds a user message (UTF-8), `max_data_bytes` the data a page
+    sends with it, `max_body_bytes` the request body (default: room for both with JSON
+    escaping). `heartbeat_interval` keeps idle streams alive through proxies; a client
+    that does not take a frame within `send_timeout` seconds is disconnected (it can
+    reattach); the frames of past runs are kept `event_ttl` seconds.
+
+    `allowed_origins` lists other sites whose pages may act with this site's credentials
+    (state changes and WebSockets); with `cors`, the same sites may also read the
+    responses, with credentials, preflights answered (a page on another origin, such as
+    Vite's dev server). Each principal may start `run_burst` runs at once and
+    `runs_per_second` more each second (429 beyond; 0 turns the limit off) and hold
+    `max_streams` streams open (SSE responses, WebSockets and the runs they follow; 0
+    turns it off). `web_dir` is a built page to serve at `/` (see `thinwire.web`);
+    `routes` are the app's own, served alongside.
     """
+    check_agents(agents)
+    if not callable(identify):
+        raise TypeError("identify must be a function of the connection (or thinwire.anonymous)")
+    if store is not None and not isinstance(store, Store):
+        raise TypeError(f"store must be a thinwire Store, not {type(store).__name__}")
+    origins = check_origins(allowed_origins, cors=cors)
     server = AgentServer(
         agents,
         identify=identify,
@@ -87,11 +107,12 @@ def create_app(
         max_contexts=max_contexts,
         lease_ttl=lease_ttl,
         max_message_bytes=max_message_bytes,
-        max_body_bytes=max_body_bytes or 6 * max_message_bytes + 4096,
+        max_body_bytes=max_body_bytes or 6 * (max_message_bytes + max_data_bytes) + 4096,
+        max_data_bytes=max_data_bytes,
         heartbeat_interval=heartbeat_interval,
         send_timeout=send_timeout,
         event_ttl=event_ttl,
-        allowed_origins=allowed_origins,
+        allowed_origins=origins,
         limiter=RateLimiter(runs_per_second, run_burst) if runs_per_second > 0 else None,
         max_streams=max_streams,
     )
@@ -107,13 +128,65 @@ def create_app(
         server.operator_token = operator_token
         all_routes.append(Mount("/admin", routes=operator_routes(server.contexts, operator_token)))
     if web_dir is not None:
-        all_routes += web_routes(web_dir)
+        all_routes.append(page_route(Path(web_dir)))
+    middleware = [Middleware(BrowserGuard, allowed_origins=origins)]
+    if cors:
+        middleware.insert(0, cors_middleware(origins))
     app = Starlette(
         debug=debug,
         routes=all_routes,
-        middleware=[Middleware(BrowserGuard, allowed_origins=allowed_origins)],
+        middleware=middleware,
         lifespan=lifespan,
         exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.thinwire = server
     return app
+
+
+def check_agents(agents: Mapping[str, AgentFactory]) -> None:
+    if not isinstance(agents, Mapping) or not agents:
+        raise TypeError('agents is a mapping of names to agent classes: {"demo": DemoAgent}')
+    for name, factory in agents.items():
+        if not isinstance(name, str) or not AGENT_NAME.fullmatch(name):
+            raise ValueError(f"agent names are 1-64 of A-Z a-z 0-9 _ . -, not {name!r}")
+        if isinstance(factory, Agent):
+            raise TypeError(
+                f"agents[{name!r}] is an instance: pass the class {type(factory).__name__} "
+                "(or a function that makes one), so every conversation gets its own agent"
+            )
+        if not callable(factory):
+            raise TypeError(f"agents[{name!r}] must be an Agent class or a function making one")
+
+
+def check_origins(origins: Sequence[str], *, cors: bool) -> list[str]:
+    """`scheme://host[:port]` each, as browsers send `Origin`; `*` only without `cors`
+    credentials would make sense of it, so never."""
+    if isinstance(origins, str):
+        raise TypeError("allowed_origins is a list of origins, not one string")
+    checked = []
+    for origin in origins:
+        if not re.fullmatch(r"https?://[^/\s]+", origin.rstrip("/")):
+            raise ValueError(f"an allowed origin is scheme://host[:port], not {origin!r}")
+        checked.append(origin.rstrip("/").lower())
+    if cors and not checked:
+        raise ValueError("cors=True needs allowed_origins: the sites whose pages may call")
+    return checked
+
+
+def cors_middleware(origins: Sequence[str]) -> Middleware:
+    """Pages of `origins` may call with credentials (cookies, or an Authorization header)
+    and read the answers; preflights are answered for a day."""
+    return Middleware(
+        CORSMiddleware,
+        allow_origins=list(origins),
+        allow_credentials=True,
+        allow_methods=["GET", "POST", "PATCH", "DELETE"],
+        allow_headers=[
+            "authorization",
+            "content-type",
+            "last-event-id",
+            wire.PROTOCOL_HEADER.lower(),
+        ],
+        expose_headers=[wire.PROTOCOL_HEADER, "Retry-After"],
+        max_age=86400,
+    )

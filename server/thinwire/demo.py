@@ -221,10 +221,14 @@ def demo_secret(data_dir: Path) -> bytes:
 
 
 def default_web_dir() -> Path:
-    """The demo page's build: $THINWIRE_WEB_DIR, else web/dist of this checkout."""
+    """The demo page's build: $THINWIRE_WEB_DIR; else the one shipped in the wheel; else
+    web/dist of this checkout (an editable install)."""
     configured = os.environ.get("THINWIRE_WEB_DIR")
     if configured:
         return Path(configured)
+    shipped = Path(__file__).resolve().parent / "demo_page"
+    if (shipped / "index.html").is_file():
+        return shipped
     return Path(__file__).resolve().parents[2] / "web" / "dist"
 
 

@@ -21,6 +21,7 @@
     │   ├── AlreadyExists              409  version_conflict (the id is taken)
     │   └── LeaseLost                  409  version_conflict (another replica took over)
     ├── AgentFailed                    500  agent_error (an agent could not even be created)
+    ├── Misconfigured                       the app cannot start (never reaches a client)
     └── RunTooLong                          run_too_long (sent as an `error` frame)
 
 The app maps the tree to the wire in one place (`app.py`); stores map their driver's
@@ -44,6 +45,7 @@ __all__ = [
     "Forbidden",
     "LeaseLost",
     "MethodNotAllowed",
+    "Misconfigured",
     "NotFound",
     "PayloadTooLarge",
     "PreconditionFailed",
@@ -195,6 +197,13 @@ class AgentFailed(ThinwireError):
 
     def __init__(self, reference: str) -> None:
         super().__init__("agent_error", f"The agent could not be created. Reference: {reference}.")
+
+
+class Misconfigured(ThinwireError):
+    """The app cannot start as configured: raised at startup, with what to change."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("internal_error", message)
 
 
 class RunTooLong(ThinwireError):

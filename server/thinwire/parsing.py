@@ -12,11 +12,13 @@ from starlette.requests import Request
 
 from thinwire import wire
 from thinwire.errors import BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType
+from thinwire.jsontext import dumps
 
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
     "ascii_number",
+    "check_data",
     "check_message",
     "check_protocol",
     "describe",
@@ -104,11 +106,25 @@ async def read_model(request: Request, model: type[M], max_bytes: int) -> M:
 
 
 async def read_run_request(
-    request: Request, *, max_body_bytes: int, max_message_bytes: int
+    request: Request, *, max_body_bytes: int, max_message_bytes: int, max_data_bytes: int
 ) -> wire.RunRequest:
     run_request = await read_model(request, wire.RunRequest, max_body_bytes)
     check_message(run_request.message.text, max_message_bytes)
+    check_data(run_request.data, max_data_bytes)
     return run_request
+
+
+def check_data(data: dict[str, Any] | None, max_bytes: int) -> None:
+    """The page's extra input: plain JSON (as parsed from the request, it is), within
+    `max_bytes` once encoded."""
+    if data is None:
+        return
+    try:
+        size = len(dumps(data).encode("utf-8"))
+    except (ValueError, UnicodeEncodeError) as exc:
+        raise BadRequest("invalid_request", "data: not plain JSON") from exc
+    if size > max_bytes:
+        raise PayloadTooLarge("data_too_large", f"data exceeds {max_bytes} bytes")
 
 
 def check_message(text: str, max_bytes: int) -> None:

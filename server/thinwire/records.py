@@ -86,6 +86,8 @@ class Checkpoint:
     journal: list[dict[str, Any]]
     #: The public request, as `wire.InterruptRequest` JSON.
     interrupt: dict[str, Any]
+    #: The page's extra input that came with `text`, if any.
+    data: dict[str, Any] | None = None
 
     @property
     def interrupt_id(self) -> str:
@@ -102,6 +104,7 @@ class Checkpoint:
             "text": self.text,
             "journal": self.journal,
             "interrupt": self.interrupt,
+            "data": self.data,
         }
 
     @classmethod
@@ -111,6 +114,7 @@ class Checkpoint:
             text=data["text"],
             journal=data["journal"],
             interrupt=data["interrupt"],
+            data=data.get("data"),
         )
 
 
@@ -216,14 +220,22 @@ class ContextRecord:
         return self.checkpoint.interrupt if self.checkpoint else None
 
     def start_run(
-        self, run_id: str, text: str | None, *, message_id: str | None = None
+        self,
+        run_id: str,
+        text: str | None,
+        *,
+        data: dict[str, Any] | None = None,
+        message_id: str | None = None,
     ) -> int | None:
-        """A run starts, on the user's `text` (None: it resumes a checkpoint) sent as
-        `message_id`. Returns the first seq of the run before, whose frames the store may
-        now drop."""
+        """A run starts, on the user's `text` (None: it resumes a checkpoint) with the
+        page's `data`, sent as `message_id`. Returns the first seq of the run before, whose
+        frames the store may now drop."""
         previous = self.last_run
         if text is not None:
-            self.add_message({"role": "user", "content": text})
+            message: dict[str, Any] = {"role": "user", "content": text}
+            if data:
+                message["data"] = data
+            self.add_message(message)
             self.add_turn(public_turn("user", text))
         if message_id is not None:
             self.sends[message_id] = run_id

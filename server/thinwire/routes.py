@@ -83,6 +83,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
             request,
             max_body_bytes=server.max_body_bytes,
             max_message_bytes=server.max_message_bytes,
+            max_data_bytes=server.max_data_bytes,
         )
         return await stream(
             principal,
@@ -91,6 +92,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
                 principal,
                 body.context_id,
                 body.message.text,
+                data=body.data,
                 message_id=body.message_id,
             ),
         )
@@ -124,6 +126,13 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         await server.forget(await owned_context(request))
         return Response(status_code=204, headers=PROTOCOL_HEADERS)
 
+    async def ticket(request: Request) -> Response:
+        """A ticket for one WebSocket handshake, for clients that authenticate with
+        headers (which a browser cannot put on a WebSocket)."""
+        agent_name, principal = await caller(request)
+        assert server.tickets is not None  # made at startup
+        return json_response(server.tickets.issue(principal, agent_name).model_dump(by_alias=True))
+
     async def health(request: Request) -> Response:
         """Liveness: the process answers."""
         return JSONResponse({"ok": True})
@@ -136,11 +145,15 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
     async def openapi(request: Request) -> Response:
         # The operator routes are described to the operator only.
         operator = is_operator(request, server.operator_token)
-        return JSONResponse(openapi_document(list(server.agents), operator_api=operator))
+        document = openapi_document(list(server.agents), operator_api=operator)
+        if root := request.scope.get("root_path", ""):  # mounted: the paths are under it
+            document["servers"] = [{"url": root}]
+        return JSONResponse(document)
 
     context = "/agents/{agent}/contexts/{context_id}"
     return [
         Route("/agents/{agent}/runs", start_run, methods=["POST"]),
+        Route("/agents/{agent}/tickets", ticket, methods=["POST"]),
         WebSocketRoute("/agents/{agent}/ws", agent_socket(server)),
         Route(context, read_context, methods=["GET"]),
         Route(context, forget_context, methods=["DELETE"]),

@@ -46,6 +46,7 @@ async def begin_run(
     *,
     run_id: str | None = None,
     answering: str | None = None,
+    data: dict[str, Any] | None = None,
     message_id: str | None = None,
     request_id: str | None = None,
 ) -> RunLog:
@@ -58,7 +59,7 @@ async def begin_run(
         record = context.record
         if answering is not None:
             record.resume(answering)
-        trim_before = record.start_run(run_id, text, message_id=message_id)
+        trim_before = record.start_run(run_id, text, data=data, message_id=message_id)
         # Keep the frames of this run and the one before it; older ones are done with.
         await registry.save(context, trim_before=trim_before, compact=False)  # the run goes on
     except BaseException:
@@ -132,9 +133,10 @@ async def execute(
     log: RunLog,
     text: str,
     journal: list[dict[str, Any]] | None = None,
+    data: dict[str, Any] | None = None,
 ) -> None:
-    """Run the context's agent on `text` — replaying `journal` first when resuming — and
-    always end the log with a `done` frame."""
+    """Run the context's agent on `text` and the page's `data` — replaying `journal`
+    first when resuming — and always end the log with a `done` frame."""
 
     async def handoff(agent_name: str, run: Run, text: str) -> None:
         factory = registry.agents.get(agent_name)
@@ -150,6 +152,7 @@ async def execute(
         log=log,
         handoff=handoff,
         journal=journal,
+        data=data,
     )
     start = Start(len(context.history), context.state.to_json())
     over = asyncio.Event()
@@ -199,6 +202,7 @@ async def finish(
             text=text,
             journal=run.journal,
             interrupt=outcome.suspended.model_dump(by_alias=True),
+            data=run.data or None,
         )
         record.suspend(checkpoint, run.text, run.tool_calls, rollback_to=start.history_length)
         context.state.restore(start.state)

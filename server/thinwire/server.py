@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import weakref
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
@@ -20,17 +21,26 @@ from starlette.requests import HTTPConnection
 from thinwire import wire
 from thinwire.contexts import AgentFactory, Context, ContextRegistry, not_found
 from thinwire.coordination import Coordinator
-from thinwire.errors import BadRequest, Conflict, NotFound
+from thinwire.errors import BadRequest, Conflict, Misconfigured, NotFound, StoreError
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
 from thinwire.limits import RateLimiter, StreamLimiter
 from thinwire.runlog import FrameSource, Retagged, RunLog, StoredFrames
 from thinwire.runner import begin_run, execute
 from thinwire.stores import Store
+from thinwire.tickets import Tickets
 
-__all__ = ["AgentServer"]
+__all__ = ["AgentServer", "running"]
 
 logger = logging.getLogger("thinwire")
+
+#: The agent servers started in this process (so `thinwire serve` can drain them).
+RUNNING: weakref.WeakSet[AgentServer] = weakref.WeakSet()
+
+
+def running() -> list[AgentServer]:
+    return list(RUNNING)
+
 
 #: A context id no conversation has (not even the right form): reading its version is a
 #: round trip to the store that finds nothing.
@@ -51,6 +61,7 @@ class AgentServer:
         lease_ttl: float = 10.0,
         max_message_bytes: int,
         max_body_bytes: int,
+        max_data_bytes: int = 16 * 1024,
         heartbeat_interval: float | None,
         send_timeout: float,
         event_ttl: float,
@@ -67,6 +78,7 @@ class AgentServer:
         )
         self.max_message_bytes = max_message_bytes
         self.max_body_bytes = max_body_bytes
+        self.max_data_bytes = max_data_bytes
         self.heartbeat_interval = heartbeat_interval
         self.send_timeout = send_timeout
         self.event_ttl = event_ttl
@@ -79,6 +91,10 @@ class AgentServer:
         self.operator_token: str | None = None
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._janitor: asyncio.Task[None] | None = None
+        #: Signs WebSocket tickets; made at startup, with the coordinator's secret.
+        self.tickets: Tickets | None = None
+        #: Set when the server stops: open streams end.
+        self.closing = asyncio.Event()
 
     def agent_name(self, name: str) -> str:
         if name not in self.agents:
@@ -99,6 +115,7 @@ class AgentServer:
         context_id: str | None,
         text: str,
         *,
+        data: dict[str, Any] | None = None,
         message_id: str | None = None,
         request_id: str | None = None,
     ) -> FrameSource:
@@ -121,6 +138,7 @@ class AgentServer:
             principal,
             context_id,
             text,
+            data=data,
             message_id=message_id,
             request_id=request_id,
         )
@@ -145,6 +163,7 @@ class AgentServer:
         context_id: str | None,
         text: str,
         *,
+        data: dict[str, Any] | None = None,
         message_id: str | None = None,
         request_id: str | None = None,
     ) -> RunLog:
@@ -156,9 +175,9 @@ class AgentServer:
         else:
             context = await self.context(agent_name, context_id, principal)
         log = await begin_run(
-            self.contexts, context, text, message_id=message_id, request_id=request_id
+            self.contexts, context, text, data=data, message_id=message_id, request_id=request_id
         )
-        self._spawn(log, execute(self.contexts, context, log, text))
+        self._spawn(log, execute(self.contexts, context, log, text, data=data))
         return log
 
     async def decide(
@@ -172,7 +191,14 @@ class AgentServer:
         log = await begin_run(
             self.contexts, context, None, answering=interrupt_id, request_id=request_id
         )
-        work = execute(self.contexts, context, log, checkpoint.text, checkpoint.journal_with(value))
+        work = execute(
+            self.contexts,
+            context,
+            log,
+            checkpoint.text,
+            checkpoint.journal_with(value),
+            data=checkpoint.data,
+        )
         self._spawn(log, work)
         return log.follow(0, self.heartbeat_interval)
 
@@ -208,6 +234,7 @@ class AgentServer:
                 after,
                 heartbeat=self.heartbeat_interval or 15.0,
                 still_running=still_running,
+                closing=self.closing,
             )
         last = context.record.last_run
         if last is None or run_id not in (None, last.run_id):
@@ -274,7 +301,21 @@ class AgentServer:
         await self.store.version(READINESS_PROBE)
 
     async def startup(self) -> None:
+        """Refuse to start with a store that does not answer or an agent that cannot be
+        made: one clear message now, rather than an error on the first request."""
+        try:
+            await self.check_store()
+        except StoreError as exc:
+            raise Misconfigured(f"the store does not answer: {exc.__cause__ or exc}") from exc
+        for name, factory in self.agents.items():
+            try:
+                factory()
+            except Exception as exc:
+                raise Misconfigured(f"the agent {name!r} cannot be created: {exc!r}") from exc
+        self.tickets = Tickets(await self.coordinator.secret())
+        self.closing = asyncio.Event()
         self._janitor = asyncio.create_task(self._expire_events())
+        RUNNING.add(self)
 
     async def _expire_events(self) -> None:
         """Event logs outlive connections and restarts, but not `event_ttl`."""
@@ -285,8 +326,23 @@ class AgentServer:
                 logger.warning("expiring old events failed", exc_info=True)
             await asyncio.sleep(min(3600.0, self.event_ttl / 4))
 
+    async def drain(self, grace: float) -> None:
+        """When the process is asked to stop, before its connections are closed: runs in
+        flight get `grace` seconds to finish, then end as interrupted (each with its
+        recorded `done`), and every stream still open ends cleanly — a client reattaches
+        elsewhere and loses nothing."""
+        runs = list(self._runs.values())
+        if runs:
+            _, late = await asyncio.wait(runs, timeout=grace)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        self.closing.set()
+
     async def shutdown(self) -> None:
         """Bring runs in flight to a recorded end (`interrupted`), then close the store."""
+        RUNNING.discard(self)
+        self.closing.set()
         if self._janitor is not None:
             self._janitor.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import sys
 from typing import Any
 
@@ -28,10 +29,14 @@ import uvicorn
 from uvicorn.importer import import_from_string
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HeaderTimeoutProtocol", "import_app", "run"]
+from thinwire.server import running
+
+__all__ = ["DrainingServer", "HeaderTimeoutProtocol", "import_app", "run"]
 
 #: A WebSocket message larger than this is refused when the app does not say (1 MiB).
 DEFAULT_WS_MAX_SIZE = 1024 * 1024
+#: Seconds streams get to end after the runs did, on SIGTERM.
+STREAMS_GRACE = 3
 
 
 class HeaderTimeoutProtocol(H11Protocol):
@@ -97,6 +102,20 @@ def ws_max_size(app: Any) -> int:
     return int(getattr(server, "max_body_bytes", DEFAULT_WS_MAX_SIZE))
 
 
+class DrainingServer(uvicorn.Server):
+    """uvicorn's server, which on SIGTERM first stops accepting, then gives the runs in
+    flight `shutdown_timeout` seconds and interrupts the rest, so that every stream ends
+    with its `done` and uvicorn has nothing left to cancel."""
+
+    shutdown_timeout = 5.0
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        await asyncio.gather(*(agents.drain(self.shutdown_timeout) for agents in running()))
+        await super().shutdown(sockets)
+
+
 def run(
     app: Any,
     *,
@@ -107,13 +126,18 @@ def run(
     max_connections: int,
     header_timeout: float,
 ) -> None:
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
         log_level=log_level,
-        timeout_graceful_shutdown=shutdown_timeout,  # type: ignore[arg-type]  # a float works
+        # Runs get `shutdown_timeout`; this is what uvicorn waits on top of it, for the
+        # streams to send their last frames.
+        timeout_graceful_shutdown=STREAMS_GRACE,
         limit_concurrency=max_connections or None,
         http=protocol_with(header_timeout),
         ws_max_size=ws_max_size(app),
     )
+    server = DrainingServer(config)
+    server.shutdown_timeout = shutdown_timeout
+    server.run()

@@ -1,46 +1,80 @@
-"""Serving a Vite-built page: jinja2 renders the HTML shell from the build manifest."""
+"""Serving a built page — a Vite build, or any directory with an index.html — beside the
+agents: its files as they are, and its own index.html (title and all) for `/` and for any
+page route the client handles itself.
+
+Nothing about the build is assumed but that: no manifest, no fixed title. Under a mount
+prefix the page works when it refers to its assets relatively (Vite's `base: "./"`) or
+under that prefix (`base: "/app/"`).
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.exceptions import HTTPException
+from starlette.responses import FileResponse, HTMLResponse, Response
+from starlette.routing import Match, Mount
 from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
 from thinwire.browser import PAGE_HEADERS
 
-__all__ = ["web_routes"]
+__all__ = ["BuiltPage", "page_route"]
 
-templates = Environment(
-    loader=PackageLoader("thinwire", "templates"), autoescape=select_autoescape()
-)
+#: Paths of the API, never the page's: a wrong method there is a 405, not the page.
+API_PREFIXES = ("/agents/", "/admin/")
 
-
-def entry_assets(web_dir: Path) -> dict[str, Any] | None:
-    """Script and stylesheets of the build's entry, or None when there is no build."""
-    manifest_path = web_dir / ".vite" / "manifest.json"
-    if not manifest_path.is_file():
-        return None
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    entry = next((chunk for chunk in manifest.values() if chunk.get("isEntry")), None)
-    if entry is None:
-        return None
-    return {"script": "/" + entry["file"], "styles": ["/" + css for css in entry.get("css", [])]}
+NOT_BUILT = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Not built</title></head>
+<body><p>The page is not built. In a checkout of thinwire, <code>make run</code> builds it;
+otherwise build your app and point <code>web_dir</code> at its output.</p></body></html>
+"""
 
 
-def web_routes(web_dir: Path, title: str = "thinwire demo") -> list[BaseRoute]:
-    async def page(request: Request) -> Response:
-        # Read per request so a rebuilt page is served without a restart.
-        assets = entry_assets(web_dir)
-        html = templates.get_template("index.html").render(title=title, assets=assets)
-        return HTMLResponse(html, status_code=200 if assets else 503, headers=PAGE_HEADERS)
+class BuiltPage(StaticFiles):
+    """The files of `directory`; its index.html, with the page's security headers, for a
+    browser asking for a path that names no file."""
 
-    routes: list[BaseRoute] = [Route("/", page, methods=["GET"])]
-    if (web_dir / "assets").is_dir():
-        routes.append(Mount("/assets", StaticFiles(directory=web_dir / "assets"), name="assets"))
-    return routes
+    def __init__(self, directory: Path) -> None:
+        super().__init__(directory=directory, html=True, check_dir=False)
+        self.index = directory / "index.html"
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        try:
+            response = await super().get_response(path, scope)
+        except HTTPException as exc:
+            if exc.status_code != 404 or not wants_page(scope, path):
+                raise
+            return self.page()
+        if response.media_type == "text/html":
+            response.headers.update({**PAGE_HEADERS, "Cache-Control": "no-cache"})
+        return response
+
+    def page(self) -> Response:
+        if not self.index.is_file():
+            return HTMLResponse(NOT_BUILT, status_code=503, headers=PAGE_HEADERS)
+        headers = {**PAGE_HEADERS, "Cache-Control": "no-cache"}
+        return FileResponse(self.index, media_type="text/html", headers=headers)
+
+
+def wants_page(scope: Scope, path: str) -> bool:
+    """A browser navigating to a client-side route (no file extension, HTML accepted);
+    an API client or a missing asset still gets its 404."""
+    accept = dict(scope.get("headers", [])).get(b"accept", b"")
+    return b"text/html" in accept and "." not in path.rsplit("/", 1)[-1]
+
+
+class PageMount(Mount):
+    """The page at `/`, leaving the API's paths to the API."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path.removeprefix(scope.get("root_path", "")).startswith(
+            API_PREFIXES
+        ):
+            return Match.NONE, {}
+        return super().matches(scope)
+
+
+def page_route(directory: Path) -> Mount:
+    return PageMount("/", app=BuiltPage(directory))

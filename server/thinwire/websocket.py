@@ -13,6 +13,10 @@ Hostile input is answered, then the socket is closed with the code that says why
 binary data 1003, text that is not a JSON command 1007, a message over the size limit
 1009, another protocol version 1002, no principal 4401, too many streams open for the
 principal 4429 — and nobody else is affected.
+
+A browser cannot put headers on a WebSocket: an app that authenticates with a header
+opens it with a ticket (`POST /agents/{agent}/tickets`, then `…/ws?ticket=…`; see
+`tickets.py`); otherwise the page's cookies identify it.
 A cookie-authenticated socket from another site's page is refused at the handshake
 (cross-site WebSocket hijacking): the Origin must be this host or an allowed one.
 """
@@ -39,7 +43,7 @@ from thinwire.errors import (
     Unauthorized,
 )
 from thinwire.ids import CONTEXT_ID
-from thinwire.parsing import check_message, describe, parse_json
+from thinwire.parsing import check_data, check_message, describe, parse_json
 from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer
 
@@ -79,7 +83,7 @@ def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:
                 )
             agent_name = server.agent_name(websocket.path_params["agent"])
             try:
-                principal = await server.principal(websocket)
+                principal = await principal_of(server, websocket, agent_name)
             except Unauthorized as exc:
                 raise Closing(4401, exc) from exc
             try:
@@ -102,6 +106,18 @@ def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:
             session.end()
 
     return endpoint
+
+
+async def principal_of(server: AgentServer, websocket: WebSocket, agent_name: str) -> str:
+    """Who the socket acts for: the holder of its `?ticket=` (fetched over HTTP with the
+    app's headers), else whoever `identify` finds (cookies)."""
+    ticket = websocket.query_params.get("ticket")
+    if ticket is None:
+        return await server.principal(websocket)
+    principal = server.tickets.redeem(ticket, agent_name) if server.tickets else None
+    if principal is None:
+        raise Unauthorized("unauthenticated", "the ticket is not valid, used or expired")
+    return principal
 
 
 class Session:
@@ -198,11 +214,13 @@ class Session:
         server = self.server
         if isinstance(command, wire.SendCommand):
             check_message(command.message.text, server.max_message_bytes)
+            check_data(command.data, server.max_data_bytes)
             return await server.send(
                 agent_name,
                 principal,
                 command.context_id,
                 command.message.text,
+                data=command.data,
                 message_id=command.message_id,
                 request_id=command.request_id,
             )

@@ -34,6 +34,7 @@ __all__ = [
     "InterruptRequest",
     "Message",
     "MessageId",
+    "PublicData",
     "RejectedFrame",
     "RequestId",
     "RunRequest",
@@ -43,6 +44,7 @@ __all__ = [
     "StopReason",
     "StopResult",
     "ThinkingFrame",
+    "Ticket",
     "TokenFrame",
     "ToolCallFrame",
     "ToolResultFrame",
@@ -82,6 +84,15 @@ class Message(WireModel):
     text: str = Field(min_length=1, description="What the user typed; never empty.")
 
 
+PublicData = Annotated[
+    dict[str, Any],
+    Field(
+        description="Extra input for the agent from the page (the route it is on, an item "
+        "the user selected): a JSON object of at most the server's `max_data_bytes`. It "
+        "comes from the client, so it is public and untrusted, like the message.",
+    ),
+]
+
 MessageId = Annotated[
     str,
     Field(
@@ -103,6 +114,7 @@ class RunRequest(WireModel):
     )
     message_id: MessageId | None = None
     message: Message
+    data: PublicData | None = None
 
 
 RequestId = Annotated[
@@ -127,6 +139,7 @@ class SendCommand(CommandBase):
     context_id: str | None = None
     message_id: MessageId | None = None
     message: Message
+    data: PublicData | None = None
 
 
 class AttachCommand(CommandBase):
@@ -316,6 +329,15 @@ class Transcript(WireModel):
     pending_interrupt: InterruptRequest | None = Field(
         default=None, description="A decision the conversation waits for, if any."
     )
+
+
+class Ticket(WireModel):
+    """Body of `POST /agents/{agent}/tickets`: a short-lived credential for one WebSocket
+    handshake (`…/ws?ticket=…`), for clients that authenticate with headers, which a
+    browser cannot put on a WebSocket."""
+
+    ticket: str
+    expires_in: float = Field(description="Seconds the ticket stays good for.")
 
 
 class StopResult(WireModel):

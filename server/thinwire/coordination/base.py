@@ -21,6 +21,7 @@ else branches on "is this shared". The contract (checked for both by
 from __future__ import annotations
 
 import abc
+import asyncio
 import json
 import secrets
 import time
@@ -28,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from thinwire.runlog import Batch
-from thinwire.stores.base import Store
+from thinwire.stores.base import Event, Store
 
 __all__ = ["Coordinator", "Lease", "RemoteRun"]
 
@@ -52,6 +53,7 @@ class Coordinator(abc.ABC):
         self.lease_ttl = lease_ttl
         #: This process, as a lease owner.
         self.replica_id = "replica-" + secrets.token_hex(6)
+        self._secret: bytes | None = None
 
     @abc.abstractmethod
     async def acquire(self, context_id: str) -> Lease | None:
@@ -95,10 +97,28 @@ class Coordinator(abc.ABC):
         *,
         heartbeat: float,
         still_running: Callable[[], Awaitable[bool]],
+        closing: asyncio.Event | None = None,
     ) -> RemoteRun:
         """The frames of `run_id`, running on another process, after `after`; whether it
-        still runs is asked as often as a lease could run out."""
-        return RemoteRun(store, context_id, run_id, after, heartbeat, still_running, self.lease_ttl)
+        still runs is asked as often as a lease could run out. Ends early once `closing`
+        is set (this process stops: the client reattaches elsewhere)."""
+        return RemoteRun(
+            store,
+            context_id,
+            run_id,
+            after,
+            heartbeat,
+            still_running,
+            check_every=self.lease_ttl,
+            closing=closing,
+        )
+
+    async def secret(self) -> bytes:
+        """A secret every process of this deployment shares (it signs WebSocket tickets);
+        one process makes its own."""
+        if self._secret is None:
+            self._secret = secrets.token_bytes(32)
+        return self._secret
 
     async def close(self) -> None:  # noqa: B027 - optional for coordinators with no resources
         """Release connections."""
@@ -121,7 +141,9 @@ class RemoteRun:
         after: int,
         heartbeat: float,
         still_running: Callable[[], Awaitable[bool]],
+        *,
         check_every: float | None = None,
+        closing: asyncio.Event | None = None,
     ) -> None:
         self.store = store
         self.context_id = context_id
@@ -130,13 +152,27 @@ class RemoteRun:
         self.heartbeat = heartbeat
         self.still_running = still_running
         self.check_every = min(heartbeat, check_every or heartbeat)
+        self.closing = closing or asyncio.Event()
+
+    async def _next_events(self) -> list[Event] | None:
+        """The next frames within `check_every` ([] if none); None once closing."""
+        reading = asyncio.ensure_future(
+            self.store.follow_events(self.context_id, self.after, timeout=self.check_every)
+        )
+        closing = asyncio.ensure_future(self.closing.wait())
+        await asyncio.wait([reading, closing], return_when=asyncio.FIRST_COMPLETED)
+        closing.cancel()
+        if not reading.done():
+            reading.cancel()
+            return None
+        return reading.result()
 
     async def batches(self) -> AsyncIterator[Batch | None]:
         quiet_since = time.monotonic()
-        while True:
-            events = await self.store.follow_events(
-                self.context_id, self.after, timeout=self.check_every
-            )
+        while not self.closing.is_set():
+            events = await self._next_events()
+            if events is None:
+                return
             if not events:
                 if time.monotonic() - quiet_since >= self.heartbeat:
                     quiet_since = time.monotonic()

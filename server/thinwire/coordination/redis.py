@@ -3,6 +3,7 @@ requests and version checks, all in the store's Redis."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from thinwire.coordination.base import Coordinator, Lease
@@ -78,6 +79,15 @@ class RedisCoordinator(Coordinator):
     @store_errors
     async def stale(self, store: Store, context_id: str, version: int) -> bool:
         return await store.version(context_id) != version
+
+    @store_errors
+    async def secret(self) -> bytes:
+        """Made by whichever replica asks first, kept in Redis for all of them."""
+        if self._secret is None:
+            key = self.store.key("secret", "tickets")
+            await self.redis.set(key, secrets.token_hex(32), nx=True)
+            self._secret = bytes.fromhex(await self.redis.get(key))
+        return self._secret
 
     @store_errors
     async def request_stop(self, run_id: str) -> None:

@@ -13,7 +13,8 @@ from thinwire.stores.sqlite import SQLiteStore
 
 def store_from_url(url: str, *, event_ttl: float = 86400) -> Store:
     """A store named by URL: `redis://host:6379/0?prefix=myapp` (several replicas),
-    `sqlite:///path/to/file.sqlite3`, or `memory://`."""
+    `sqlite:///data/app.db` (relative to the working directory, as in SQLAlchemy),
+    `sqlite:////var/lib/app.db` (absolute: four slashes), or `memory://`."""
     parts = urlsplit(url)
     if parts.scheme in ("redis", "rediss", "unix"):
         from thinwire.stores.redis import RedisStore
@@ -22,7 +23,11 @@ def store_from_url(url: str, *, event_ttl: float = 86400) -> Store:
         plain = urlunsplit(parts._replace(query=""))
         return RedisStore.from_url(plain, prefix=prefix, event_ttl=event_ttl)
     if parts.scheme == "sqlite":
-        return SQLiteStore(parts.path)
+        # SQLAlchemy's convention: what follows "sqlite:///" is the path as written.
+        path = url.split(":///", 1)[1].split("?", 1)[0] if ":///" in url else ""
+        if not path:
+            raise ValueError("a SQLite URL names a file: sqlite:///relative.db, sqlite:////abs.db")
+        return SQLiteStore(path)
     if parts.scheme == "memory":
         return MemoryStore()
     raise ValueError(f"no store for {parts.scheme!r} URLs: use redis://, sqlite:/// or memory://")

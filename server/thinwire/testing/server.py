@@ -62,14 +62,14 @@ class ServerProcess:
         self.process.wait(10)
 
 
-def wait_until_ready(server: ServerProcess, timeout: float) -> None:
+def wait_until_ready(server: ServerProcess, timeout: float, health: str = "/healthz") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise RuntimeError(f"server exited early:\n{server.log()}")
         with (
             contextlib.suppress(OSError, urllib.error.URLError),
-            urllib.request.urlopen(server.url + "/healthz", timeout=1) as response,
+            urllib.request.urlopen(server.url + health, timeout=1) as response,
         ):
             if response.status == 200:
                 return
@@ -84,8 +84,12 @@ def serve(
     env: Mapping[str, str] | None = None,
     log_dir: Path | None = None,
     ready_timeout: float = 20.0,
+    health: str = "/healthz",
+    cwd: Path | None = None,
 ) -> Iterator[ServerProcess]:
-    """Run `thinwire ARGS… --port PORT` (e.g. `serve("demo")`) until the block ends."""
+    """Run `thinwire ARGS… --port PORT` (e.g. `serve("demo")`) until the block ends. It is
+    ready when `health` answers 200 (e.g. "/api/healthz" for an app mounted at /api);
+    `cwd` is the directory it runs in (where `thinwire serve module:app` finds module)."""
     port = port or free_port()
     log_dir = log_dir or Path(os.environ.get("TMPDIR", "/tmp"))
     log_path = log_dir / f"thinwire-{port}.log"
@@ -96,10 +100,11 @@ def serve(
             stdout=log_file,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
+            cwd=cwd,
         )
     server = ServerProcess(process, port, log_path)
     try:
-        wait_until_ready(server, ready_timeout)
+        wait_until_ready(server, ready_timeout, health)
         yield server
     finally:
         server.stop()

@@ -125,6 +125,7 @@ export interface RunRequest {
   contextId?: string | null;
   messageId?: string | null;
   message: Message;
+  data?: Record<string, unknown> | null;
 }
 
 /** First frame of every run: announces the context id (minted or given) and run id. */
@@ -148,6 +149,7 @@ export interface SendCommand {
   contextId?: string | null;
   messageId?: string | null;
   message: Message;
+  data?: Record<string, unknown> | null;
 }
 
 /** WebSocket: stop the run in progress, like `POST …/stop`. */
@@ -175,6 +177,13 @@ export interface ThinkingFrame {
   seq: number;
   type: "thinking";
   delta: string;
+}
+
+/** Body of `POST /agents/{agent}/tickets`: a short-lived credential for one WebSocket handshake (`…/ws?ticket=…`), for clients that authenticate with headers, which a browser cannot put on a WebSocket. */
+export interface Ticket {
+  ticket: string;
+  /** Seconds the ticket stays good for. */
+  expiresIn: number;
 }
 
 /** A delta of the reply text. */
@@ -271,6 +280,7 @@ export type ServerErrorCode =
   | "body_too_large"
   | "context_busy"
   | "context_not_found"
+  | "data_too_large"
   | "decision_pending"
   | "http_error"
   | "internal_error"
@@ -324,6 +334,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   body_too_large: "The request body or WebSocket message exceeds the size limit.",
   context_busy: "Another run or change holds the conversation; try again.",
   context_not_found: "No such conversation for this agent and caller.",
+  data_too_large: "The data sent with a message exceeds the size limit.",
   decision_pending: "The conversation waits for a decision; answer it first.",
   disposed: "The client was used after dispose().",
   http_error: "An HTTP error without a more specific code.",

@@ -66,7 +66,10 @@ class Database:
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
-            self._connection = open_database(self.path)
+            try:
+                self._connection = open_database(self.path)
+            except OSError as exc:  # its directory cannot be made: a database error too
+                raise sqlite3.OperationalError(f"cannot open {self.path}: {exc}") from exc
         return self._connection
 
     def _drop_connection(self) -> None:

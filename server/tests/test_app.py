@@ -1,0 +1,114 @@
+"""create_app refuses a misconfiguration with a sentence: when the app is made (a wrong
+argument) or when it starts (a store that does not answer, an agent that cannot be made)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from conftest import app_for
+from thinwire import Agent, Run, SQLiteStore, anonymous, create_app
+from thinwire.demo import DemoAgent
+from thinwire.errors import Misconfigured
+
+
+class Echo(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        await run.say(text)
+
+
+@pytest.mark.parametrize(
+    ("agents", "options", "error", "says"),
+    [
+        ({"demo": Echo()}, {}, TypeError, "pass the class Echo"),
+        ({}, {}, TypeError, "mapping of names"),
+        ({"my agent": Echo}, {}, ValueError, "agent names"),
+        ({"demo": "Echo"}, {}, TypeError, "Agent class or a function"),
+        ({"demo": Echo}, {"identify": "anonymous"}, TypeError, "identify must be a function"),
+        ({"demo": Echo}, {"store": "sqlite:///x.db"}, TypeError, "thinwire Store"),
+        ({"demo": Echo}, {"allowed_origins": "http://a.example"}, TypeError, "a list"),
+        ({"demo": Echo}, {"allowed_origins": ["a.example"]}, ValueError, "scheme://host"),
+        ({"demo": Echo}, {"cors": True}, ValueError, "needs allowed_origins"),
+    ],
+)
+def test_a_wrong_argument_is_refused_when_the_app_is_made(
+    agents: Any, options: dict[str, Any], error: type[Exception], says: str
+) -> None:
+    options.setdefault("identify", anonymous)
+    with pytest.raises(error, match=says):
+        create_app(agents, **options)
+
+
+def test_an_agent_that_cannot_be_made_stops_the_app_from_starting() -> None:
+    class Broken(Agent):
+        def __init__(self) -> None:
+            raise KeyError("OPENAI_API_KEY")
+
+    with (
+        pytest.raises(Misconfigured, match="'demo' cannot be created: KeyError"),
+        TestClient(app_for({"demo": Broken})),
+    ):
+        pass
+
+
+def test_a_store_that_does_not_answer_stops_the_app_from_starting(tmp_path: Path) -> None:
+    (tmp_path / "not-a-dir").write_text("a file where a directory should be")
+    store = SQLiteStore(tmp_path / "not-a-dir" / "thinwire.sqlite3")
+    with (
+        pytest.raises(Misconfigured, match="the store does not answer"),
+        TestClient(app_for({"demo": DemoAgent}, store=store)),
+    ):
+        pass
+
+
+def test_cors_answers_preflights_and_lets_the_listed_page_read() -> None:
+    app = app_for({"demo": Echo}, allowed_origins=["http://localhost:5173"], cors=True)
+    with TestClient(app) as client:
+        preflight = client.options(
+            "/agents/demo/runs",
+            headers={
+                "origin": "http://localhost:5173",
+                "access-control-request-method": "POST",
+                "access-control-request-headers": "content-type, thinwire-protocol, authorization",
+            },
+        )
+        assert preflight.status_code == 200
+        assert preflight.headers["access-control-allow-origin"] == "http://localhost:5173"
+        assert preflight.headers["access-control-allow-credentials"] == "true"
+        response = client.post(
+            "/agents/demo/runs",
+            json={"message": {"text": "hi"}},
+            headers={"origin": "http://localhost:5173"},
+        )
+        assert response.status_code == 200
+        assert response.headers["access-control-allow-origin"] == "http://localhost:5173"
+        assert "thinwire-protocol" in response.headers["access-control-expose-headers"].lower()
+        other = client.options(
+            "/agents/demo/runs",
+            headers={"origin": "https://evil.example", "access-control-request-method": "POST"},
+        )
+        assert "access-control-allow-origin" not in other.headers
+        refused = client.post(
+            "/agents/demo/runs",
+            json={"message": {"text": "hi"}},
+            headers={"origin": "https://evil.example"},
+        )
+        assert refused.status_code == 403
+
+
+def test_sqlite_errors_at_startup_name_the_cause(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+
+    def unreadable(work: Any) -> Any:
+        raise sqlite3.OperationalError("unable to open database file")
+
+    store._database._read = unreadable  # type: ignore[method-assign]
+    with (
+        pytest.raises(Misconfigured, match="unable to open database file"),
+        TestClient(app_for({"demo": DemoAgent}, store=store)),
+    ):
+        pass
