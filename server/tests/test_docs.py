@@ -1,8 +1,14 @@
-"""The Python examples in the docs run, and do what the docs say."""
+"""The Python examples in the docs run, and do what the docs say.
+
+Every ```python block of README.md and docs/ runs, the blocks of a page in order in one
+namespace, as a reader copying them would; a block that is not meant to run on its own
+(it imports a module of the reader's, say) is marked ```python sketch.
+"""
 
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +21,32 @@ from thinwire import Agent, AgentState, StateValueError, WriteDenied
 ROOT = Path(__file__).resolve().parents[2]
 
 
+DOCS = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
+
+
 def python_blocks(name: str) -> list[str]:
+    """The runnable Python blocks of a page (sketches left out)."""
     text = (ROOT / name).read_text(encoding="utf-8")
-    return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    return [
+        textwrap.dedent(block)  # a block in a list item is indented with it
+        for block in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    ]
+
+
+def run_blocks(name: str) -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": f"docs_{Path(name).stem}"}
+    for block in python_blocks(name):
+        exec(compile(block, name, "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("name", DOCS)
+def test_every_python_block_runs_or_is_marked_a_sketch(name: str) -> None:
+    run_blocks(name)
 
 
 def agents_in(name: str) -> dict[str, type[Agent]]:
-    namespace: dict[str, Any] = {}
-    for block in python_blocks(name):
-        if "myproject." in block:
-            continue  # examples that import or serve a module of the reader's
-        exec(compile(block, name, "exec"), namespace)
+    namespace = run_blocks(name)
     return {
         key: value
         for key, value in namespace.items()

@@ -144,3 +144,12 @@ def test_a_ticket_expires() -> None:
     fresh = Tickets(b"k" * 32).issue("ada", "demo").ticket
     assert Tickets(b"other key" * 4).redeem(fresh, "demo") is None  # another deployment's
     assert Tickets(b"k" * 32).redeem(fresh, "demo") == "ada"  # a replica sharing the secret
+
+
+def test_a_page_not_built_yet_says_so_and_the_api_still_answers(tmp_path: Path) -> None:
+    app = app_for({"demo": Remembering}, web_dir=tmp_path / "not-built")
+    with TestClient(app) as client:
+        page = client.get("/", headers={"accept": "text/html"})
+        assert page.status_code == 503 and "not built" in page.text
+        assert client.get("/nope").json()["error"]["code"] == "not_found"
+        assert client.get("/healthz").json() == {"ok": True}

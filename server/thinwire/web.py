@@ -37,13 +37,20 @@ class BuiltPage(StaticFiles):
 
     def __init__(self, directory: Path) -> None:
         super().__init__(directory=directory, html=True, check_dir=False)
+        self.root = directory
         self.index = directory / "index.html"
+
+    async def check_config(self) -> None:
+        if self.root.is_dir():  # a page not built yet is answered, not an error
+            await super().check_config()
 
     async def get_response(self, path: str, scope: Scope) -> Response:
         try:
+            if not self.root.is_dir():  # not built (yet): no files, only the notice
+                raise HTTPException(404)
             response = await super().get_response(path, scope)
         except HTTPException as exc:
-            if exc.status_code != 404 or not wants_page(scope, path):
+            if exc.status_code != 404 or not (wants_page(scope, path) or path in ("", ".")):
                 raise
             return self.page()
         if response.media_type == "text/html":
