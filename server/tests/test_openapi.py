@@ -83,6 +83,7 @@ def test_the_document_covers_every_route(fuzz_server: ServerProcess) -> None:
     operator = {
         "/admin/agents/{agent}/contexts/{context_id}/state",
         "/admin/agents/{agent}/contexts/{context_id}/audit",
+        "/admin/agents/{agent}/contexts/{context_id}/usage",
     }
     url = f"{fuzz_server.url}/openapi.json"
     assert set(httpx.get(url, headers=OPERATOR).json()["paths"]) == public | operator

@@ -8,6 +8,8 @@ token opens nothing outside it. Never used by the UI.
     PATCH /admin/agents/{agent}/contexts/{id}/state               {"state": {...}, "source"?}
     GET   /admin/agents/{agent}/contexts/{id}/state/{key}/history one key's audit trail
     GET   /admin/agents/{agent}/contexts/{id}/audit               the whole audit trail
+    GET   /admin/agents/{agent}/contexts/{id}/usage               model tokens, in total and
+                                                                  for the latest runs
 
 A patch is atomic: every key lands, or — one key not writable (403 `write_denied`), one
 value not JSON (400 `invalid_state_value`), a stale `If-Match` version (412
@@ -146,8 +148,13 @@ def operator_routes(registry: ContextRegistry, token: str) -> list[BaseRoute]:
         entries = await registry.store.audit(context.id)
         return JSONResponse({"entries": [entry_json(e) for e in entries]})
 
+    async def usage(request: Request) -> Response:
+        context = await find(request)
+        return JSONResponse({"contextId": context.id, **context.record.usage})
+
     base = "/agents/{agent}/contexts/{context_id}"
     return [
+        Route(f"{base}/usage", authenticated(usage), methods=["GET"]),
         Route(f"{base}/state", authenticated(read_state), methods=["GET"]),
         Route(f"{base}/state", authenticated(patch_state), methods=["PATCH"]),
         Route(f"{base}/state/{{key}}/history", authenticated(key_history), methods=["GET"]),

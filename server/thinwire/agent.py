@@ -59,6 +59,11 @@ class Agent:
     async def run(self, run: Run, text: str) -> None:
         raise NotImplementedError
 
+    @classmethod
+    async def aclose(cls) -> None:
+        """Release what the class holds for all its conversations (a model's client);
+        called when the app shuts down."""
+
 
 class Handoff(Protocol):
     def __call__(self, agent_name: str, run: Run, text: str) -> Awaitable[None]: ...
@@ -102,6 +107,8 @@ class Run:
         self._journal = Journal(journal)
         #: What a resumed run said before it was suspended (already shown to the user).
         self.replayed_text: list[str] = []
+        #: Tokens per model, of the model calls of this run (see `record_usage`).
+        self.usage: dict[str, dict[str, int]] = {}
         self._first_delta_sent = False
 
     def handed_to(self) -> Run:
@@ -120,6 +127,7 @@ class Run:
         other._tool_calls = self._tool_calls
         other._journal = self._journal
         other.replayed_text = self.replayed_text
+        other.usage = self.usage
         other._first_delta_sent = self._first_delta_sent
         return other
 
@@ -224,6 +232,19 @@ class Run:
         first; a rejection raises `Rejected` and the tool does not run. A tool that raises
         raises `ToolFailed` from the original exception, after the failure is shown.
         """
+        return await self.call_tool(name, function, arguments, approval=approval)
+
+    async def call_tool(
+        self,
+        name: str,
+        function: Callable[..., Awaitable[T]],
+        arguments: dict[str, Any],
+        *,
+        approval: Approval | None = None,
+        call_id: str | None = None,
+    ) -> T:
+        """`tool`, for adapters: the arguments as a dict (any names, `approval` too), and
+        the model's own `call_id` kept with the call in the history."""
         if approval is not None:
             decision = await self.interrupt(
                 approval.prompt, options=APPROVAL_OPTIONS, payload=approval.payload
@@ -231,29 +252,60 @@ class Run:
             if decision != "approve":
                 raise Rejected(name)
         check_json(arguments, f"arguments of tool {name!r}")
+        called = {"role": "tool", "name": name, "arguments": arguments}
+        if call_id is not None:
+            called["callId"] = call_id
         entry = self._journal.replay("tool", name)
         if entry is not None:  # done before the run was suspended: not again
-            self.history.append(
-                {"role": "tool", "name": name, "arguments": arguments, **entry["result"]}
-            )
+            self.history.append({**called, **entry["result"]})
             if not entry["result"]["ok"]:
                 raise ToolFailed(name, entry["result"]["error"])
             output: T = entry["result"]["output"]
             return output
-        call_id = self._log.new_call_id()
+        frame_id = self._log.new_call_id()
         self._tool_calls.append(name)
-        self._log.tool_call(call_id, name)
+        self._log.tool_call(frame_id, name)
         try:
             output = await function(**arguments)
             check_json(output, f"output of tool {name!r}")
         except Exception as exc:
-            self._log.tool_result(call_id, name, ok=False)
-            self._record(name, arguments, {"ok": False, "error": str(exc)})
+            self._log.tool_result(frame_id, name, ok=False)
+            self._record(called, {"ok": False, "error": str(exc)})
             raise ToolFailed(name, str(exc)) from exc
-        self._log.tool_result(call_id, name, ok=True)
-        self._record(name, arguments, {"ok": True, "output": output})
+        self._log.tool_result(frame_id, name, ok=True)
+        self._record(called, {"ok": True, "output": output})
         return output
 
-    def _record(self, name: str, arguments: dict[str, Any], result: dict[str, Any]) -> None:
-        self.history.append({"role": "tool", "name": name, "arguments": arguments, **result})
-        self._journal.record({"kind": "tool", "name": name, "result": result})
+    def _record(self, called: dict[str, Any], result: dict[str, Any]) -> None:
+        self.history.append({**called, **result})
+        self._journal.record({"kind": "tool", "name": called["name"], "result": result})
+
+    async def step(self, name: str, function: Callable[[], Awaitable[T]], /) -> T:
+        """Do `function()` once as a recorded step of this run, and return its result
+        (JSON): a model call, a search, anything that must not happen twice.
+
+        When a suspended run resumes (after a decision, also after a restart), its code
+        runs again from the top; a recorded step returns what it returned the first time
+        instead of running again, and what it said (`say`) counts as said. So a model is
+        never called twice for one answer, and a replay stays deterministic.
+        """
+        entry = self._journal.replay("step", name)
+        if entry is not None:
+            if entry["said"]:
+                self.replayed_text.append(entry["said"])
+            recorded: T = entry["result"]
+            return recorded
+        before = len(self._text)
+        result = await function()
+        check_json(result, f"result of step {name!r}")
+        said = "".join(self._text[before:])
+        self._journal.record({"kind": "step", "name": name, "result": result, "said": said})
+        return result
+
+    def record_usage(self, model: str, input_tokens: int, output_tokens: int) -> None:
+        """Count a model call's tokens towards this run's usage: kept on the server
+        (the operator API reads it), never sent to a client."""
+        usage = self.usage.setdefault(model, {"calls": 0, "inputTokens": 0, "outputTokens": 0})
+        usage["calls"] += 1
+        usage["inputTokens"] += input_tokens
+        usage["outputTokens"] += output_tokens

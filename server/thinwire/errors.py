@@ -22,6 +22,8 @@
     │   └── LeaseLost                  409  version_conflict (another replica took over)
     ├── AgentFailed                    500  agent_error (an agent could not even be created)
     ├── Misconfigured                       the app cannot start (never reaches a client)
+    ├── ModelError                          a model's server failed: an `agent_error` frame,
+    │                                       retryable where a retry could help
     └── RunTooLong                          run_too_long (sent as an `error` frame)
 
 The app maps the tree to the wire in one place (`app.py`); stores map their driver's
@@ -46,6 +48,7 @@ __all__ = [
     "LeaseLost",
     "MethodNotAllowed",
     "Misconfigured",
+    "ModelError",
     "NotFound",
     "PayloadTooLarge",
     "PreconditionFailed",
@@ -204,6 +207,22 @@ class Misconfigured(ThinwireError):
 
     def __init__(self, message: str) -> None:
         super().__init__("internal_error", message)
+
+
+class ModelError(ThinwireError):
+    """A model's server failed. `reason` is ours, a few words a client may see ("rate
+    limited"); what the server said is in the exception's cause, for the log only."""
+
+    status = 502
+
+    def __init__(self, reason: str, *, retryable: bool) -> None:
+        super().__init__("agent_error", f"the model failed: {reason}")
+        self.reason = reason
+        self._retryable = retryable
+
+    @property
+    def retryable(self) -> bool:
+        return self._retryable
 
 
 class RunTooLong(ThinwireError):

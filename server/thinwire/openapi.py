@@ -258,6 +258,17 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                 **secured,
             },
         }
+        paths[f"{admin}/usage"] = {
+            "get": {
+                **operation(
+                    "Model tokens, in total and for the latest runs",
+                    [agent, context],
+                    {"200": {"description": "Usage"}},
+                    errors=("400", "401", "404"),
+                ),
+                **secured,
+            }
+        }
         paths[f"{admin}/audit"] = {
             "get": {
                 **operation(

@@ -41,6 +41,8 @@ SEQ_LEASE = 1_000_000
 ANSWERED_KEPT = 100
 #: How many message ids (of the latest sends) a context remembers, to tell a retry.
 SENDS_KEPT = 100
+#: How many runs' token usage a context keeps (the totals count every run).
+USAGE_KEPT = 200
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,7 @@ class ContextRecord:
         checkpoint: Checkpoint | None = None,
         answered: list[str] | None = None,
         sends: dict[str, str] | None = None,
+        usage: dict[str, Any] | None = None,
         created_at: float = 0.0,
         updated_at: float = 0.0,
         *,
@@ -173,6 +176,8 @@ class ContextRecord:
         self.answered: list[str] = [] if answered is None else answered
         #: The client's message id of each of the latest sends -> the run it started.
         self.sends: dict[str, str] = {} if sends is None else sends
+        #: Model tokens, server-only: {"total": {model: counts}, "runs": [latest runs]}.
+        self.usage: dict[str, Any] = {"total": {}, "runs": []} if usage is None else usage
         self.created_at = created_at
         self.updated_at = updated_at
         #: The history's and the transcript's text as the store holds them, by name, for
@@ -262,6 +267,16 @@ class ContextRecord:
             self.add_turn(public_turn("assistant", text, tool_calls, stop_reason))
         self.active_run = None
 
+    def add_usage(self, run_id: str, usage: Mapping[str, Mapping[str, int]], at: float) -> None:
+        """Count a run's model tokens (per model: calls, inputTokens, outputTokens)."""
+        total = self.usage["total"]
+        for model, counts in usage.items():
+            kept = total.setdefault(model, {"calls": 0, "inputTokens": 0, "outputTokens": 0})
+            for name, count in counts.items():
+                kept[name] = kept.get(name, 0) + count
+        runs = [*self.usage["runs"], {"runId": run_id, "at": at, "models": dict(usage)}]
+        self.usage["runs"] = runs[-USAGE_KEPT:]
+
     def suspend(
         self, checkpoint: Checkpoint, text: str, tool_calls: Sequence[str], *, rollback_to: int
     ) -> None:
@@ -335,6 +350,7 @@ class ContextRecord:
             "suspended": self.checkpoint.to_json() if self.checkpoint else None,
             "answered": self.answered,
             "sends": self.sends,
+            "usage": self.usage,
             "createdAt": self.created_at,
             "updatedAt": self.updated_at,
         }
@@ -377,6 +393,7 @@ class ContextRecord:
             checkpoint=Checkpoint.from_json(checkpoint) if checkpoint else None,
             answered=data.get("answered", []),
             sends=data.get("sends", {}),
+            usage=data.get("usage"),
             created_at=data["createdAt"],
             updated_at=data["updatedAt"],
             history_json=history_json,

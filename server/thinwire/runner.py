@@ -18,14 +18,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from thinwire import wire
 from thinwire.agent import Run
-from thinwire.codes import ServerErrorCode
+from thinwire.codes import RETRYABLE_CODES, ServerErrorCode
 from thinwire.contexts import Context, ContextRegistry
-from thinwire.errors import RunTooLong
+from thinwire.errors import ModelError, RunTooLong
 from thinwire.ids import new_run_id
 from thinwire.interrupts import ReplayMismatch, Suspend
 from thinwire.records import Checkpoint
@@ -70,11 +71,15 @@ async def begin_run(
     return log
 
 
-def failure(log: RunLog, code: ServerErrorCode, what: str) -> None:
+def failure(
+    log: RunLog, code: ServerErrorCode, what: str, *, retryable: bool | None = None
+) -> None:
     """Log the exception under a reference and send the client only the reference."""
     reference = "err-" + secrets.token_hex(6)
     logger.exception("%s in %s (%s)", what, log.context.id, reference)
-    log.error(code, f"{what}. Reference: {reference}.", retryable=code == "store_error")
+    if retryable is None:
+        retryable = code in RETRYABLE_CODES
+    log.error(code, f"{what}. Reference: {reference}.", retryable=retryable)
 
 
 async def flush_periodically(
@@ -171,6 +176,10 @@ async def execute(
     except RunTooLong:
         failure(log, "run_too_long", "The run sent too many frames")
         outcome = Outcome("error")
+    except ModelError as exc:
+        # What the model's server said stays in the log; the client learns the kind.
+        failure(log, "agent_error", f"The model failed ({exc.reason})", retryable=exc.retryable)
+        outcome = Outcome("error")
     except Exception:
         # The exception text may hold anything private; it stays in the server log.
         failure(log, "agent_error", "The agent failed")
@@ -196,6 +205,8 @@ async def finish(
 ) -> None:
     """Save the run's outcome and its last frames in one step, then send `done`."""
     record = context.record
+    if run.usage:
+        record.add_usage(log.run_id, run.usage, time.time())
     if outcome.suspended is not None:
         checkpoint = Checkpoint(
             run_id=log.run_id,

@@ -19,6 +19,7 @@ import jsonschema
 from starlette.requests import HTTPConnection
 
 from thinwire import wire
+from thinwire.agent import Agent
 from thinwire.contexts import AgentFactory, Context, ContextRegistry, not_found
 from thinwire.coordination import Coordinator
 from thinwire.errors import BadRequest, Conflict, Misconfigured, NotFound, StoreError
@@ -351,6 +352,9 @@ class AgentServer:
         for task in runs:
             task.cancel()
         await asyncio.gather(*runs, return_exceptions=True)
+        for factory in self.agents.values():
+            if isinstance(factory, type) and issubclass(factory, Agent):
+                await factory.aclose()
         await self.coordinator.close()
         await self.store.close()
 

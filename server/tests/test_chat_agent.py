@@ -1,0 +1,327 @@
+"""ChatAgent over the official openai SDK, against an OpenAI-compatible stub that replays
+recorded chunk streams: streaming, tools, approvals, replay, stop, failures, usage."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import date
+from typing import Annotated, Any, ClassVar
+
+import pytest
+from pydantic import Field
+from starlette.testclient import TestClient
+
+from conftest import app_for, parse_sse
+from thinwire import Approval
+from thinwire.models import ChatAgent, OpenAIChat, tool
+from thinwire.testing.openai_stub import (
+    Fail,
+    Garbage,
+    OpenAIStub,
+    Stream,
+    finish,
+    reasoning,
+    text,
+    tool_calls,
+    usage,
+)
+
+SECRET_PROMPT = "tw-model-prompt-7d1e"
+SECRET_OUTPUT = "tw-model-tool-output-5c2a"
+SECRET_ARGUMENT = "tw-model-argument-91b0"
+TOKEN = "model-operator-token"
+
+
+@pytest.fixture
+def stub() -> Iterator[OpenAIStub]:
+    with OpenAIStub() as running:
+        yield running
+
+
+def librarian(stub: OpenAIStub, **attributes: Any) -> type[ChatAgent]:
+    """A five-line agent, the way the docs write it (built per test, for its stub)."""
+
+    class Librarian(ChatAgent):
+        model = OpenAIChat("stub-model", base_url=stub.url, api_key="test", backoff=0.01)
+        system_prompt = f"You help people find books. {SECRET_PROMPT}"
+        lent: ClassVar[list[str]] = []
+
+        @tool
+        async def search(
+            self, query: Annotated[str, Field(description="Words to look for")], limit: int = 3
+        ) -> list[str]:
+            """Search the catalogue.
+
+            Returns titles."""
+            return [f"{query} {n} ({SECRET_OUTPUT})" for n in range(limit)]
+
+        @tool(
+            approval=lambda arguments: (
+                Approval(f"Lend {arguments['title']}?") if arguments["until"].year > 2026 else None
+            )
+        )
+        async def lend(self, title: str, until: date) -> str:
+            """Lend a book until a date."""
+            type(self).lent.append(f"{title} until {until.isoformat()}")
+            return "lent"
+
+    for name, value in attributes.items():
+        setattr(Librarian, name, value)
+    return Librarian
+
+
+def client_for(agent: type[ChatAgent]) -> TestClient:
+    return TestClient(app_for({"lib": agent}, operator_token=TOKEN))
+
+
+def run(client: TestClient, text_: str, context_id: str | None = None) -> list[dict[str, Any]]:
+    body: dict[str, Any] = {"message": {"text": text_}}
+    if context_id:
+        body["contextId"] = context_id
+    response = client.post("/agents/lib/runs", json=body)
+    assert response.status_code == 200, response.text
+    return parse_sse(response.text)
+
+
+def deltas(frames: list[dict[str, Any]], kind: str) -> str:
+    return "".join(f["delta"] for f in frames if f["type"] == kind)
+
+
+def test_content_and_reasoning_stream_as_tokens_and_thinking(stub: OpenAIStub) -> None:
+    stub.push(
+        Stream(
+            [
+                *reasoning("Looking ", 2),
+                *reasoning("closer.", field_name="reasoning"),
+                *text("Hello there!", 4),
+                finish(),
+                usage(12, 4),
+            ]
+        )
+    )
+    with client_for(librarian(stub)) as client:
+        frames = run(client, "hi")
+    assert deltas(frames, "thinking") == "Looking closer."
+    assert deltas(frames, "token") == "Hello there!"
+    assert frames[-1]["text"] == "Hello there!" and frames[-1]["stopReason"] == "end"
+    sent = stub.requests[0]
+    assert sent["model"] == "stub-model" and sent["stream"] is True
+    assert sent["messages"] == [
+        {"role": "system", "content": f"You help people find books. {SECRET_PROMPT}"},
+        {"role": "user", "content": "hi"},
+    ]
+
+
+def test_tools_get_their_schema_from_the_signature_and_docstring(stub: OpenAIStub) -> None:
+    stub.push(Stream(text("ok")))
+    with client_for(librarian(stub)) as client:
+        run(client, "hi")
+    tools = {t["function"]["name"]: t["function"] for t in stub.requests[0]["tools"]}
+    search = tools["search"]
+    assert search["description"] == "Search the catalogue."
+    assert search["parameters"]["required"] == ["query"]
+    assert search["parameters"]["properties"]["query"]["description"] == "Words to look for"
+    assert search["parameters"]["properties"]["limit"]["default"] == 3
+    assert tools["lend"]["parameters"]["properties"]["until"]["format"] == "date"
+
+
+def test_split_and_parallel_tool_calls_run_and_their_results_go_back(stub: OpenAIStub) -> None:
+    calls = [
+        ("call_a", "search", {"query": SECRET_ARGUMENT, "limit": 1}),
+        ("call_b", "search", {"query": "tides", "limit": 2}),
+    ]
+    stub.push(
+        Stream([*text("Let me look. "), *tool_calls(calls, pieces=4), finish("tool_calls")]),
+        Stream([*text("Found them."), finish()]),
+    )
+    with client_for(librarian(stub)) as client:
+        frames = run(client, "find two")
+        context_id = frames[0]["contextId"]
+        transcript = client.get(f"/agents/lib/contexts/{context_id}").text
+    assert [f["name"] for f in frames if f["type"] == "tool_call"] == ["search", "search"]
+    assert all(f["ok"] for f in frames if f["type"] == "tool_result")
+    assert frames[-1]["text"] == "Let me look. Found them."
+    second = stub.requests[1]["messages"]
+    assert second[2]["role"] == "assistant" and second[2]["content"] == "Let me look. "
+    assert [c["id"] for c in second[2]["tool_calls"]] == ["call_a", "call_b"]
+    assert json.loads(second[2]["tool_calls"][0]["function"]["arguments"]) == calls[0][2]
+    results = {m["tool_call_id"]: json.loads(m["content"]) for m in second if m["role"] == "tool"}
+    assert results["call_b"] == [f"tides {n} ({SECRET_OUTPUT})" for n in range(2)]
+    # Arguments, outputs and the prompt stay on the server.
+    for secret in (SECRET_PROMPT, SECRET_OUTPUT, SECRET_ARGUMENT):
+        assert secret not in json.dumps(frames) and secret not in transcript
+
+
+def test_invalid_arguments_go_back_to_the_model_as_the_tools_error(stub: OpenAIStub) -> None:
+    stub.push(
+        Stream(
+            [
+                *tool_calls(
+                    [
+                        ("c1", "search", {"limit": "many"}),
+                        ("c2", "nope", {}),
+                        ("c3", "search", "{not json"),
+                    ]
+                ),
+                finish("tool_calls"),
+            ]
+        ),
+        Stream(text("Sorry, let me fix that.")),
+    )
+    with client_for(librarian(stub)) as client:
+        frames = run(client, "find")
+    assert frames[-1]["stopReason"] == "end"
+    assert [f["ok"] for f in frames if f["type"] == "tool_result"] == [False, False, False]
+    errors = {
+        m["tool_call_id"]: m["content"] for m in stub.requests[1]["messages"] if m["role"] == "tool"
+    }
+    assert "query: Field required" in errors["c1"] and "limit" in errors["c1"]
+    assert "there is no tool 'nope'" in errors["c2"]
+    assert "query" in errors["c3"]  # not an object: validated as {"text": …}, refused
+
+
+def test_the_loop_stops_at_the_step_limit(stub: OpenAIStub) -> None:
+    again = [("c", "search", {"query": "x", "limit": 1})]
+    stub.push(*(Stream([*tool_calls(again), finish("tool_calls")]) for _ in range(3)))
+    with client_for(librarian(stub, max_steps=3)) as client:
+        frames = run(client, "loop")
+    assert len(stub.requests) == 3 and frames[-1]["stopReason"] == "end"
+
+
+def test_an_approval_decided_from_the_arguments_and_a_resume_that_calls_the_model_once_more(
+    stub: OpenAIStub,
+) -> None:
+    agent = librarian(stub)
+    agent.lent = []
+    stub.push(
+        Stream(
+            [
+                *text("Checking. "),
+                *tool_calls([("c1", "lend", {"title": "Dune", "until": "2027-01-05"})]),
+                finish("tool_calls"),
+            ]
+        ),
+        Stream(text("Dune is yours.")),
+    )
+    with client_for(agent) as client:
+        asked = run(client, "lend me Dune")
+        interrupt = asked[-2]["interrupt"]
+        assert interrupt["prompt"] == "Lend Dune?" and asked[-1]["stopReason"] == "interrupted"
+        assert agent.lent == [] and len(stub.requests) == 1
+        context_id = asked[0]["contextId"]
+        resumed = client.post(
+            f"/agents/lib/contexts/{context_id}/decisions",
+            json={"interruptId": interrupt["interruptId"], "value": "approve"},
+        )
+        frames = parse_sse(resumed.text)
+    assert frames[-1]["text"] == "Dune is yours." and frames[-1]["stopReason"] == "end"
+    # The first model call was replayed from the checkpoint, not made again.
+    assert len(stub.requests) == 2
+    assert agent.lent == ["Dune until 2027-01-05"]  # validated to a date, run once
+
+
+def test_a_call_the_rule_does_not_gate_runs_without_asking(stub: OpenAIStub) -> None:
+    agent = librarian(stub)
+    agent.lent = []
+    stub.push(
+        Stream(tool_calls([("c1", "lend", {"title": "Emma", "until": "2026-12-24"})])),
+        Stream(text("Done.")),
+    )
+    with client_for(agent) as client:
+        frames = run(client, "lend Emma")
+    assert frames[-1]["text"] == "Done." and agent.lent == ["Emma until 2026-12-24"]
+
+
+def test_the_history_maps_to_chat_messages_and_a_window_bounds_it(stub: OpenAIStub) -> None:
+    stub.push(
+        Stream([*tool_calls([("c1", "search", {"query": "a", "limit": 1})]), finish("tool_calls")]),
+        Stream(text("first answer")),
+        Stream(text("second answer")),
+        Stream(text("third answer")),
+    )
+    with client_for(librarian(stub, history_window=5)) as client:
+        context_id = run(client, "one")[0]["contextId"]
+        run(client, "two", context_id)
+        run(client, "three", context_id)
+    three = stub.requests[3]["messages"]
+    # The system prompt, then whole turns only: "two" and its answer, "three".
+    assert [(m["role"], m.get("content")) for m in three] == [
+        ("system", f"You help people find books. {SECRET_PROMPT}"),
+        ("user", "two"),
+        ("assistant", "second answer"),
+        ("user", "three"),
+    ]
+    two = stub.requests[2]["messages"]
+    assert [m["role"] for m in two] == ["system", "user", "assistant", "tool", "assistant", "user"]
+
+
+def test_a_stop_closes_the_request_to_the_model(stub: OpenAIStub) -> None:
+    stub.push(Stream(text("This will go on and on", 5), delay=0.01, hold=True))
+    with (
+        client_for(librarian(stub)) as client,
+        client.websocket_connect("/agents/lib/ws") as socket,
+    ):
+        socket.send_json({"type": "send", "message": {"text": "talk"}})
+        start = socket.receive_json()
+        while socket.receive_json()["type"] != "token":
+            pass
+        socket.send_json({"type": "stop", "contextId": start["contextId"]})
+        while (frame := socket.receive_json())["type"] != "done":
+            pass
+    assert frame["stopReason"] == "stopped"
+    deadline = time.monotonic() + 5
+    while stub.closed_early == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stub.closed_early == 1  # the model's server saw the connection go
+
+
+@pytest.mark.parametrize(
+    ("replies", "reason", "retryable", "requests"),
+    [
+        ([Fail(401)], "refused the credentials", False, 1),
+        ([Fail(429), Fail(429), Fail(429)], "rate limited", True, 3),
+        ([Fail(503), Fail(500), Fail(502)], "server error 502", True, 3),
+        ([Fail(400)], "refused the request (400)", False, 1),
+        ([Stream(text("Half an ans", 2), cut_after=1)], "unreachable", True, 1),
+        ([Garbage(text("Half"))], "sent a malformed answer", False, 1),
+    ],
+)
+def test_upstream_failures_are_agent_errors_without_their_text(
+    stub: OpenAIStub, replies: list[Any], reason: str, retryable: bool, requests: int
+) -> None:
+    stub.push(*replies)
+    with client_for(librarian(stub)) as client:
+        frames = run(client, "hi")
+    error = next(f for f in frames if f["type"] == "error")
+    assert error["code"] == "agent_error" and error["retryable"] is retryable
+    assert error["message"].startswith(f"The model failed ({reason})")
+    assert "secret-upstream-detail" not in json.dumps(frames)
+    assert frames[-1]["stopReason"] == "error" and len(stub.requests) == requests
+
+
+def test_a_failure_before_the_first_token_is_tried_again(stub: OpenAIStub) -> None:
+    stub.push(Fail(429), Fail(503), Stream(text("third time lucky")))
+    with client_for(librarian(stub)) as client:
+        frames = run(client, "hi")
+    assert frames[-1]["text"] == "third time lucky" and len(stub.requests) == 3
+
+
+def test_token_usage_is_kept_for_the_operator_and_not_sent(stub: OpenAIStub) -> None:
+    stub.push(
+        Stream([*tool_calls([("c", "search", {"query": "q", "limit": 1})]), usage(100, 7)]),
+        Stream([*text("done"), usage(130, 2)]),
+    )
+    with client_for(librarian(stub)) as client:
+        frames = run(client, "hi")
+        context_id = frames[0]["contextId"]
+        transcript = client.get(f"/agents/lib/contexts/{context_id}").text
+        seen = client.get(
+            f"/admin/agents/lib/contexts/{context_id}/usage",
+            headers={"authorization": f"Bearer {TOKEN}"},
+        ).json()
+    counts = {"calls": 2, "inputTokens": 230, "outputTokens": 9}
+    assert seen["total"] == {"stub-model": counts}
+    assert seen["runs"][0]["runId"] == frames[0]["runId"]
+    assert "inputTokens" not in json.dumps(frames) + transcript

@@ -1,0 +1,153 @@
+"""ChatAgent: an agent that is a chat model with tools.
+
+    class Librarian(ChatAgent):
+        model = OpenAIChat("gpt-4.1-mini")
+        system_prompt = "You help people find books."
+
+        @tool
+        async def search(self, query: str) -> list[str]:
+            \"\"\"Search the catalogue.\"\"\"
+            return await catalogue.search(query)
+
+Each step shows the model the conversation (its latest `history_window` messages), streams
+its answer, runs the tools it calls — each through `run.call_tool`, so their arguments
+and outputs stay on the server and only their names cross the wire — and goes on until
+the model stops calling tools or `max_steps` is reached. Every model call is a recorded
+step of the run (`run.step`): a run resumed after a decision replays the model's
+recorded answers instead of calling it again. Parallel tool calls of one step run one
+after the other, in the order the model gave them, so a replay meets them in that order.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from pydantic_core import to_jsonable_python
+
+from thinwire.agent import Agent, Run
+from thinwire.interrupts import Rejected, ToolFailed
+from thinwire.models.base import ChatModel, ModelTurn, ToolCall
+from thinwire.models.messages import model_turn, to_chat_messages
+from thinwire.models.tools import ToolInputError, ToolSpec, tools_of
+
+__all__ = ["ChatAgent"]
+
+logger = logging.getLogger("thinwire.models")
+
+
+class ChatAgent(Agent):
+    #: The model (an `OpenAIChat`, or anything with `name` and `complete`).
+    model: ClassVar[ChatModel]
+    #: Model calls per run at most; a model still calling tools then is stopped there.
+    max_steps: ClassVar[int] = 10
+    #: Messages of the conversation shown to the model, besides the system prompt.
+    history_window: ClassVar[int] = 50
+
+    @classmethod
+    async def aclose(cls) -> None:
+        close = getattr(cls.model, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def run(self, run: Run, text: str) -> None:
+        tools = tools_of(type(self))
+        schemas = [spec.schema for spec in tools.values()]
+        for _ in range(self.max_steps):
+            messages = to_chat_messages(run.history, self.history_window)
+            turn = await run.step(
+                f"model:{self.model.name}", functools.partial(self.ask, run, messages, schemas)
+            )
+            calls = turn["toolCalls"]
+            run.history.append(model_turn(turn["content"], [parsed(call) for call in calls]))
+            if not calls:
+                return
+            for call in calls:
+                await self.call(run, tools, call)
+        logger.info("%s stopped after %d model calls", run.context_id, self.max_steps)
+
+    async def ask(
+        self, run: Run, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
+    ) -> ModelTurn:
+        """One model call, its deltas streamed to the user, its tokens counted."""
+        turn = await self.model.complete(messages, schemas, run)
+        if turn["usage"]:
+            usage = turn["usage"]
+            run.record_usage(self.model.name, usage["inputTokens"], usage["outputTokens"])
+        return turn
+
+    async def call(self, run: Run, tools: Mapping[str, ToolSpec], call: ToolCall) -> None:
+        """Run one tool call; whatever goes wrong is the model's to hear, as the tool's
+        error, except a person's rejection, which ends the run."""
+        spec = tools.get(call["name"])
+        arguments = parsed(call)["arguments"]
+        approval = None
+        if spec is None:
+            function = refuse(f"there is no tool {call['name']!r}")
+        else:
+            try:
+                valid = spec.validate(arguments)
+            except ToolInputError as exc:
+                function = refuse(str(exc))
+            else:
+                approval = spec.approval_for(valid)
+                function = with_arguments(spec.bound(self), valid)
+                arguments = valid_json(valid, arguments)
+        try:
+            await run.call_tool(
+                call["name"], function, arguments, approval=approval, call_id=call["id"]
+            )
+        except ToolFailed:
+            pass  # recorded in the history as the tool's error: the model reads it next
+        except Rejected:
+            run.history.append(
+                {
+                    "role": "tool",
+                    "callId": call["id"],
+                    "name": call["name"],
+                    "arguments": arguments,
+                    "ok": False,
+                    "error": "a person rejected this call; it did not run",
+                }
+            )
+
+
+def parsed(call: ToolCall) -> dict[str, Any]:
+    """The call with its arguments as a JSON object; text that is not one stays text,
+    under "text", for the model to be told."""
+    try:
+        arguments = json.loads(call["arguments"] or "{}")
+    except ValueError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        arguments = {"text": call["arguments"]}
+    return {"id": call["id"], "name": call["name"], "arguments": arguments}
+
+
+def valid_json(valid: Mapping[str, Any], fallback: dict[str, Any]) -> dict[str, Any]:
+    """The validated arguments as JSON, to record; the model's own when they are not."""
+    try:
+        value = to_jsonable_python(dict(valid))
+    except Exception:
+        return fallback
+    return value if isinstance(value, dict) else fallback
+
+
+def with_arguments(function: Any, valid: Mapping[str, Any]) -> Any:
+    """The tool, called with the validated arguments (a date as a date, a model as a
+    model) while the history records them as JSON."""
+
+    async def call(**_: Any) -> Any:
+        return await function(**valid)
+
+    return call
+
+
+def refuse(reason: str) -> Any:
+    async def refused(**_: Any) -> Any:
+        raise ToolInputError(reason)
+
+    return refused

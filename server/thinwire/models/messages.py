@@ -1,0 +1,115 @@
+"""The history (thinwire's message dicts, see docs/server.md) to and from the chat API's
+messages, and the window of it a model is shown.
+
+    history                                          chat API
+    {"role": "system", "content"}                    {"role": "system", "content"}
+    {"role": "user", "content", "data"?}             {"role": "user", "content"} (+ the data)
+    {"role": "assistant", "content", "toolCalls":    {"role": "assistant", "content",
+      [{"id", "name", "arguments": {...}}]}            "tool_calls": [{"id", "type": "function",
+                                                        "function": {"name", "arguments": "{…}"}}]}
+    {"role": "tool", "callId", "name", "arguments",  {"role": "tool", "tool_call_id",
+      "ok", "output" | "error"}                        "content": output as JSON, or the error}
+    {"role": "assistant", "content", "stopReason"}   the reply as the user saw it: sent to the
+                                                     model only for a turn it did not write
+                                                     itself (another agent's, a stopped one)
+
+A model's own turns (`model_turn`) carry no `stopReason`; the kit's summary of each run
+(written when the run ends) does. Tool calls of agents that are not model-backed (no
+`callId`) are not the model's, and are left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["model_turn", "to_chat_messages"]
+
+
+def model_turn(content: str, tool_calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A model's turn as the history keeps it."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["toolCalls"] = [
+            {"id": call["id"], "name": call["name"], "arguments": call["arguments"]}
+            for call in tool_calls
+        ]
+    return message
+
+
+def to_chat_messages(history: Sequence[dict[str, Any]], window: int) -> list[dict[str, Any]]:
+    """The chat messages for the model: the system prompt, then the latest whole turns (a
+    user message and what followed it) that fit in `window` chat messages — the latest
+    turn always, so no tool call is shown without its result. It reads the history from
+    the end, as far back as the window goes."""
+    system = []
+    for message in history:
+        if message.get("role") != "system":
+            break
+        system.append(chat_message(message))
+    shown: list[dict[str, Any]] = []
+    turn: list[dict[str, Any]] = []
+    for message in reversed(history[len(system) :]):
+        turn.append(message)
+        if message.get("role") != "user":
+            continue
+        chat = chat_turn(turn[::-1])
+        if shown and len(shown) + len(chat) > window:
+            break
+        shown = chat + shown
+        turn = []
+    return [*system, *shown]
+
+
+def chat_turn(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One turn's chat messages: the model's own where it wrote them, else the kit's
+    summary of the reply (another agent's, or a run stopped before the model answered)."""
+    own = any(m["role"] == "assistant" and "stopReason" not in m for m in messages)
+    out = []
+    for message in messages:
+        summary = message["role"] == "assistant" and "stopReason" in message
+        if summary and (own or not message.get("content")):
+            continue
+        if message["role"] == "tool" and "callId" not in message:
+            continue
+        out.append(chat_message(message))
+    return out
+
+
+def chat_message(message: dict[str, Any]) -> dict[str, Any]:
+    role = message.get("role")
+    if role == "system":
+        return {"role": "system", "content": message.get("content", "")}
+    if role == "user":
+        content = message.get("content", "")
+        if message.get("data"):
+            content += (
+                "\n\n[The page sent this with the message: "
+                + json.dumps(message["data"], ensure_ascii=False)
+                + "]"
+            )
+        return {"role": "user", "content": content}
+    if role == "tool":
+        body = (
+            json.dumps(message.get("output"), ensure_ascii=False)
+            if message.get("ok")
+            else f"error: {message.get('error', 'the tool failed')}"
+        )
+        return {"role": "tool", "tool_call_id": message["callId"], "content": body}
+    chat: dict[str, Any] = {"role": "assistant", "content": message.get("content") or None}
+    if message.get("toolCalls"):
+        chat["tool_calls"] = [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": call["arguments"]
+                    if isinstance(call["arguments"], str)
+                    else json.dumps(call["arguments"], ensure_ascii=False),
+                },
+            }
+            for call in message["toolCalls"]
+        ]
+    return chat

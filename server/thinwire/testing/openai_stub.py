@@ -1,0 +1,229 @@
+"""An OpenAI-compatible chat completions server for tests, offline: it replays scripted
+chunk streams on a free loopback port, so a `ChatAgent` (or anything on the official
+SDK) is tested through the real client, not a mock of it.
+
+    with OpenAIStub() as stub:
+        stub.push(Stream([*reasoning("Let me see. "), *text("Hello!", pieces=3), usage(12, 3)]))
+        model = OpenAIChat("stub-model", base_url=stub.url, api_key="test")
+        ...
+        stub.requests[0]["messages"]   # what the model was sent
+
+Each request takes the next pushed reply: a `Stream` of chunks (optionally cut, slowed, or
+held open until the client goes), a `Fail` (an HTTP error), or `Garbage` (a chunk that is
+not JSON). `closed_early` counts streams the client closed before their end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from thinwire.testing.server import free_port
+
+__all__ = [
+    "Fail",
+    "Garbage",
+    "OpenAIStub",
+    "Stream",
+    "finish",
+    "reasoning",
+    "text",
+    "tool_calls",
+    "usage",
+]
+
+
+@dataclass
+class Stream:
+    chunks: list[dict[str, Any]]
+    #: Seconds between chunks.
+    delay: float = 0.0
+    #: Drop the connection after this many chunks (no [DONE]).
+    cut_after: int | None = None
+    #: After the chunks, keep the stream open until the client closes it.
+    hold: bool = False
+
+
+@dataclass
+class Fail:
+    status: int
+    message: str = "upstream says no: secret-upstream-detail"
+
+
+@dataclass
+class Garbage:
+    """Some chunks, then a line that is not JSON."""
+
+    chunks: list[dict[str, Any]] = field(default_factory=list)
+
+
+Reply = Stream | Fail | Garbage
+
+
+def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "stub-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+
+
+def split(value: str, pieces: int) -> list[str]:
+    size = max(1, -(-len(value) // max(1, pieces)))
+    return [value[i : i + size] for i in range(0, len(value), size)] or [""]
+
+
+def text(value: str, pieces: int = 1) -> list[dict[str, Any]]:
+    """Content deltas of `value`, in `pieces` chunks."""
+    return [chunk({"content": piece}) for piece in split(value, pieces)]
+
+
+def reasoning(
+    value: str, pieces: int = 1, field_name: str = "reasoning_content"
+) -> list[dict[str, Any]]:
+    """Reasoning deltas, as `reasoning_content` (vLLM, DeepSeek) or `reasoning` (Ollama)."""
+    return [chunk({field_name: piece}) for piece in split(value, pieces)]
+
+
+def tool_calls(
+    calls: Iterable[tuple[str, str, dict[str, Any] | str]], pieces: int = 3
+) -> list[dict[str, Any]]:
+    """`(id, name, arguments)` calls, each call's arguments split over `pieces` chunks,
+    the calls interleaved as parallel calls arrive."""
+    chunks = []
+    parts = []
+    for index, (call_id, name, arguments) in enumerate(calls):
+        body = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        pieces_of = split(body, pieces)
+        first = {
+            "index": index,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": pieces_of[0]},
+        }
+        parts.append(
+            [first] + [{"index": index, "function": {"arguments": p}} for p in pieces_of[1:]]
+        )
+    for round_ in range(max((len(p) for p in parts), default=0)):
+        for calls_parts in parts:
+            if round_ < len(calls_parts):
+                chunks.append(chunk({"tool_calls": [calls_parts[round_]]}))
+    return chunks
+
+
+def finish(reason: str = "stop") -> dict[str, Any]:
+    return chunk({}, finish_reason=reason)
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "stub-model",
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+class StreamReply:
+    """Streams a reply's chunks as SSE; notes when the client leaves before the end."""
+
+    def __init__(self, stub: OpenAIStub, reply: Stream | Garbage) -> None:
+        self.stub = stub
+        self.reply = reply
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+        reply = self.reply
+        chunks = reply.chunks
+        if isinstance(reply, Stream) and reply.cut_after is not None:
+            chunks = chunks[: reply.cut_after]
+        for item in chunks:
+            if isinstance(reply, Stream) and reply.delay:
+                await asyncio.sleep(reply.delay)
+            body = f"data: {json.dumps(item)}\n\n".encode()
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+        if isinstance(reply, Garbage):
+            await send(
+                {"type": "http.response.body", "body": b"data: {not json\n\n", "more_body": True}
+            )
+        if isinstance(reply, Stream) and reply.cut_after is not None:
+            return  # without finishing the body: the connection drops
+        if isinstance(reply, Stream) and reply.hold:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            self.stub.closed_early += 1
+            return
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
+
+
+class OpenAIStub:
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        #: Every request's JSON body, in order.
+        self.requests: list[dict[str, Any]] = []
+        #: Streams the client closed before their end (a stopped run).
+        self.closed_early = 0
+        self.port = free_port()
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The base URL, as `base_url` of the SDK takes it."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def push(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    async def _completions(self, request: Request) -> Response:
+        self.requests.append(await request.json())
+        if not self.replies:
+            return JSONResponse({"error": {"message": "the stub has no reply left"}}, 500)
+        reply = self.replies.popleft()
+        if isinstance(reply, Fail):
+            error = {"error": {"message": reply.message, "type": "stub", "code": reply.status}}
+            return JSONResponse(error, reply.status)
+        return StreamReply(self, reply)  # type: ignore[return-value]
+
+    def __enter__(self) -> OpenAIStub:
+        app = Starlette(routes=[Route("/v1/chat/completions", self._completions, methods=["POST"])])
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        for _ in range(500):
+            if self._server.started:
+                return self
+            threading.Event().wait(0.01)
+        raise RuntimeError("the OpenAI stub did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None and self._thread is not None
+        self._server.should_exit = True
+        self._thread.join(10)
