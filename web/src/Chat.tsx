@@ -1,5 +1,5 @@
-import { useCallback, useMemo } from "react";
-import { useAgent } from "@thinwire/react";
+import { useCallback } from "react";
+import { AgentProvider, useAgent } from "@thinwire/react";
 import { Header } from "./components/Header";
 import { MessageList } from "./components/MessageList";
 import { ThinkingPanel } from "./components/ThinkingPanel";
@@ -20,13 +20,21 @@ function transportFromUrl(search: string = window.location.search): "sse" | "web
   return new URLSearchParams(search).get("transport") === "websocket" ? "websocket" : "sse";
 }
 
-/** One signed-in user's conversation with the demo agent. */
+/**
+ * One signed-in user's conversation with the demo agent. The provider owns the
+ * conversation; the page, the approval card and the error banner each read it
+ * with `useAgent()`.
+ */
 export function Chat({ user, onUserChange }: ChatProps) {
-  const options = useMemo(
-    () => ({ agent: "demo", persist: { userId: user }, transport: transportFromUrl() }),
-    [user],
+  return (
+    <AgentProvider agent="demo" persist={{ userId: user }} transport={transportFromUrl()}>
+      <Conversation user={user} onUserChange={onUserChange} />
+    </AgentProvider>
   );
-  const { turns, thinking, activity, status, error, interrupt, send, decide, stop, reset } = useAgent(options);
+}
+
+function Conversation({ user, onUserChange }: ChatProps) {
+  const { turns, thinking, activity, status, interrupt, send, stop, reset } = useAgent();
   // A reply is under way (maybe reconnecting): it can be stopped, and nothing else sent.
   const replying = status === "streaming" || status === "reconnecting";
   // A run waits for a decision: it is answered on the approval card, or stopped; nothing else is sent.
@@ -41,14 +49,6 @@ export function Chat({ user, onUserChange }: ChatProps) {
     [send],
   );
 
-  const handleDecide = useCallback(
-    (value: unknown) => {
-      // A refused decision shows in the hook's `error`, and the card stays.
-      decide(value).catch(() => undefined);
-    },
-    [decide],
-  );
-
   const handleStop = useCallback(() => {
     stop().catch(() => undefined);
   }, [stop]);
@@ -60,8 +60,8 @@ export function Chat({ user, onUserChange }: ChatProps) {
         <MessageList turns={turns} busy={replying} awaitingDecision={waiting} />
         <ThinkingPanel text={thinking} />
         <ActivityList items={activity} />
-        {interrupt ? <ApprovalCard interrupt={interrupt} disabled={replying} onDecide={handleDecide} /> : null}
-        {error ? <ErrorBanner error={error} /> : null}
+        <ApprovalCard />
+        <ErrorBanner />
       </main>
       <Composer disabled={replying || waiting} stoppable={replying || waiting} onSend={handleSend} onStop={handleStop} />
       <Footer />

@@ -6,5 +6,3 @@ export type AgentView = ReturnType<typeof useAgent>;
 export type AgentTurn = AgentView["turns"][number];
 export type AgentActivity = AgentView["activity"][number];
 export type AgentStatus = AgentView["status"];
-export type AgentError = NonNullable<AgentView["error"]>;
-export type AgentInterrupt = NonNullable<AgentView["interrupt"]>;

@@ -113,6 +113,53 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
     ]);
   });
 
+  it("sends data with the message", async () => {
+    const r = runFrames("ctx-1", "run-1");
+    const { client, log } = setup({ run: () => ({ frames: [r.start(), r.done("ok")] }) });
+    await client.send("Which order?", { data: { orderId: "1234", lines: [1, 2] } });
+    expect(log.runs).toEqual([
+      { messageId: expect.stringMatching(MESSAGE_ID), message: { text: "Which order?" }, data: { orderId: "1234", lines: [1, 2] } },
+    ]);
+  });
+
+  it("recovers from errors: reports them, clearError returns to idle, a new send goes out", async () => {
+    let runs = 0;
+    const reported: Array<[string, unknown]> = [];
+    const { client } = setup(
+      {
+        run: () => {
+          runs += 1;
+          const r = runFrames("ctx-1", `run-${runs}`, runs * 10);
+          if (runs === 1) return { frames: [r.start(), r.error("agent_error", "The agent failed."), r.done("", [], "error")] };
+          if (runs === 2) return { error: { status: 413, code: "data_too_large", message: "data exceeds 8192 bytes" } };
+          return { frames: [r.start(), r.done("Fine now.")] };
+        },
+      },
+      {
+        onError: (error) => reported.push(["error", error.code]),
+        onFinish: (result) => reported.push(["finish", result.stopReason]),
+      },
+    );
+    expect((await client.send("one")).stopReason).toBe("error");
+    expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "agent_error" } });
+    client.clearError();
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+
+    const tooMuch = await rejection(client.send("two", { data: { blob: "x".repeat(100) } }));
+    expect(tooMuch.code).toBe("data_too_large");
+    expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "data_too_large" } });
+
+    // From status error, a send goes out and clears the error.
+    expect((await client.send("three")).text).toBe("Fine now.");
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+    expect(reported).toEqual([
+      ["error", "agent_error"],
+      ["finish", "error"],
+      ["error", "data_too_large"],
+      ["finish", "end"],
+    ]);
+  });
+
   it("maps a refusal to its typed error", async () => {
     const { client } = setup(
       { run: () => ({ error: { status: 409, code: "context_busy", message: "A run is active." } }) },
@@ -294,6 +341,23 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
       ]);
     });
 
+    it("is sent again with the same data", async () => {
+      let tries = 0;
+      const { client, log } = setup({
+        run: () => {
+          tries += 1;
+          if (tries === 1) return { lost: true };
+          const r = runFrames("ctx-1", "run-1");
+          return { frames: [r.start(), r.done("Hi")] };
+        },
+      });
+      const data = { page: "/orders/1234", filters: { open: true } };
+      await client.send("hello", { data });
+      expect(log.runs).toHaveLength(2);
+      expect(log.runs[0]!.data).toEqual(data);
+      expect(log.runs[1]).toEqual(log.runs[0]);
+    });
+
     it("gives up after the configured attempts, all with the same messageId", async () => {
       const { client, log, statuses } = setup(
         { run: () => ({ error: { status: 503, code: "store_unavailable", message: "The store did not answer." } }) },
@@ -312,6 +376,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
       [409, "context_busy"],
       [429, "rate_limited"],
       [429, "too_many_streams"],
+      [413, "data_too_large"],
     ])("is not sent again after a %i %s: that is the server's answer", async (status, code) => {
       const { client, log, statuses } = setup(
         { run: () => ({ error: { status, code, message: "Refused." } }) },

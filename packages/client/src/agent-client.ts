@@ -19,13 +19,26 @@
  * exactly like a send, or `stop()` ends the waiting run. Meanwhile nothing
  * else can be sent: the server would refuse it with `decision_pending`.
  *
+ * Every run the client reads — a send's, a decision's, the one `start()`
+ * found in progress — ends in `onFinish` (its result) or `onError` (its
+ * failure), and a run that failed on the server in both. An error is shown
+ * until `clearError()` or the next send.
+ *
  * This file is the store, its commands and the lifecycle of their jobs; the
  * work lives beside it, each job in one place: `view.ts` (the state and its
  * changes), `run-reader.ts` (frames into the view, reconnect),
  * `transcript-loader.ts` (hydrate, refresh, settle), `decisions.ts`.
  */
 import { Decisions } from "./decisions.js";
-import { aborted, busy, decisionPending, disposed, ThinwireError, toThinwireError, withInterruptId } from "./errors.js";
+import {
+  aborted,
+  busy,
+  decisionPending,
+  disposed,
+  ThinwireError,
+  toThinwireError,
+  withInterruptId,
+} from "./errors.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, type RunRequest } from "./generated/wire.js";
 import { Job } from "./job.js";
 import { newMessageId } from "./message-id.js";
@@ -33,14 +46,16 @@ import { Notifier, type Schedule } from "./notifier.js";
 import { reconnectLimits, type ReconnectOptions } from "./reconnect.js";
 import type { ReducerState } from "./reduce.js";
 import { RunReader } from "./run-reader.js";
+import { requestData, type SendOptions } from "./send-options.js";
 import type { SendResult } from "./send-result.js";
-import type { Snapshot } from "./snapshot.js";
+import type { AgentErrorInfo, Snapshot } from "./snapshot.js";
 import { SseTransport } from "./sse-transport.js";
 import { type ActiveRun, TranscriptLoader } from "./transcript-loader.js";
 import type { Transport, TransportTarget } from "./transport.js";
 import { type CommitOptions, View } from "./view.js";
 import { WebSocketTransport } from "./websocket-transport.js";
 
+export type { SendOptions } from "./send-options.js";
 export type { SendResult } from "./send-result.js";
 
 export interface AgentClientOptions {
@@ -57,12 +72,39 @@ export interface AgentClientOptions {
    * is yours to close.
    */
   transport?: "sse" | "websocket" | Transport;
-  /** Used for the transcript, and by the SSE transport the client creates. */
+  /** Used for the transcript, by the SSE transport the client creates, and for WebSocket tickets. */
   fetch?: typeof fetch;
-  /** Extra request headers (authentication, say); read at request time. */
+  /**
+   * fetch's `credentials` for every request the client makes (runs, attaches,
+   * stops, decisions, transcripts, WebSocket tickets) through the transport it
+   * creates: `"same-origin"` (the default), or `"include"` to send cookies to
+   * a server of another origin (which must allow it with CORS).
+   */
+  credentials?: RequestCredentials;
+  /**
+   * Extra request headers (authentication, say); read at request time. Over a
+   * WebSocket, which a browser cannot give headers, they fetch a ticket
+   * (`POST …/tickets`) that opens the socket.
+   */
   headers?: Record<string, string>;
   /** Called whenever the conversation id changes: minted by the server, forgotten, reset. */
   onContext?: (contextId: string | null) => void;
+  /**
+   * Called with the result of every run the client reads to its end — a
+   * send's, a decision's, a run `start()` found in progress — whatever its
+   * stop reason (`end`, `stopped`, `interrupted`, `error`), before `send()` or
+   * `decide()` resolves.
+   */
+  onFinish?: (result: SendResult) => void;
+  /**
+   * Called when a run or its request failed: with the ThinwireError a
+   * `send()` or `decide()` rejects with, or a resumed run or the transcript
+   * `start()` loads failed with; with the run's error (`snapshot.error`, e.g.
+   * `agent_error`) when a run ended with stop reason `error` (then `onFinish`
+   * follows). Not for `aborted` (a reset or dispose), nor for a refusal made
+   * before any request (empty text, a send while another runs).
+   */
+  onError?: (error: ThinwireError | AgentErrorInfo) => void;
   /** How a broken stream is reattached, and a send whose response never started repeated. */
   reconnect?: ReconnectOptions;
   /**
@@ -117,10 +159,11 @@ export class AgentClient {
     this.#view = new View(options.contextId ?? null, (previous, next, commit) => this.#announce(previous, next, commit));
     const option = options.transport ?? "sse";
     this.#ownsTransport = typeof option === "string";
-    this.#transport = typeof option === "string" ? createTransport(option, fetchImpl) : option;
+    const credentials = options.credentials ?? "same-origin";
+    this.#transport = typeof option === "string" ? createTransport(option, fetchImpl, credentials) : option;
     const target = () => this.#target();
     const view = this.#view;
-    this.#transcripts = new TranscriptLoader(fetchImpl, target, view);
+    this.#transcripts = new TranscriptLoader({ fetch: fetchImpl, credentials }, target, view);
     this.#reader = new RunReader({
       transport: this.#transport,
       target,
@@ -147,8 +190,8 @@ export class AgentClient {
    * Loads the transcript of the conversation the client was created with, and
    * follows the run in progress if there is one (status `streaming` until it
    * ends). Idempotent; resolves once the transcript is shown, never rejects
-   * (failures land in the snapshot). An id the server does not know
-   * (`context_not_found`) is forgotten quietly.
+   * (failures land in the snapshot, and in `onError`). An id the server does
+   * not know (`context_not_found`) is forgotten quietly.
    */
   start(): Promise<void> {
     if (this.#hydration) return this.#hydration.promise;
@@ -160,11 +203,21 @@ export class AgentClient {
     this.#started = true;
     const controller = new AbortController();
     this.#view.show({ status: "hydrating", error: null });
-    const promise = this.#transcripts.hydrate(contextId, controller.signal).then((active) => {
-      if (active && !controller.signal.aborted) this.#resume(contextId, active);
+    const hydration = {
+      controller,
+      promise: this.#transcripts.hydrate(contextId, controller.signal).then(
+        (active) => {
+          if (active && !controller.signal.aborted) this.#resume(contextId, active);
+        },
+        (error: unknown) => this.#failed(error),
+      ),
+    };
+    // Once over, it is no request of ours any more: nothing may abort it.
+    void hydration.promise.finally(() => {
+      if (this.#hydration === hydration) this.#hydration = null;
     });
-    this.#hydration = { controller, promise };
-    return promise;
+    this.#hydration = hydration;
+    return hydration.promise;
   }
 
   /**
@@ -180,19 +233,32 @@ export class AgentClient {
    * Every send carries a fresh `messageId`. When it fails before any frame of
    * its run arrived in a way that leaves open whether the server took it (the
    * connection dropped, a 5xx, a retryable error other than `context_busy`,
-   * `rate_limited` or `too_many_streams`), it is sent again with the same id
-   * and text, status `reconnecting`, with the `reconnect` backoff and limit:
-   * the server streams the run the first try started, or starts it now.
+   * `rate_limited` or `too_many_streams`), it is sent again with the same id,
+   * text and `data`, status `reconnecting`, with the `reconnect` backoff and
+   * limit: the server streams the run the first try started, or starts it now.
+   *
+   * A send is allowed after an error (status `error`), and clears it.
+   *
+   * ```ts
+   * await client.send("What is in my cart?", { data: { page: "/cart" } }); // the agent reads run.data
+   * ```
    */
-  send(text: string): Promise<SendResult> {
+  send(text: string, options: SendOptions = {}): Promise<SendResult> {
     const blank = typeof text !== "string" || text.trim() === "";
-    const refusal = blank ? new ThinwireError("invalid_request", "The message text is empty.") : null;
-    return this.#job(refusal, (job) => {
-      // Checked after the hydration, which may have found a question pending.
-      const pending = this.#view.snapshot.interrupt;
-      if (pending) throw decisionPending(pending.interruptId);
-      return this.#sendMessage(text, job);
-    });
+    const data = options.data === undefined ? null : requestData(options.data);
+    const body: RunRequest = { message: { text } };
+    let refusal = blank ? new ThinwireError("invalid_request", "The message text is empty.") : null;
+    if (data instanceof ThinwireError) refusal ??= data;
+    else if (data !== null) body.data = data;
+    return this.#job(
+      refusal,
+      () => {
+        // Checked after the hydration, which may have found a question pending.
+        const pending = this.#view.snapshot.interrupt;
+        if (pending) throw decisionPending(pending.interruptId);
+      },
+      (job) => this.#sendMessage(body, job),
+    );
   }
 
   /**
@@ -214,11 +280,15 @@ export class AgentClient {
    * ```
    */
   decide(value: unknown): Promise<SendResult> {
-    return this.#job(null, (job) => {
+    const pending = () => {
       const { interrupt, contextId } = this.#view.snapshot;
       if (!interrupt || contextId === null) {
         throw new ThinwireError("no_pending_interrupt", "No decision is pending.");
       }
+      return { interrupt, contextId };
+    };
+    return this.#job(null, pending, (job) => {
+      const { interrupt, contextId } = pending();
       return this.#decisions.answer(contextId, interrupt, value, job);
     });
   }
@@ -249,6 +319,21 @@ export class AgentClient {
     }
   }
 
+  /**
+   * Dismisses the error shown (`snapshot.error` becomes null); a view in
+   * status `error` goes back to `idle`. A run in progress is not touched.
+   *
+   * ```ts
+   * if (client.getSnapshot().status === "error") client.clearError();
+   * ```
+   */
+  clearError(): void {
+    if (this.#disposed) return;
+    const { error, status } = this.#view.snapshot;
+    if (error === null && status !== "error") return;
+    this.#view.show({ error: null, status: status === "error" ? "idle" : status });
+  }
+
   /** Cancels any in-flight work and starts a new, empty conversation. */
   reset(): void {
     if (this.#disposed) return;
@@ -272,9 +357,14 @@ export class AgentClient {
 
   /**
    * Starts a job (a send or a decision) once the guards pass: not disposed, no
-   * `refusal`, nothing else running, the hydration over. It is `#run` until it ends.
+   * `refusal`, nothing else running, the hydration over, then `guard` (which
+   * throws a refusal). It is `#run` until it ends; how it ends is reported.
    */
-  async #job(refusal: ThinwireError | null, work: (job: Job) => Promise<SendResult>): Promise<SendResult> {
+  async #job(
+    refusal: ThinwireError | null,
+    guard: () => void,
+    work: (job: Job) => Promise<SendResult>,
+  ): Promise<SendResult> {
     if (this.#disposed) throw disposed();
     if (refusal) throw refusal;
     if (this.#running()) throw busy();
@@ -284,21 +374,54 @@ export class AgentClient {
       if (this.#hydration) await this.#hydration.promise;
       if (job.signal.aborted) throw aborted();
       if (this.#following) throw busy();
-      return await work(job);
+      guard();
+      return await this.#reported(work(job));
     } finally {
       if (this.#run === job) this.#run = null;
       job.finish();
     }
   }
 
-  /** Shows `text` as a new user turn and streams the run it starts into a fresh reply. */
-  async #sendMessage(text: string, job: Job): Promise<SendResult> {
+  /** Tells `onFinish` and `onError` how a run the client read ended; its outcome passes through. */
+  async #reported(run: Promise<SendResult>): Promise<SendResult> {
+    let result: SendResult;
+    try {
+      result = await run;
+    } catch (caught) {
+      this.#failed(caught);
+      throw caught;
+    }
+    const { error } = this.#view.snapshot;
+    if (result.stopReason === "error" && error) this.#callback(this.#options.onError, error);
+    this.#callback(this.#options.onFinish, result);
+    return result;
+  }
+
+  /** A failed request or run, for `onError`; a cancelled one is no failure. */
+  #failed(caught: unknown): void {
+    const error = toThinwireError(caught);
+    if (error.code !== "aborted" && !this.#disposed) this.#callback(this.#options.onError, error);
+  }
+
+  /** Calls an app callback; what it throws is reported on its own, never breaking the run. */
+  #callback<T>(callback: ((value: T) => void) | undefined, value: T): void {
+    try {
+      callback?.(value);
+    } catch (error) {
+      queueMicrotask(() => {
+        throw error;
+      });
+    }
+  }
+
+  /** Shows the message as a new user turn and streams the run it starts into a fresh reply. */
+  async #sendMessage(request: RunRequest, job: Job): Promise<SendResult> {
     const view = this.#view;
     const signal = job.signal;
     const before = view.snapshot;
-    const user = view.turn("user", text, false);
+    const user = view.turn("user", request.message.text, false);
     const reply = view.openReply([...before.turns, user], { runId: null });
-    const body: RunRequest = { message: { text } };
+    const body: RunRequest = { ...request };
     if (before.contextId !== null) body.contextId = before.contextId;
     // One key for every try of this message: a repeat after a cut response is then safe.
     const messageId = newMessageId();
@@ -326,10 +449,12 @@ export class AgentClient {
     const job = new Job();
     job.runStarted(() => this.#transport.stop({ ...this.#target(), contextId }));
     this.#following = job;
-    void this.#reader.resume(job, contextId, active).finally(() => {
-      if (this.#following === job) this.#following = null;
-      job.finish();
-    });
+    void this.#reported(this.#reader.resume(job, contextId, active))
+      .catch(() => undefined) // shown in the view, and reported
+      .finally(() => {
+        if (this.#following === job) this.#following = null;
+        job.finish();
+      });
   }
 
   /** The job being read: the run found on resume, else the send or decision in flight. */
@@ -366,8 +491,8 @@ export class AgentClient {
 }
 
 /** The transport a client creates (and closes) itself. */
-function createTransport(kind: "sse" | "websocket", fetchImpl: typeof fetch): Transport {
-  if (kind === "sse") return new SseTransport({ fetch: fetchImpl });
-  if (kind === "websocket") return new WebSocketTransport();
+function createTransport(kind: "sse" | "websocket", fetchImpl: typeof fetch, credentials: RequestCredentials): Transport {
+  if (kind === "sse") return new SseTransport({ fetch: fetchImpl, credentials });
+  if (kind === "websocket") return new WebSocketTransport({ fetch: fetchImpl, credentials });
   throw new TypeError(`Unknown transport ${JSON.stringify(kind)}: use "sse", "websocket" or a Transport.`);
 }

@@ -1,4 +1,8 @@
-/** HTTP responses: the typed error of a refusal, and the protocol check every response gets. */
+/**
+ * HTTP requests and responses: the typed error of a refusal, the protocol check
+ * every response gets, and how a request ends cleanly — its own signal, let go
+ * once it completed, and a body read to its end rather than cancelled.
+ */
 import { serverError, ThinwireError } from "./errors.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, RETRYABLE_CODES } from "./generated/wire.js";
 
@@ -43,4 +47,43 @@ export function checkProtocol(response: Response): void {
       { status: response.status },
     );
   }
+}
+
+/**
+ * A signal of one request's own, following `signal` until `release()`. A job's signal
+ * outlives its requests (a send's POST, then the attaches after a break); each request
+ * releases it once it completed, so cancelling the job later never aborts a request that
+ * already ended — browsers list such a request as cancelled (`net::ERR_ABORTED`).
+ */
+export function requestSignal(signal: AbortSignal | undefined): { signal: AbortSignal; release(): void } {
+  const controller = new AbortController();
+  if (!signal) return { signal: controller.signal, release: () => undefined };
+  if (signal.aborted) controller.abort(signal.reason);
+  const follow = () => controller.abort(signal.reason);
+  signal.addEventListener("abort", follow, { once: true });
+  return { signal: controller.signal, release: () => signal.removeEventListener("abort", follow) };
+}
+
+/** Reads what is left of a body to its end, so the request completes rather than being cancelled. */
+export async function finish(response: Response): Promise<void> {
+  await response.arrayBuffer().catch(() => undefined);
+}
+
+/**
+ * The body of a streamed response, for a reader. Chromium lists a
+ * `Cache-Control: no-store` response that was read to its end through
+ * `body.getReader()` as cancelled (`net::ERR_ABORTED`) in its network panel,
+ * though nothing cancelled it; the same bytes read from a clone of the response,
+ * whose other branch is cancelled at once, finish cleanly. Cancelling the
+ * stream returned still cancels the request (both branches are then cancelled).
+ */
+export function streamedBody(response: Response): ReadableStream<Uint8Array> | null {
+  if (!response.body) return null;
+  try {
+    // A clone tees the body: `response.body` is one branch afterwards, the clone's the other.
+    void response.clone().body?.cancel().catch(() => undefined);
+  } catch {
+    // A body that cannot be teed is read as it is.
+  }
+  return response.body;
 }

@@ -2,7 +2,7 @@
  * `@thinwire/client`: what an app or a custom transport needs. Test helpers
  * live in `@thinwire/client/testing`; everything else is internal.
  */
-export { AgentClient, type AgentClientOptions, type SendResult } from "./agent-client.js";
+export { AgentClient, type AgentClientOptions, type SendOptions, type SendResult } from "./agent-client.js";
 export { ThinwireError, type ThinwireErrorOptions } from "./errors.js";
 export type { Schedule } from "./notifier.js";
 export type { ReconnectOptions } from "./reconnect.js";
@@ -39,6 +39,7 @@ export {
   type RunRequest,
   type ServerErrorCode,
   type StopReason,
+  type Ticket,
   type Transcript,
   type TranscriptTurn,
 } from "./generated/wire.js";

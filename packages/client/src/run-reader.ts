@@ -125,17 +125,21 @@ export class RunReader {
 
   /**
    * Follows a run `start()` found in progress into a fresh reply after the
-   * transcript's turns. Never rejects: a failure lands in the view.
+   * transcript's turns, and resolves with its result. A failure is shown in
+   * the view, then thrown (`aborted` when the job was cancelled).
    */
-  async resume(job: Job, contextId: string, active: ActiveRun): Promise<void> {
+  async resume(job: Job, contextId: string, active: ActiveRun): Promise<SendResult> {
     const view = this.#view;
     const reply = view.openReply(active.turns, { runId: active.runId, lastSeq: null, interrupt: active.interrupt });
     const signal = job.signal;
     try {
       const frames = () => this.#transport.attach({ ...this.#target(), contextId, after: 0, signal });
-      await this.follow(frames, job, { attaching: true });
+      return await this.follow(frames, job, { attaching: true });
     } catch (caught) {
-      if (!signal.aborted) view.failRun(toThinwireError(caught), null, reply.id);
+      if (signal.aborted) throw aborted(caught);
+      const error = toThinwireError(caught);
+      view.failRun(error, null, reply.id);
+      throw error;
     }
   }
 

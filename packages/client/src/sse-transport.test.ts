@@ -69,7 +69,9 @@ describe("SseTransport", () => {
     const [url, init] = fetch.mock.calls[0]!;
     expect(url).toBe("/agents/demo/runs");
     expect(init?.method).toBe("POST");
-    expect(init?.signal).toBe(signal);
+    expect(init?.credentials).toBe("same-origin");
+    // The request's own signal, which follows the caller's while the request is in flight.
+    expect(init?.signal).toBeInstanceOf(AbortSignal);
     const headers = new Headers(init?.headers);
     expect(headers.get("Thinwire-Protocol")).toBe("1");
     expect(headers.get("authorization")).toBe("Bearer t");
@@ -142,7 +144,8 @@ describe("SseTransport", () => {
       start(controller) {
         controller.enqueue(encoder.encode(sse(FRAMES.slice(0, 1))));
       },
-      pull(controller) {
+      async pull(controller) {
+        await new Promise((resolve) => setTimeout(resolve, 5)); // the connection drops a little later
         controller.error(new TypeError("socket hang up"));
       },
     });
@@ -244,7 +247,7 @@ describe("SseTransport attach and stop", () => {
     const [url, init] = fetch.mock.calls[0]!;
     expect(url).toBe("https://api.test/tw/agents/demo/contexts/ctx%201/decisions");
     expect(init?.method).toBe("POST");
-    expect(init?.signal).toBe(signal);
+    expect(init?.signal).toBeInstanceOf(AbortSignal);
     const headers = new Headers(init?.headers);
     expect(headers.get("Thinwire-Protocol")).toBe("1");
     expect(headers.get("content-type")).toBe("application/json");
@@ -260,5 +263,120 @@ describe("SseTransport attach and stop", () => {
     });
     const error = await failure(refused.run(request()));
     expect(error).toMatchObject({ code: "decision_pending", status: 409, interruptId: "int-7", retryable: false });
+  });
+});
+
+/** A response whose body tells whether it was read to its end or cancelled. */
+function trackedResponse(text: string, contentType: string, hold = false) {
+  let state: "open" | "read" | "cancelled" = "open";
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let sent = false;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!sent) {
+        sent = true;
+        controller.enqueue(encoder.encode(text));
+        return;
+      }
+      if (hold) await held;
+      state = "read";
+      controller.close();
+    },
+    cancel() {
+      state = "cancelled";
+    },
+  });
+  const response = new Response(body, { status: 200, headers: { "content-type": contentType } });
+  return { response, state: () => state, release };
+}
+
+describe("SseTransport requests end cleanly", () => {
+  it("reads an event stream through a clone of the response, whose other branch it cancels", async () => {
+    // Chromium lists a no-store stream read with body.getReader() as cancelled (net::ERR_ABORTED),
+    // however completely it was read; the branch of a tee finishes cleanly.
+    const tracked = trackedResponse(sse(FRAMES), "text/event-stream");
+    const clone = vi.spyOn(tracked.response, "clone");
+    const transport = new SseTransport({ fetch: async () => tracked.response });
+    expect(await collect(transport.run(request()))).toEqual(FRAMES);
+    expect(clone).toHaveBeenCalledTimes(1);
+    expect(tracked.state()).toBe("read");
+
+    // Leaving the stream early still cancels the request: both branches are then cancelled.
+    const early = trackedResponse(sse(FRAMES), "text/event-stream", true);
+    const frames = new SseTransport({ fetch: async () => early.response }).run(request())[Symbol.asyncIterator]();
+    await frames.next();
+    await frames.return(undefined);
+    expect(early.state()).toBe("cancelled");
+  });
+
+  const target = { baseUrl: "", agent: "demo", headers: { "Thinwire-Protocol": "1" } };
+
+  it("sends the credentials option with every request, same-origin by default", async () => {
+    const calls: RequestInit[] = [];
+    const fetch = async (_url: RequestInfo | URL, init?: RequestInit) => {
+      calls.push(init!);
+      if (init?.method === "POST" && String(_url).endsWith("/stop")) {
+        return new Response(JSON.stringify({ stopping: true }), { status: 200 });
+      }
+      return eventStream(sse(FRAMES));
+    };
+    const transport = new SseTransport({ fetch, credentials: "include" });
+    const signal = new AbortController().signal;
+    await collect(transport.run(request()));
+    await collect(transport.attach({ ...target, contextId: "ctx-1", after: 1, signal }));
+    await collect(transport.decide({ ...target, contextId: "ctx-1", interruptId: "int-1", value: "ok", signal }));
+    await transport.stop({ ...target, contextId: "ctx-1" });
+    expect(calls.map((init) => init.credentials)).toEqual(["include", "include", "include", "include"]);
+
+    calls.length = 0;
+    await collect(new SseTransport({ fetch }).run(request()));
+    expect(calls[0]!.credentials).toBe("same-origin");
+  });
+
+  it("lets go of the caller's signal once a stream was read to its end: a later abort leaves it alone", async () => {
+    const signals: AbortSignal[] = [];
+    const tracked = trackedResponse(sse(FRAMES), "text/event-stream");
+    const fetch = async (_url: RequestInfo | URL, init?: RequestInit) => {
+      signals.push(init!.signal!);
+      return tracked.response;
+    };
+    const job = new AbortController();
+    expect(await collect(new SseTransport({ fetch }).run(request({ signal: job.signal })))).toEqual(FRAMES);
+    expect(tracked.state()).toBe("read");
+    job.abort();
+    expect(signals[0]!.aborted).toBe(false);
+  });
+
+  it("aborts a request in flight when the caller's signal fires", async () => {
+    const signals: AbortSignal[] = [];
+    const tracked = trackedResponse(sse(FRAMES.slice(0, 2)), "text/event-stream", true);
+    const fetch = async (_url: RequestInfo | URL, init?: RequestInit) => {
+      signals.push(init!.signal!);
+      return tracked.response;
+    };
+    const job = new AbortController();
+    const frames = new SseTransport({ fetch }).run(request({ signal: job.signal }))[Symbol.asyncIterator]();
+    expect((await frames.next()).value).toEqual(FRAMES[0]);
+    job.abort();
+    expect(signals[0]!.aborted).toBe(true);
+    await frames.return(undefined);
+    expect(tracked.state()).toBe("cancelled");
+  });
+
+  it("reads a stop's answer to its end instead of cancelling it", async () => {
+    const tracked = trackedResponse(JSON.stringify({ contextId: "ctx-1", runId: "run-1", stopping: true }), "application/json");
+    let signal: AbortSignal | undefined;
+    const controller = new AbortController();
+    const transport = new SseTransport({
+      fetch: async (_url, init) => {
+        signal = init?.signal ?? undefined;
+        return tracked.response;
+      },
+    });
+    await transport.stop({ ...target, contextId: "ctx-1", signal: controller.signal });
+    expect(tracked.state()).toBe("read");
+    controller.abort();
+    expect(signal?.aborted).toBe(false);
   });
 });

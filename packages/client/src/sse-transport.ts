@@ -2,10 +2,16 @@
  * The HTTP transport: a run is a POST answered with `text/event-stream`, and
  * so is a decision (the stream of the run it continues); a reattach is a GET
  * of the context's events with `Last-Event-ID`, a stop a POST.
+ *
+ * Every request ends cleanly: a stream is read to its end (the server ends it
+ * right after `done`; the client reads on after it), through one branch of a
+ * tee so Chromium does not list it as cancelled (`streamedBody`), a stop's
+ * answer is read, and a request that completed is cut loose from the caller's
+ * signal, so a later abort of the job never marks it cancelled.
  */
 import { ThinwireError, toThinwireError } from "./errors.js";
 import type { DecisionRequest, Frame } from "./generated/wire.js";
-import { checkProtocol, errorFromResponse } from "./http.js";
+import { checkProtocol, errorFromResponse, finish, requestSignal, streamedBody } from "./http.js";
 import { parseSse, type SseEvent } from "./sse.js";
 import {
   agentUrl,
@@ -20,13 +26,21 @@ import {
 export interface SseTransportOptions {
   /** Defaults to the global `fetch`, looked up at call time. */
   fetch?: typeof fetch;
+  /**
+   * fetch's `credentials` for every request: `"same-origin"` (the default) sends
+   * cookies to the page's own origin only; `"include"` also to a server of
+   * another origin (which must allow it with CORS).
+   */
+  credentials?: RequestCredentials;
 }
 
 export class SseTransport implements Transport {
   readonly #fetch: typeof fetch;
+  readonly #credentials: RequestCredentials;
 
   constructor(options: SseTransportOptions = {}) {
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#credentials = options.credentials ?? "same-origin";
   }
 
   run({ body, headers, signal, ...target }: TransportRunRequest): AsyncGenerator<Frame> {
@@ -36,7 +50,6 @@ export class SseTransport implements Transport {
         method: "POST",
         headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
         body: JSON.stringify(body),
-        signal,
       },
       signal,
     );
@@ -48,7 +61,6 @@ export class SseTransport implements Transport {
       {
         method: "GET",
         headers: { accept: "text/event-stream", ...headers, "Last-Event-ID": String(after) },
-        signal,
       },
       signal,
     );
@@ -62,53 +74,64 @@ export class SseTransport implements Transport {
         method: "POST",
         headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
         body: JSON.stringify(body),
-        signal,
       },
       signal,
     );
   }
 
   async stop({ contextId, headers, signal, ...target }: TransportStopRequest): Promise<void> {
-    let response: Response;
+    const request = requestSignal(signal);
     try {
-      response = await this.#fetch(agentUrl(target, `/contexts/${encodeURIComponent(contextId)}/stop`), {
-        method: "POST",
-        headers: { accept: "application/json", ...headers },
-        ...(signal ? { signal } : {}),
-      });
-    } catch (error) {
-      throw toThinwireError(error, signal);
+      let response: Response;
+      try {
+        response = await this.#fetch(agentUrl(target, `/contexts/${encodeURIComponent(contextId)}/stop`), {
+          method: "POST",
+          headers: { accept: "application/json", ...headers },
+          credentials: this.#credentials,
+          signal: request.signal,
+        });
+      } catch (error) {
+        throw toThinwireError(error, signal);
+      }
+      if (!response.ok) throw await errorFromResponse(response);
+      checkProtocol(response);
+      await finish(response);
+    } finally {
+      request.release();
     }
-    if (!response.ok) throw await errorFromResponse(response);
-    checkProtocol(response);
-    await response.body?.cancel().catch(() => undefined);
   }
 
   async *#stream(url: string, init: RequestInit, signal: AbortSignal): AsyncGenerator<Frame> {
-    let response: Response;
+    // Released when the stream ended, failed or was left: only a request in flight follows `signal`.
+    const request = requestSignal(signal);
     try {
-      response = await this.#fetch(url, init);
-    } catch (error) {
-      throw toThinwireError(error, signal);
-    }
-    if (!response.ok) throw await errorFromResponse(response);
-    checkProtocol(response);
-    if (response.status === 204) return; // nothing to follow
-    const contentType = response.headers.get("content-type") ?? "";
-    if (!contentType.toLowerCase().startsWith("text/event-stream") || !response.body) {
-      await response.body?.cancel().catch(() => undefined);
-      throw new ThinwireError(
-        "protocol_error",
-        `Expected an event stream, got ${contentType || "no content type"}.`,
-        { status: response.status },
-      );
-    }
-    try {
-      for await (const event of parseSse(response.body)) {
-        yield decodeFrame(event);
+      let response: Response;
+      try {
+        response = await this.#fetch(url, { ...init, credentials: this.#credentials, signal: request.signal });
+      } catch (error) {
+        throw toThinwireError(error, signal);
       }
-    } catch (error) {
-      throw toThinwireError(error, signal);
+      if (!response.ok) throw await errorFromResponse(response);
+      checkProtocol(response);
+      if (response.status === 204) return; // nothing to follow
+      const contentType = response.headers.get("content-type") ?? "";
+      if (!contentType.toLowerCase().startsWith("text/event-stream") || !response.body) {
+        await response.body?.cancel().catch(() => undefined);
+        throw new ThinwireError(
+          "protocol_error",
+          `Expected an event stream, got ${contentType || "no content type"}.`,
+          { status: response.status },
+        );
+      }
+      try {
+        for await (const event of parseSse(streamedBody(response)!)) {
+          yield decodeFrame(event);
+        }
+      } catch (error) {
+        throw toThinwireError(error, signal);
+      }
+    } finally {
+      request.release();
     }
   }
 }

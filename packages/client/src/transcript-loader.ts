@@ -8,7 +8,7 @@
  */
 import { aborted, errorInfo, ThinwireError, toThinwireError } from "./errors.js";
 import { type InterruptRequest, STOP_REASONS, type Transcript, type TranscriptTurn } from "./generated/wire.js";
-import { checkProtocol, errorFromResponse } from "./http.js";
+import { checkProtocol, errorFromResponse, requestSignal } from "./http.js";
 import { publicInterrupt } from "./interrupt.js";
 import type { SendResult } from "./send-result.js";
 import { runEnded, type Turn } from "./snapshot.js";
@@ -22,22 +22,29 @@ export interface ActiveRun {
   interrupt: InterruptRequest | null;
 }
 
+/** How the loader makes its requests. */
+export interface TranscriptRequests {
+  fetch: typeof fetch;
+  credentials: RequestCredentials;
+}
+
 export class TranscriptLoader {
-  readonly #fetch: typeof fetch;
+  readonly #requests: TranscriptRequests;
   readonly #target: () => TransportTarget;
   readonly #view: View;
 
   /** `target` is read at each request, so changed headers are picked up. */
-  constructor(fetchImpl: typeof fetch, target: () => TransportTarget, view: View) {
-    this.#fetch = fetchImpl;
+  constructor(requests: TranscriptRequests, target: () => TransportTarget, view: View) {
+    this.#requests = requests;
     this.#target = target;
     this.#view = view;
   }
 
   /**
    * Shows the transcript of `contextId`, or returns the run in progress for the
-   * caller to follow. Never rejects: failures land in the view, and an id the
-   * server does not know is forgotten.
+   * caller to follow. A failure is shown in the view, then thrown (an id the
+   * server does not know is forgotten instead, quietly); resolves with null
+   * when aborted.
    */
   async hydrate(contextId: string, signal: AbortSignal): Promise<ActiveRun | null> {
     const view = this.#view;
@@ -52,8 +59,12 @@ export class TranscriptLoader {
     } catch (caught) {
       if (signal.aborted) return null;
       const error = toThinwireError(caught);
-      if (error.code === "context_not_found") view.clear();
-      else view.show({ status: "error", error: errorInfo(error) });
+      if (error.code === "context_not_found") {
+        view.clear();
+        return null;
+      }
+      view.show({ status: "error", error: errorInfo(error) });
+      throw error;
     }
     return null;
   }
@@ -104,11 +115,13 @@ export class TranscriptLoader {
     const { headers, ...target } = this.#target();
     const url = agentUrl(target, `/contexts/${encodeURIComponent(contextId)}`);
     let body: unknown;
+    const request = requestSignal(signal);
     try {
-      const response = await this.#fetch(url, {
+      const response = await this.#requests.fetch(url, {
         method: "GET",
         headers: { accept: "application/json", ...headers },
-        signal,
+        credentials: this.#requests.credentials,
+        signal: request.signal,
       });
       if (!response.ok) throw await errorFromResponse(response);
       checkProtocol(response);
@@ -118,6 +131,8 @@ export class TranscriptLoader {
         throw new ThinwireError("protocol_error", "The transcript is not JSON.", { cause: error });
       }
       throw toThinwireError(error, signal);
+    } finally {
+      request.release();
     }
     if (!Array.isArray((body as { turns?: unknown } | null)?.turns)) {
       throw new ThinwireError("protocol_error", "The transcript has no turns.");

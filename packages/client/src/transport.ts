@@ -10,7 +10,11 @@ export interface TransportTarget {
   baseUrl: string;
   /** The agent's name, as mounted on the server (not yet URL-encoded). */
   agent: string;
-  /** Includes the protocol header. A browser WebSocket cannot send headers: cookies authenticate it. */
+  /**
+   * Includes the protocol header. A browser WebSocket cannot send headers: with
+   * none but the protocol header, cookies authenticate it; with more, the
+   * WebSocket transport trades them for a ticket first.
+   */
   headers: Record<string, string>;
 }
 

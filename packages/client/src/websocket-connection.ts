@@ -32,10 +32,14 @@ export class Connection {
 
   constructor(socket: WebSocket) {
     this.#socket = socket;
+    let open = false;
     this.opened = new Promise<void>((resolve, reject) => {
-      socket.onopen = () => resolve();
+      socket.onopen = () => {
+        open = true;
+        resolve();
+      };
       socket.onclose = (event: CloseEvent) => {
-        const error = closeError(event.code, event.reason);
+        const error = open ? closeError(event.code, event.reason) : handshakeError(event.code, event.reason);
         this.closed = error;
         reject(error);
         for (const route of this.#routes.values()) route.fail(error);
@@ -175,4 +179,20 @@ export function closeError(code: number, reason: string): ThinwireError {
   return new ThinwireError(errorCode, `${ERROR_CODES[errorCode]} (WebSocket closed with ${code}${detail})`, {
     retryable: RETRYABLE_CODES.has(errorCode),
   });
+}
+
+/**
+ * A socket that closed before it opened. A browser reports a refused handshake
+ * — a page of an origin the server does not allow (which the server answers
+ * with 4403), a wrong URL — as 1006, exactly like a server it cannot reach: a
+ * retryable `network_error` that says so.
+ */
+export function handshakeError(code: number, reason: string): ThinwireError {
+  if (code !== 1006) return closeError(code, reason);
+  return new ThinwireError(
+    "network_error",
+    "The WebSocket handshake failed (closed with 1006): the server could not be reached, or refused the socket " +
+      "(browsers report a refusal such as 4403, a page of an origin the server does not allow, as 1006).",
+    { retryable: true },
+  );
 }

@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { ThinwireError } from "./errors.js";
 import { CLOSE_CODES, type Frame, RETRYABLE_CODES } from "./generated/wire.js";
-import { channel, fakeWebSocket, newLog, runFrames, type Script } from "./testing/index.js";
+import { channel, fakeFetch, fakeWebSocket, newLog, runFrames, type Script } from "./testing/index.js";
 import { WebSocketTransport, webSocketUrl } from "./websocket-transport.js";
 
 const target = { baseUrl: "https://chat.test/tw", agent: "demo bot", headers: { "Thinwire-Protocol": "1" } };
@@ -297,5 +297,133 @@ describe("WebSocketTransport", () => {
       transport.decide({ ...target, contextId: "ctx-1", interruptId: "int-1", value: "maybe", signal: signal() }),
     );
     expect(error).toMatchObject({ code: "invalid_decision", message: "Choose one.", retryable: false });
+  });
+});
+
+describe("WebSocketTransport tickets", () => {
+  const bearer = { ...target, headers: { "Thinwire-Protocol": "1", Authorization: "Bearer t" } };
+  const send = (text: string, request: typeof target = bearer) => ({
+    ...request,
+    body: { contextId: "ctx-1", message: { text } },
+    signal: signal(),
+  });
+
+  /** A server that identifies callers by a header: a socket opens only with a ticket. */
+  function setupTickets(script: Partial<Script> = {}) {
+    const log = newLog();
+    let runs = 0;
+    const server: Script = {
+      requireTicket: true,
+      run: () => {
+        const r = runFrames("ctx-1", `run-${++runs}`, runs * 10);
+        return { frames: [r.start(), r.done("ok")] };
+      },
+      ...script,
+    };
+    const { WebSocket, sockets } = fakeWebSocket(server, log);
+    const fetchImpl = fakeFetch(server, log);
+    const credentials: Array<RequestCredentials | undefined> = [];
+    const fetch: typeof globalThis.fetch = (input, init) => {
+      credentials.push(init?.credentials);
+      return fetchImpl(input, init);
+    };
+    const transport = new WebSocketTransport({ WebSocket, fetch, credentials: "include" });
+    return { transport, sockets, log, credentials };
+  }
+
+  it("with the app's headers, opens each socket with a fresh ticket fetched with those headers", async () => {
+    const { transport, sockets, log, credentials } = setupTickets();
+    expect((await collect(transport.run(send("one")))).map((frame) => frame.type)).toEqual(["run_start", "done"]);
+    expect(sockets).toHaveLength(1);
+    expect(sockets[0]!.url).toBe("wss://chat.test/tw/agents/demo%20bot/ws?ticket=ticket-1");
+    expect(log.tickets).toEqual([{ accept: "application/json", authorization: "Bearer t", "thinwire-protocol": "1" }]);
+    expect(credentials).toEqual(["include"]);
+
+    // The open socket serves the next request: no new ticket.
+    await collect(transport.run(send("two")));
+    expect(log.tickets).toHaveLength(1);
+
+    // A ticket opens one socket: the next connect fetches another.
+    sockets[0]!.drop(1006);
+    await collect(transport.run(send("three")));
+    expect(sockets.map((socket) => socket.url)).toEqual([
+      "wss://chat.test/tw/agents/demo%20bot/ws?ticket=ticket-1",
+      "wss://chat.test/tw/agents/demo%20bot/ws?ticket=ticket-2",
+    ]);
+    expect(log.tickets).toHaveLength(2);
+    expect(log.runs).toHaveLength(3);
+  });
+
+  it("appends the ticket to a socket URL of the url option", async () => {
+    const log = newLog();
+    const server: Script = { requireTicket: true, run: () => ({ frames: [runFrames("ctx-1", "run-1").start()] }) };
+    const { WebSocket, sockets } = fakeWebSocket(server, log);
+    const transport = new WebSocketTransport({ WebSocket, fetch: fakeFetch(server, log), url: "wss://ws.test/socket?v=1" });
+    await collect(transport.attach({ ...bearer, contextId: "ctx-1", after: 0, signal: signal() }));
+    expect(sockets[0]!.url).toBe("wss://ws.test/socket?v=1&ticket=ticket-1");
+  });
+
+  it("shares one ticket and one socket between requests made while it opens", async () => {
+    const { transport, sockets, log } = setupTickets();
+    const [one, two] = await Promise.all([collect(transport.run(send("one"))), collect(transport.run(send("two")))]);
+    expect([one.length, two.length]).toEqual([2, 2]);
+    expect(sockets).toHaveLength(1);
+    expect(log.tickets).toHaveLength(1);
+  });
+
+  it("without headers of the app's own, fetches no ticket: cookies authenticate the socket", async () => {
+    const { transport, sockets, log } = setupTickets({ requireTicket: false });
+    await collect(transport.run(send("hi", target)));
+    expect(sockets[0]!.url).toBe("wss://chat.test/tw/agents/demo%20bot/ws");
+    expect(log.tickets).toEqual([]);
+  });
+
+  it("fails the request with the ticket request's typed error, and opens no socket", async () => {
+    const { transport, sockets, log } = setupTickets({
+      ticket: () => ({ error: { status: 401, code: "unauthenticated", message: "Sign in." } }),
+    });
+    const error = await failure(transport.run(send("hi")));
+    expect(error).toMatchObject({ code: "unauthenticated", status: 401, retryable: false, message: "Sign in." });
+    expect(sockets).toHaveLength(0);
+    expect(log.tickets).toHaveLength(1);
+    // The next request tries again, with a new ticket request.
+    await failure(transport.run(send("again")));
+    expect(log.tickets).toHaveLength(2);
+  });
+
+  it("reports a socket the server refused for want of a ticket as unauthenticated", async () => {
+    const { transport } = setupTickets();
+    const error = await failure(transport.run(send("hi", target)));
+    expect(error).toMatchObject({ code: "unauthenticated", retryable: false });
+  });
+
+  it("opens no socket when closed while the ticket is fetched", async () => {
+    const log = newLog();
+    const server: Script = { requireTicket: true, run: () => ({ frames: [] }) };
+    const { WebSocket, sockets } = fakeWebSocket(server, log);
+    let answer: () => void = () => undefined;
+    const slow: typeof fetch = async (input, init) => {
+      await new Promise<void>((resolve) => (answer = resolve));
+      return fakeFetch(server, log)(input, init);
+    };
+    const transport = new WebSocketTransport({ WebSocket, fetch: slow });
+    const failed = failure(transport.run(send("hi")));
+    await pause(1);
+    transport.close();
+    answer();
+    expect((await failed).code).toBe("network_error");
+    expect(sockets).toHaveLength(0);
+  });
+});
+
+describe("WebSocketTransport handshake", () => {
+  it("says a socket closed before it opened (1006) may have been refused, as a retryable network error", async () => {
+    const { transport, sockets } = setup({ run: () => ({ frames: [] }) });
+    const failed = failure(transport.run({ ...target, body: { message: { text: "hi" } }, signal: signal() }));
+    sockets[0]!.drop(1006);
+    const error = await failed;
+    expect(error).toMatchObject({ code: "network_error", retryable: true });
+    expect(error.message).toContain("handshake failed");
+    expect(error.message).toContain("4403");
   });
 });

@@ -5,8 +5,11 @@
  * follows arrive interleaved and `websocket-connection.ts` routes them to the
  * request that asked for them, by the `requestId` the server echoes.
  *
- * Browsers cannot put headers on a WebSocket: the cookies of the page
- * authenticate it, and the protocol version travels as the subprotocol.
+ * Browsers cannot put headers on a WebSocket: the protocol version travels as
+ * the subprotocol, and the cookies of the page authenticate the socket —
+ * unless the request carries headers of the app's own (`headers`: a bearer
+ * token, say). Then each connect first trades them for a ticket
+ * (`websocket-ticket.ts`), and the socket opens at `…/ws?ticket=…`.
  */
 import { aborted, ThinwireError, toThinwireError } from "./errors.js";
 import { type Command, type Frame, WEBSOCKET_SUBPROTOCOL } from "./generated/wire.js";
@@ -20,7 +23,8 @@ import {
   type TransportStopRequest,
   type TransportTarget,
 } from "./transport.js";
-import { Connection, type RouteKind } from "./websocket-connection.js";
+import { closeError, Connection, type RouteKind } from "./websocket-connection.js";
+import { fetchTicket, needsTicket, withTicket } from "./websocket-ticket.js";
 
 export interface WebSocketTransportOptions {
   /** The WebSocket class; defaults to the global one. Tests inject a fake. */
@@ -30,13 +34,18 @@ export interface WebSocketTransportOptions {
    * made `ws:`/`wss:`, a relative `baseUrl` resolved against the page location.
    */
   url?: string | ((target: { baseUrl: string; agent: string }) => string);
+  /**
+   * Fetches the ticket a socket opens with when the requests carry `headers`
+   * (`POST {baseUrl}/agents/{agent}/tickets`); defaults to the global `fetch`.
+   */
+  fetch?: typeof fetch;
+  /** fetch's `credentials` for the ticket request (`"same-origin"` by default). */
+  credentials?: RequestCredentials;
 }
-
-type Where = Omit<TransportTarget, "headers">;
 
 export class WebSocketTransport implements Transport {
   readonly #options: WebSocketTransportOptions;
-  #connection: Connection | null = null;
+  #socket: Socket | null = null;
 
   constructor(options: WebSocketTransportOptions = {}) {
     this.#options = options;
@@ -46,6 +55,7 @@ export class WebSocketTransport implements Transport {
     const command: Command = { type: "send", message: body.message };
     if (body.contextId != null) command.contextId = body.contextId;
     if (body.messageId != null) command.messageId = body.messageId;
+    if (body.data != null) command.data = body.data;
     return this.#follow(target, "send", command, signal);
   }
 
@@ -65,11 +75,11 @@ export class WebSocketTransport implements Transport {
 
   /** Closes the socket; a later request opens a new one. */
   close(): void {
-    this.#connection?.close();
-    this.#connection = null;
+    this.#socket?.close();
+    this.#socket = null;
   }
 
-  async *#follow(target: Where, kind: RouteKind, command: Command, signal: AbortSignal): AsyncGenerator<RunFrame> {
+  async *#follow(target: TransportTarget, kind: RouteKind, command: Command, signal: AbortSignal): AsyncGenerator<RunFrame> {
     const connection = await this.#connect(target, signal);
     const route = connection.send(command, kind);
     try {
@@ -83,31 +93,74 @@ export class WebSocketTransport implements Transport {
     }
   }
 
-  async #connect(target: Where, signal?: AbortSignal): Promise<Connection> {
+  /** The open socket, opening one (with a fresh ticket when `target` has headers) if there is none. */
+  async #connect(target: TransportTarget, signal?: AbortSignal): Promise<Connection> {
     if (signal?.aborted) throw aborted();
-    let connection = this.#connection;
-    if (!connection || connection.closed) {
-      const Socket = this.#options.WebSocket ?? globalThis.WebSocket;
-      if (!Socket) throw new ThinwireError("network_error", "This environment has no WebSocket.");
-      const url = this.#url(target);
-      let socket: WebSocket;
-      try {
-        socket = new Socket(url, [WEBSOCKET_SUBPROTOCOL]);
-      } catch (error) {
-        throw toThinwireError(error);
-      }
-      connection = new Connection(socket);
-      this.#connection = connection;
+    let socket = this.#socket;
+    if (!socket?.usable) {
+      socket = new Socket((opening) => this.#open(target, opening));
+      this.#socket = socket;
     }
-    await untilAborted(connection.opened, signal);
+    return untilAborted(socket.ready, signal);
+  }
+
+  /**
+   * Opens the socket `opening` stands for. The ticket request is no single
+   * request's to cancel (others may wait for the same socket); `close()` during
+   * it leaves the socket unopened.
+   */
+  async #open(target: TransportTarget, opening: Socket): Promise<Connection> {
+    const Constructor = this.#options.WebSocket ?? globalThis.WebSocket;
+    if (!Constructor) throw new ThinwireError("network_error", "This environment has no WebSocket.");
+    let url = this.#url(target);
+    if (needsTicket(target.headers)) {
+      const fetchImpl = this.#options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+      const ticket = await fetchTicket(fetchImpl, this.#options.credentials ?? "same-origin", target);
+      if (opening.closed) throw closeError(1000, "the transport was closed");
+      url = withTicket(url, ticket);
+    }
+    let webSocket: WebSocket;
+    try {
+      webSocket = new Constructor(url, [WEBSOCKET_SUBPROTOCOL]);
+    } catch (error) {
+      throw toThinwireError(error);
+    }
+    const connection = new Connection(webSocket);
+    opening.connection = connection;
+    await connection.opened;
     return connection;
   }
 
-  #url(target: Where): string {
+  #url(target: Omit<TransportTarget, "headers">): string {
     const option = this.#options.url;
     if (typeof option === "function") return option(target);
     if (typeof option === "string") return option;
     return webSocketUrl(agentUrl(target, "/ws"));
+  }
+}
+
+/** A socket of the transport: opening (its ticket, then its handshake), open, failed or closed. */
+class Socket {
+  connection: Connection | null = null;
+  failed = false;
+  closed = false;
+  readonly ready: Promise<Connection>;
+
+  constructor(open: (socket: Socket) => Promise<Connection>) {
+    this.ready = open(this);
+    this.ready.then(undefined, () => {
+      this.failed = true;
+    });
+  }
+
+  /** Open or opening: a request may use it. */
+  get usable(): boolean {
+    return !this.failed && !this.closed && !this.connection?.closed;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.connection?.close();
   }
 }
 

@@ -1,7 +1,7 @@
 /** useAgent over a MockTransport or a fake server: streaming, persist, StrictMode and <Activity>, commit rate, decisions. */
-import { act, render, renderHook, waitFor } from "@testing-library/react";
-import type { Frame, SendResult, Transcript } from "@thinwire/client";
-import { channel, fakeWebSocket, MockTransport, newLog, runFrames } from "@thinwire/client/testing";
+import { act, cleanup, fireEvent, render, renderHook, screen, waitFor } from "@testing-library/react";
+import { type Frame, type SendResult, ThinwireError, type Transcript } from "@thinwire/client";
+import { channel, fakeFetch, fakeWebSocket, MockTransport, newLog, runFrames, type Script } from "@thinwire/client/testing";
 import { Activity, Profiler } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";
@@ -507,5 +507,174 @@ describe("useAgent decisions", () => {
     expect(transport.decisions.map((request) => [request.interruptId, request.value])).toEqual([["int-1", "approve"]]);
     expect(result.current.interrupt).toBeNull();
     expect(result.current.turns.map((turn) => turn.text)).toEqual(["Refund order 1234", "Checking.", "Refunded."]);
+  });
+});
+
+describe("useAgent after an error", () => {
+  afterEach(() => cleanup());
+
+  /** Runs: the first fails on the server (agent_error), the next are answered. */
+  function failingOnce() {
+    let count = 0;
+    return new MockTransport(() => {
+      count += 1;
+      const r = runFrames("ctx-1", `run-${count}`, count * 10);
+      if (count === 1) return [r.start(), r.error("agent_error", "The agent failed."), r.done("", [], "error")];
+      return [r.start(), r.token("Fine."), r.done("Fine.")];
+    });
+  }
+
+  // The docs' Chat: Send is disabled only while a reply streams.
+  function Chat({ transport, onError }: { transport: MockTransport; onError?: UseAgentOptions["onError"] }) {
+    const { turns, status, error, send, clearError } = useAgent({ agent: "demo", transport, onError });
+    return (
+      <main>
+        {turns.map((turn) => (
+          <p key={turn.id}>{turn.text}</p>
+        ))}
+        {error && (
+          <div role="alert">
+            {error.code}
+            <button onClick={clearError}>Dismiss</button>
+          </div>
+        )}
+        <span data-testid="status">{status}</span>
+        <button
+          disabled={status === "streaming" || status === "reconnecting"}
+          onClick={() => void send("Hello!").catch(() => undefined)}
+        >
+          Send
+        </button>
+      </main>
+    );
+  }
+
+  it("keeps Send enabled after an error, and a new send clears it", async () => {
+    const onError = vi.fn();
+    render(<Chat transport={failingOnce()} onError={onError} />);
+    fireEvent.click(screen.getByText("Send"));
+    await waitFor(() => expect(screen.getByTestId("status").textContent).toBe("error"));
+    expect(screen.getByRole("alert").textContent).toContain("agent_error");
+    expect(onError.mock.calls).toEqual([[{ code: "agent_error", message: "The agent failed.", retryable: false }]]);
+    expect((screen.getByText("Send") as HTMLButtonElement).disabled).toBe(false);
+
+    fireEvent.click(screen.getByText("Send"));
+    await waitFor(() => expect(screen.getByText("Fine.")).toBeTruthy());
+    expect(screen.getByTestId("status").textContent).toBe("idle");
+    expect(screen.queryByRole("alert")).toBeNull();
+  });
+
+  it("clearError dismisses the error and returns to idle", async () => {
+    render(<Chat transport={failingOnce()} />);
+    fireEvent.click(screen.getByText("Send"));
+    await waitFor(() => expect(screen.getByTestId("status").textContent).toBe("error"));
+    fireEvent.click(screen.getByText("Dismiss"));
+    expect(screen.getByTestId("status").textContent).toBe("idle");
+    expect(screen.queryByRole("alert")).toBeNull();
+  });
+
+  it("calls the latest onFinish and onError", async () => {
+    const transport = new MockTransport(() => {
+      throw new ThinwireError("message_too_large", "Too long.", { status: 413 });
+    });
+    const firstError = vi.fn();
+    const secondError = vi.fn();
+    const { result, rerender } = renderHook(
+      ({ onError }: { onError: (error: unknown) => void }) => useAgent({ agent: "demo", transport, onError }),
+      { initialProps: { onError: firstError } },
+    );
+    rerender({ onError: secondError });
+    let caught: unknown;
+    await act(async () => {
+      caught = await result.current.send("x").catch((error: unknown) => error);
+    });
+    expect(firstError).not.toHaveBeenCalled();
+    expect(secondError.mock.calls).toEqual([[caught]]);
+
+    const onFinish = vi.fn();
+    const answering = new MockTransport(() => {
+      const r = runFrames("ctx-1", "run-1");
+      return [r.start(), r.done("ok")];
+    });
+    const { result: finishing } = renderHook(() => useAgent({ agent: "demo", transport: answering, onFinish }));
+    let finished: SendResult | null = null;
+    await act(async () => {
+      finished = await finishing.current.send("hi");
+    });
+    expect(onFinish.mock.calls).toEqual([[finished]]);
+  });
+});
+
+describe("useAgent requests", () => {
+  it("sends data with the message", async () => {
+    const transport = new MockTransport(() => {
+      const r = runFrames("ctx-1", "run-1");
+      return [r.start(), r.done("ok")];
+    });
+    const { result } = renderHook(() => useAgent({ agent: "demo", transport }));
+    await act(async () => {
+      await result.current.send("Which order?", { data: { orderId: "1234" } });
+    });
+    expect(transport.requests[0]!.body).toEqual({
+      messageId: expect.any(String),
+      message: { text: "Which order?" },
+      data: { orderId: "1234" },
+    });
+  });
+
+  it("uses the credentials option for every request", async () => {
+    const calls: Array<[string, RequestCredentials | undefined]> = [];
+    const r = runFrames("ctx-1", "run-1", 10);
+    const script: Script = {
+      run: () => ({ frames: [r.start(), r.done("ok")] }),
+      transcript: (contextId) => transcript(contextId, "hi", "hello"),
+    };
+    const serve = fakeFetch(script, newLog());
+    const fetch: typeof globalThis.fetch = (input, init) => {
+      calls.push([String(input), init?.credentials]);
+      return serve(input, init);
+    };
+    const { result } = renderHook(() =>
+      useAgent({ agent: "demo", baseUrl: "https://api.test", contextId: "ctx-1", fetch, credentials: "include" }),
+    );
+    await waitFor(() => expect(result.current.turns).toHaveLength(2));
+    await act(async () => {
+      await result.current.send("more");
+    });
+    expect(calls).toEqual([
+      ["https://api.test/agents/demo/contexts/ctx-1", "include"],
+      ["https://api.test/agents/demo/runs", "include"],
+    ]);
+  });
+
+  it("opens a WebSocket with a ticket when it sends headers", async () => {
+    const log = newLog();
+    const script: Script = {
+      requireTicket: true,
+      run: (body) => {
+        const r = runFrames("ctx-1", "run-1");
+        return { frames: [r.start(), r.done(`echo: ${body.message.text}`)] };
+      },
+    };
+    const { WebSocket, sockets } = fakeWebSocket(script, log);
+    vi.stubGlobal("WebSocket", WebSocket);
+    try {
+      const { result, unmount } = renderHook(() =>
+        useAgent({
+          agent: "demo",
+          transport: "websocket",
+          fetch: fakeFetch(script, log),
+          headers: { authorization: "Bearer t" },
+        }),
+      );
+      await act(async () => {
+        expect((await result.current.send("hi")).text).toBe("echo: hi");
+      });
+      expect(sockets[0]!.url).toBe(`ws://${window.location.host}/agents/demo/ws?ticket=ticket-1`);
+      expect(log.tickets[0]).toMatchObject({ authorization: "Bearer t" });
+      unmount();
+    } finally {
+      vi.unstubAllGlobals();
+    }
   });
 });

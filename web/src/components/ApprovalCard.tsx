@@ -1,15 +1,17 @@
 import { useState, type FormEvent } from "react";
-import type { AgentInterrupt } from "../agent-types";
+import { useAgent } from "@thinwire/react";
 
-interface ApprovalCardProps {
-  interrupt: AgentInterrupt;
-  /** True while a reply streams: answers wait until it ends. */
-  disabled: boolean;
-  onDecide: (value: unknown) => void;
-}
-
-/** The question a paused run asks: its prompt, its public details and one button per answer. */
-export function ApprovalCard({ interrupt, disabled, onDecide }: ApprovalCardProps) {
+/**
+ * The question a paused run asks — its prompt, its public details and one
+ * button per answer — read from the conversation of the page's AgentProvider.
+ */
+export function ApprovalCard() {
+  const { interrupt, status, decide } = useAgent();
+  if (!interrupt) return null;
+  // Answers wait while a reply streams.
+  const disabled = status === "streaming" || status === "reconnecting";
+  // A refused decision shows in the hook's `error`, and the card stays.
+  const onDecide = (value: unknown) => void decide(value).catch(() => undefined);
   const { prompt, options, payload } = interrupt;
   return (
     <section className="approval" data-testid="approval" aria-live="polite" aria-label="Decision needed">
@@ -64,7 +66,7 @@ function Payload({ value }: { value: unknown }) {
 }
 
 /** A free-form answer: the typed text is the value. */
-function FreeAnswer({ disabled, onDecide }: Pick<ApprovalCardProps, "disabled" | "onDecide">) {
+function FreeAnswer({ disabled, onDecide }: { disabled: boolean; onDecide: (value: unknown) => void }) {
   const [draft, setDraft] = useState("");
   const empty = draft.trim().length === 0;
   const handleSubmit = (event: FormEvent<HTMLFormElement>) => {

@@ -10,6 +10,11 @@
  * repeating one starts nothing — `script.run` is not called — and streams the
  * run the first one started, from its start. Both wires made from one script
  * are one server and share that memory.
+ *
+ * It issues WebSocket tickets too (`POST …/tickets`, from the fake `fetch`):
+ * a socket opened at `…/ws?ticket=…` with a ticket it did not issue, or one
+ * used before, is closed with 4401 (`unauthenticated`) once open, as the real
+ * server does; with `requireTicket`, so is a socket without one.
  */
 import {
   type Command,
@@ -36,6 +41,11 @@ export type Reply =
   /** Nothing to follow: HTTP 204, WebSocket `no_run`. */
   | { nothing: true };
 
+/** A refusal of a ticket request. */
+export interface TicketRefusal {
+  error: { status: number; code: string; message: string; retryable?: boolean };
+}
+
 export interface Script {
   /** A send; not called for a repeat of a `messageId` that started a run (see above). */
   run(body: RunRequest): Reply;
@@ -44,6 +54,15 @@ export interface Script {
   decide?(contextId: string, decision: DecisionRequest): Reply;
   stop?(contextId: string): void;
   transcript?(contextId: string): Transcript | undefined;
+  /** `POST …/tickets`, with the request's headers: a refusal, or nothing to issue a ticket (the default). */
+  ticket?(headers: Headers): TicketRefusal | void;
+  /** Refuse a socket without a ticket (4401), as a server that identifies callers by a header must. */
+  requireTicket?: boolean;
+  /**
+   * Refuse every socket at the handshake, as the server does a page of a foreign
+   * origin (4403): a browser sees only a close with 1006, before the socket opened.
+   */
+  refuseHandshake?: boolean;
 }
 
 export interface ServerLog {
@@ -53,10 +72,12 @@ export interface ServerLog {
   decisions: Array<{ contextId: string } & DecisionRequest>;
   stops: string[];
   transcripts: string[];
+  /** The headers of every ticket request (names in lower case). */
+  tickets: Array<Record<string, string>>;
 }
 
 export function newLog(): ServerLog {
-  return { runs: [], attaches: [], decisions: [], stops: [], transcripts: [] };
+  return { runs: [], attaches: [], decisions: [], stops: [], transcripts: [], tickets: [] };
 }
 
 const encoder = new TextEncoder();
@@ -65,6 +86,25 @@ const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 /** The runs each script (each server) started, by the `messageId` of the send that started them. */
 const startedRuns = new WeakMap<Script, Map<string, RecordedRun>>();
+
+/** The tickets each script (each server) issued, and whether each was used. */
+const issuedTickets = new WeakMap<Script, Map<string, boolean>>();
+
+function ticketsOf(script: Script): Map<string, boolean> {
+  let tickets = issuedTickets.get(script);
+  if (!tickets) issuedTickets.set(script, (tickets = new Map()));
+  return tickets;
+}
+
+/** Whether a socket opened at `url` may stay open: its ticket is one the server issued and not used yet. */
+function admits(script: Script, url: string): boolean {
+  const ticket = new URL(url, "ws://server.test").searchParams.get("ticket");
+  if (ticket === null) return !script.requireTicket;
+  const tickets = ticketsOf(script);
+  if (tickets.get(ticket) !== false) return false;
+  tickets.set(ticket, true);
+  return true;
+}
 
 /** How the server answers a send: the run a known `messageId` started, or what the script says. */
 function answerSend(script: Script, body: RunRequest): Reply {
@@ -135,6 +175,15 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
     const path = url.pathname.replace(/^.*\/agents\/[^/]+/, "");
     const headers = new Headers(init?.headers);
     let reply: Reply;
+    if (path === "/tickets" && method === "POST") {
+      log.tickets.push(Object.fromEntries(headers.entries()));
+      const refusal = script.ticket?.(headers);
+      if (refusal) return json(refusal.error.status, { error: { retryable: false, ...refusal.error } });
+      const tickets = ticketsOf(script);
+      const ticket = `ticket-${tickets.size + 1}`;
+      tickets.set(ticket, false);
+      return json(200, { ticket, expiresIn: 60 });
+    }
     if (path === "/runs" && method === "POST") {
       const body = JSON.parse(String(init?.body)) as RunRequest;
       log.runs.push(body);
@@ -226,10 +275,16 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
       this.url = url;
       this.protocols = protocols === undefined ? [] : Array.isArray(protocols) ? protocols : [protocols];
       sockets.push(this);
+      const admitted = admits(script, url);
       setTimeout(() => {
         if (this.readyState !== 0) return;
+        if (script.refuseHandshake) {
+          this.drop(1006);
+          return;
+        }
         this.readyState = 1;
         this.onopen?.(new Event("open"));
+        if (!admitted) this.drop(4401, "unauthenticated");
       }, 0);
     }
 
@@ -242,6 +297,7 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
           const body: RunRequest = { message: command.message };
           if (command.contextId != null) body.contextId = command.contextId;
           if (command.messageId != null) body.messageId = command.messageId;
+          if (command.data != null) body.data = command.data;
           log.runs.push(body);
           void this.#answer(answerSend(script, body), command);
           break;

@@ -19,5 +19,6 @@ export {
   type Reply,
   type Script,
   type ServerLog,
+  type TicketRefusal,
 } from "./fake-server.js";
 export { channel, runFrames } from "./frames.js";
