@@ -37,6 +37,9 @@ class Demo:
     canaries: dict[str, str]
     delay: float = 0.02
     server: ServerProcess | None = None
+    #: More `thinwire demo` arguments and environment (a model, say).
+    args: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
 
     @property
     def url(self) -> str:
@@ -46,7 +49,8 @@ class Demo:
     @contextlib.contextmanager
     def running(self, port: int | None = None) -> Iterator[ServerProcess]:
         env = {f"THINWIRE_DEMO_CANARY_{place.upper()}": v for place, v in self.canaries.items()}
-        args = ("demo", "--delay", str(self.delay), "--data-dir", str(self.data_dir))
+        env.update(self.env or {})
+        args = ("demo", "--delay", str(self.delay), "--data-dir", str(self.data_dir), *self.args)
         with serve(*args, port=port, env=env, log_dir=self.data_dir) as server:
             self.server = server
             yield server

@@ -40,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("THINWIRE_STORE_URL"),
         help="a store URL instead, e.g. redis://127.0.0.1:6379/0?prefix=demo",
     )
+    demo.add_argument(
+        "--model",
+        help="answer with this model (OpenAI-compatible: $OPENAI_BASE_URL, $OPENAI_API_KEY) "
+        "instead of the scripted agent; the default when either is set is gpt-4.1-mini",
+    )
 
     for command in (serve, demo):
         command.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -69,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         from thinwire.demo import create_demo_app
 
-        app = create_demo_app(delay=args.delay, data_dir=args.data_dir, store_url=args.store)
+        app = create_demo_app(
+            delay=args.delay, data_dir=args.data_dir, store_url=args.store, model=args.model
+        )
     else:
         app = import_app(args.app, factory=args.factory)
     run(

@@ -30,6 +30,7 @@ from starlette.routing import Route
 
 from thinwire.agent import Agent, Run
 from thinwire.app import create_app, default_data_dir
+from thinwire.contexts import AgentFactory
 from thinwire.errors import BadRequest
 from thinwire.identity import SignedValue
 from thinwire.interrupts import Approval, Rejected
@@ -239,22 +240,40 @@ def create_demo_app(
     data_dir: Path | None = None,
     store: Store | None = None,
     store_url: str | None = None,
+    model: str | None = None,
 ) -> Starlette:
     """The demo: SQLite under `data_dir`, unless a `store` or a `store_url` (e.g. a
     redis:// URL for several replicas) is given; the operator API when
-    $THINWIRE_OPERATOR_TOKEN is set."""
+    $THINWIRE_OPERATOR_TOKEN is set. With a `model` (or an OpenAI endpoint configured in
+    the environment, see `demo_model`), a model-backed agent with the same tools answers
+    instead of the scripted one; `GET /demo/about` tells the page which."""
+    from thinwire.demo_model import chat_demo, configured_model
+
     data_dir = data_dir or default_data_dir()
     data_dir.mkdir(parents=True, exist_ok=True)
     if store is None and store_url:
         store = store_from_url(store_url)
     identity = DemoIdentity(demo_secret(data_dir))
     ledger = data_dir / "ledger.log"
+    model = configured_model(model)
+    agent: AgentFactory = (
+        chat_demo(model, ledger) if model else (lambda: DemoAgent(delay=delay, ledger=ledger))
+    )
     return create_app(
-        {"demo": lambda: DemoAgent(delay=delay, ledger=ledger)},
+        {"demo": agent},
         identify=identity,
         store=store or SQLiteStore.in_directory(data_dir),
         operator_token=os.environ.get("THINWIRE_OPERATOR_TOKEN"),
         lease_ttl=float(os.environ.get("THINWIRE_LEASE_TTL", "10")),
         web_dir=web_dir if web_dir is not None else default_web_dir(),
-        routes=[login_route(identity)],
+        routes=[login_route(identity), about_route(model)],
     )
+
+
+def about_route(model: str | None) -> Route:
+    """What answers: the page shows it."""
+
+    async def about(request: Request) -> Response:
+        return JSONResponse({"agent": "model" if model else "scripted", "model": model})
+
+    return Route("/demo/about", about, methods=["GET"])

@@ -15,7 +15,8 @@ messages, and the window of it a model is shown.
 
 A model's own turns (`model_turn`) carry no `stopReason`; the kit's summary of each run
 (written when the run ends) does. Tool calls of agents that are not model-backed (no
-`callId`) are not the model's, and are left out.
+`callId`) are not the model's, and are left out, as are messages of any other role (an
+agent's own notes).
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def chat_turn(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     own = any(m["role"] == "assistant" and "stopReason" not in m for m in messages)
     out = []
     for message in messages:
+        if message.get("role") not in ("user", "assistant", "tool"):
+            continue  # an agent's own notes are not the model's to read
         summary = message["role"] == "assistant" and "stopReason" in message
         if summary and (own or not message.get("content")):
             continue
