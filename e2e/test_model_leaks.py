@@ -69,3 +69,10 @@ def test_a_model_backed_agent_leaks_nothing(
     for place in ("system_prompt", "tool_arguments", "tool_output"):  # server-side…
         assert canaries[place] in sent, place
     recorder.assert_no_leak(page, canaries)  # …and nowhere in the browser
+
+
+def test_the_page_says_which_agent_answers(page: Page, model_demo: Demo, demo: Demo) -> None:
+    page.goto(f"{model_demo.url}/?user=alice")
+    expect(page.get_by_test_id("agent-kind")).to_have_text("Answering: the model stub-model")
+    page.goto(f"{demo.url}/?user=alice")
+    expect(page.get_by_test_id("agent-kind")).to_contain_text("the scripted demo agent")
