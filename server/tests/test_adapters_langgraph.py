@@ -1,0 +1,319 @@
+"""LangGraphAgent: a compiled LangGraph graph served by thinwire, driven offline by
+langchain-core's fake chat model: tokens, reasoning and tools by name, the graph's thread
+kept in thinwire's store (also after a restart), `interrupt()` as a thinwire interrupt whose
+decision resumes the graph without calling the model again, usage, and failures."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, SystemMessage
+from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.tools import BaseTool, tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import interrupt
+from pydantic import Field
+from starlette.testclient import TestClient
+
+from conftest import app_for, parse_sse, server_context
+from thinwire import MemoryStore
+from thinwire.models.langgraph import HistorySaver, LangGraphAgent
+
+SECRET_PROMPT = "tw-lg-system-prompt-51d2"
+SECRET_ARGUMENT = "tw-lg-argument-a06e"
+SECRET_OUTPUT = "tw-lg-output-c3b7"
+TOKEN = "lg-operator-token"
+
+
+class ScriptedChat(GenericFakeChatModel):
+    """langchain-core's fake chat model, streaming what a real one streams: text word by
+    word, reasoning, tool calls and the call's usage; it keeps what it was shown."""
+
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        self.seen.append(list(messages))
+        message = next(self.messages)
+        assert isinstance(message, AIMessage)
+        reasoning = message.additional_kwargs.get("reasoning_content")
+        pieces = [AIMessageChunk(content="", additional_kwargs={"reasoning_content": reasoning})]
+        pieces = pieces if reasoning else []
+        words = str(message.content).split(" ") if message.content else []
+        pieces += [AIMessageChunk(content=w if i == 0 else f" {w}") for i, w in enumerate(words)]
+        calls = [
+            {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+            for i, c in enumerate(message.tool_calls)
+        ]
+        usage = {"input_tokens": 11, "output_tokens": 3, "total_tokens": 14}
+        last = {"model_name": "fake-chat"}
+        pieces.append(
+            AIMessageChunk(
+                content="", tool_call_chunks=calls, usage_metadata=usage, response_metadata=last
+            )  # type: ignore[arg-type]
+        )
+        for piece in pieces:
+            piece.id = message.id
+            chunk = ChatGenerationChunk(message=piece)
+            if run_manager:
+                await run_manager.on_llm_new_token(str(piece.content), chunk=chunk)
+            yield chunk
+
+    def answer(self) -> Callable[[MessagesState], Any]:
+        async def agent(state: MessagesState) -> dict[str, Any]:
+            shown = [SystemMessage(SECRET_PROMPT), *state["messages"]]
+            return {"messages": [await self.ainvoke(shown)]}
+
+        return agent
+
+
+def says(text: str, *calls: tuple[str, dict[str, Any]], reasoning: str = "") -> AIMessage:
+    tool_calls = [{"name": n, "args": a, "id": f"call-{i}"} for i, (n, a) in enumerate(calls)]
+    extra = {"reasoning_content": reasoning} if reasoning else {}
+    return AIMessage(content=text, tool_calls=tool_calls, additional_kwargs=extra)
+
+
+ran: list[str] = []
+
+
+@tool
+def lookup(order: str) -> str:
+    """Look an order up."""
+    ran.append(f"lookup {order}")
+    if order == "broken":
+        raise ValueError("the order system is down")
+    return f"order {order} is on its way ({SECRET_OUTPUT})"
+
+
+@tool
+def refund(order: str) -> str:
+    """Refund an order, once a person agrees."""
+    answer = interrupt({"prompt": f"Refund order {order}?", "options": ["yes", "no"]})
+    ran.append(f"refund {order}: {answer}")
+    return "refunded" if answer == "yes" else "not refunded"
+
+
+def react(model: ScriptedChat, tools: Sequence[BaseTool], *, confirm: bool = False) -> Any:
+    """A ReAct graph: the model, its tools, and back; with `confirm`, a last node that
+    asks a person with `interrupt()` before the graph ends."""
+
+    def confirmed(state: MessagesState) -> dict[str, Any]:
+        answer = interrupt("Send this answer?")
+        return {"messages": [AIMessage(content=f" (Sent: {answer}.)")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", model.answer())
+    builder.add_node("tools", ToolNode(tools, handle_tool_errors=True))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges(
+        "agent", tools_condition, {"tools": "tools", END: "confirm" if confirm else END}
+    )
+    builder.add_edge("tools", "agent")
+    if confirm:
+        builder.add_node("confirm", confirmed)
+        builder.add_edge("confirm", END)
+    return builder.compile()
+
+
+def planner(graph: Any) -> type[LangGraphAgent]:
+    class Planner(LangGraphAgent):
+        pass
+
+    Planner.graph = graph
+    return Planner
+
+
+def chat(*answers: AIMessage) -> ScriptedChat:
+    ran.clear()
+    return ScriptedChat(messages=iter(answers))
+
+
+def client_for(agent: type[LangGraphAgent], store: MemoryStore | None = None) -> TestClient:
+    app = app_for({"planner": agent}, store=store or MemoryStore(), operator_token=TOKEN)
+    return TestClient(app)
+
+
+def send(client: TestClient, text: str, context_id: str | None = None) -> list[dict[str, Any]]:
+    body: dict[str, Any] = {"message": {"text": text}}
+    if context_id:
+        body["contextId"] = context_id
+    response = client.post("/agents/planner/runs", json=body)
+    assert response.status_code == 200, response.text
+    return parse_sse(response.text)
+
+
+def decide(client: TestClient, frames: list[dict[str, Any]], value: Any) -> list[dict[str, Any]]:
+    interrupt_id = frames[-2]["interrupt"]["interruptId"]
+    response = client.post(
+        f"/agents/planner/contexts/{frames[0]['contextId']}/decisions",
+        json={"interruptId": interrupt_id, "value": value},
+    )
+    assert response.status_code == 200, response.text
+    return parse_sse(response.text)
+
+
+def tools(frames: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
+    return [(f["type"], f["name"], f.get("ok")) for f in frames if f["type"].startswith("tool_")]
+
+
+def test_tokens_reasoning_and_tool_names_stream_and_the_rest_stays_on_the_server() -> None:
+    model = chat(
+        says("Let me look.", ("lookup", {"order": SECRET_ARGUMENT}), reasoning="An order. "),
+        says("It is on its way."),
+    )
+    with client_for(planner(react(model, [lookup]))) as client:
+        frames = send(client, "where is my order?")
+        context_id = frames[0]["contextId"]
+        transcript = client.get(f"/agents/planner/contexts/{context_id}").text
+        history = server_context(client, context_id, "planner").history
+        usage = client.get(
+            f"/admin/agents/planner/contexts/{context_id}/usage",
+            headers={"authorization": f"Bearer {TOKEN}"},
+        ).json()
+    kinds = [f["type"] for f in frames if f["type"] in ("thinking", "token", "tool_call")]
+    assert kinds == ["thinking", "token", "token", "token", "tool_call", *["token"] * 5]
+    assert "".join(f["delta"] for f in frames if f["type"] == "thinking") == "An order. "
+    assert [f["delta"] for f in frames if f["type"] == "token"][:3] == ["Let", " me", " look."]
+    assert frames[-1]["text"] == "Let me look.It is on its way."
+    assert tools(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
+    public = json.dumps(frames) + transcript
+    for secret in (SECRET_PROMPT, SECRET_ARGUMENT, SECRET_OUTPUT):
+        assert secret not in public
+    [record] = [m for m in history if m["role"] == "tool"]
+    assert record["arguments"] == {"order": SECRET_ARGUMENT} and record["callId"] == "call-0"
+    assert SECRET_OUTPUT in record["output"]
+    assert [m["role"] for m in history].count("langgraph") == 1
+    assert usage["total"] == {"fake-chat": {"calls": 2, "inputTokens": 22, "outputTokens": 6}}
+
+
+def test_a_second_message_sees_the_first_also_after_a_restart() -> None:
+    model = chat(says("Hello Ada."), says("You are Ada."), says("Still Ada."))
+    agent = planner(react(model, [lookup]))
+    store = MemoryStore()
+    with client_for(agent, store) as client:
+        context_id = send(client, "I am Ada")[0]["contextId"]
+        send(client, "who am I?", context_id)
+    with client_for(agent, store) as client:  # a fresh registry over the same store
+        frames = send(client, "and now?", context_id)
+        history = server_context(client, context_id, "planner").history
+    assert frames[-1]["text"] == "Still Ada."
+    shown = [(m.type, m.content) for m in model.seen[2]]
+    assert shown == [
+        ("system", SECRET_PROMPT),
+        ("human", "I am Ada"),
+        ("ai", "Hello Ada."),
+        ("human", "who am I?"),
+        ("ai", "You are Ada."),
+        ("human", "and now?"),
+    ]
+    # A thread checkpoint per exchange: a branch forked there resumes from it.
+    assert [m["role"] for m in history].count("langgraph") == 3
+
+
+def test_an_interrupt_suspends_and_the_decision_resumes_the_graph_without_the_model() -> None:
+    model = chat(says("Checking.", ("lookup", {"order": "7"})), says("Order 7 is on its way."))
+    agent = planner(react(model, [lookup], confirm=True))
+    store = MemoryStore()
+    with client_for(agent, store) as client:
+        asked = send(client, "where is 7?")
+    request = asked[-2]["interrupt"]
+    assert request["prompt"] == "Send this answer?" and asked[-1]["stopReason"] == "interrupted"
+    assert asked[-1]["text"] == "Checking.Order 7 is on its way."
+    assert len(model.seen) == 2 and ran == ["lookup 7"]
+    with client_for(agent, store) as client:  # decided after a restart
+        resumed = decide(client, asked, "yes")
+        history = server_context(client, asked[0]["contextId"], "planner").history
+    assert resumed[-1]["stopReason"] == "end" and resumed[-1]["text"] == " (Sent: yes.)"
+    # The model and the tool were not called again: their work is in the checkpoint.
+    assert len(model.seen) == 2 and ran == ["lookup 7"]
+    assert [m["role"] for m in history].count("tool") == 1
+
+
+def test_an_interrupt_inside_a_tool_shows_the_tool_once_it_ran_with_the_answer() -> None:
+    model = chat(says("", ("refund", {"order": "9"})), says("Done."), says("Hi again."))
+    agent = planner(react(model, [refund]))
+    with client_for(agent) as client:
+        asked = send(client, "refund 9")
+        request = asked[-2]["interrupt"]
+        assert request["prompt"] == "Refund order 9?" and request["options"] == ["yes", "no"]
+        assert request["payload"] == {"prompt": "Refund order 9?", "options": ["yes", "no"]}
+        assert tools(asked) == []  # stopped inside the tool: it has not run yet
+        resumed = decide(client, asked, "no")
+        again = send(client, "hi", asked[0]["contextId"])
+    assert tools(resumed) == [("tool_call", "refund", None), ("tool_result", "refund", True)]
+    assert resumed[-1]["text"] == "Done." and ran == ["refund 9: no"]
+    assert len(model.seen) == 3 and again[-1]["text"] == "Hi again."
+    assert ("tool", "not refunded") in [(m.type, m.content) for m in model.seen[2]]
+
+
+def test_a_failing_tool_shows_as_failed_and_the_graph_goes_on() -> None:
+    model = chat(says("", ("lookup", {"order": "broken"})), says("The system is down."))
+    with client_for(planner(react(model, [lookup]))) as client:
+        frames = send(client, "order?")
+        history = server_context(client, frames[0]["contextId"], "planner").history
+    assert tools(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", False)]
+    assert frames[-1]["text"] == "The system is down."
+    [record] = [m for m in history if m["role"] == "tool"]
+    assert record["ok"] is False and "the order system is down" in record["error"]
+
+
+def test_a_failed_run_keeps_the_thread_it_finished() -> None:
+    model = chat(says("One moment.", ("lookup", {"order": "1"})))  # then it has nothing to say
+    agent = planner(react(model, [lookup]))
+    with client_for(agent) as client:
+        failed = send(client, "order 1?")
+        model.messages = iter([says("Sorry about that.")])
+        frames = send(client, "hello?", failed[0]["contextId"])
+    assert failed[-1]["stopReason"] == "error" and frames[-1]["text"] == "Sorry about that."
+    shown = [(m.type, m.content) for m in model.seen[-1]]
+    assert ("human", "order 1?") in shown and (
+        "tool",
+        "order 1 is on its way (" + SECRET_OUTPUT + ")",
+    ) in shown
+
+
+def test_the_saver_keeps_the_latest_checkpoint_of_each_namespace_as_json() -> None:
+    saver = HistorySaver("ctx-1")
+    config: Any = {"configurable": {"thread_id": "ctx-1", "checkpoint_ns": ""}}
+    checkpoint: Any = {
+        "id": "c1",
+        "v": 1,
+        "ts": "",
+        "channel_values": {"x": 1},
+        "channel_versions": {},
+        "versions_seen": {},
+    }
+    stored = saver.put(config, checkpoint, {"step": 1}, {})
+    saver.put_writes(stored, [("x", 2), ("__interrupt__", "ask")], "task-1", "path")
+    saver.put_writes(stored, [("x", 3)], "task-1", "path")  # a write once recorded stays
+    again = HistorySaver("ctx-1", json.loads(json.dumps(saver.dump())))
+    found = again.get_tuple(config)
+    assert found is not None and found.checkpoint["channel_values"] == {"x": 1}
+    assert found.pending_writes == [("task-1", "__interrupt__", "ask"), ("task-1", "x", 2)]
+    assert (
+        again.get_tuple({"configurable": {**config["configurable"], "checkpoint_id": "old"}})
+        is None
+    )
+
+
+def test_without_the_extra_the_adapter_says_which_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in [n for n in sys.modules if n.split(".")[0] in ("langgraph", "langchain_core")]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if neither were installed
+    monkeypatch.delitem(sys.modules, "thinwire.models.langgraph")
+    with pytest.raises(ImportError, match=r'pip install "thinwire\[langgraph\]"'):
+        importlib.import_module("thinwire.models.langgraph")

@@ -1,0 +1,385 @@
+"""PydanticAIAgent: a pydantic-ai agent served by thinwire, driven offline by pydantic-ai's
+own FunctionModel: streaming, tools by name only, history in thinwire's store (also after
+a restart), approvals as interrupts with a replay that does not ask the model again,
+usage, and failures."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent as PydanticAgent
+from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
+from pydantic_ai.capabilities import ProcessEventStream
+from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolCall, FunctionModel
+from starlette.testclient import TestClient
+
+from conftest import app_for, parse_sse, server_context
+from thinwire import Approval, MemoryStore
+from thinwire.models.pydantic_ai import PydanticAIAgent
+
+SECRET_INSTRUCTIONS = "tw-pai-instructions-3f9a"
+SECRET_ARGUMENT = "tw-pai-argument-77c1"
+SECRET_OUTPUT = "tw-pai-output-0b4e"
+TOKEN = "pai-operator-token"
+
+Reply = str | dict[int, DeltaToolCall] | dict[int, DeltaThinkingPart]
+Piece = Reply | float  # a float: a pause, in seconds
+
+
+class Script:
+    """A FunctionModel's stream function that plays one scripted answer per request and
+    remembers what each request showed the model."""
+
+    def __init__(self, *answers: list[Piece]) -> None:
+        self.answers = list(answers)
+        self.requests: list[list[ModelMessage]] = []
+
+    async def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Reply]:
+        self.requests.append(list(messages))
+        for piece in self.answers[len(self.requests) - 1]:
+            if isinstance(piece, float):
+                await asyncio.sleep(piece)
+            else:
+                yield piece
+
+    def seen(self, request: int) -> str:
+        """What the model was shown in a request, as text."""
+        return repr(self.requests[request])
+
+
+def call(name: str, arguments: dict[str, Any], call_id: str) -> dict[int, DeltaToolCall]:
+    return {0: DeltaToolCall(name=name, json_args=json.dumps(arguments), tool_call_id=call_id)}
+
+
+def support_agent(script: Script) -> tuple[type[PydanticAIAgent], dict[str, list[Any]]]:
+    """The docs' five lines, around a pydantic-ai agent with a plain tool, a tool that
+    needs approval, and one that decides itself whether it does."""
+    ran: dict[str, list[Any]] = {"lookup": [], "refund": [], "cancel": []}
+    support = PydanticAgent(
+        FunctionModel(stream_function=script, model_name="scripted"),
+        instructions=f"You help with orders. {SECRET_INSTRUCTIONS}",
+    )
+
+    @support.tool_plain
+    async def lookup(order: str) -> dict[str, Any]:
+        """Look an order up."""
+        if order.startswith("slow"):
+            await asyncio.sleep(0.05)
+        ran["lookup"].append(order)
+        if order == "retry":
+            raise ModelRetry("orders are numbers")
+        return {"order": order, "note": SECRET_OUTPUT}
+
+    @support.tool_plain(requires_approval=True)
+    def refund(order: str, amount: int) -> str:
+        """Refund an order."""
+        ran["refund"].append((order, amount))
+        return "refunded"
+
+    @support.tool
+    def cancel(ctx: RunContext[None], order: str) -> str:
+        """Cancel an order; big ones need a person."""
+        if order.startswith("big") and not ctx.tool_call_approved:
+            raise ApprovalRequired({"order": order})
+        ran["cancel"].append(order)
+        return "cancelled"
+
+    class Support(PydanticAIAgent):
+        agent = support
+
+        def approval(self, call: Any, metadata: dict[str, Any] | None) -> Approval:
+            if metadata:
+                return Approval(f"Cancel {metadata['order']}?", metadata)
+            return super().approval(call, metadata)
+
+    return Support, ran
+
+
+def send(client: TestClient, text: str, context_id: str | None = None) -> list[dict[str, Any]]:
+    body: dict[str, Any] = {"message": {"text": text}}
+    if context_id:
+        body["contextId"] = context_id
+    response = client.post("/agents/support/runs", json=body)
+    assert response.status_code == 200, response.text
+    return parse_sse(response.text)
+
+
+def decide(client: TestClient, frames: list[dict[str, Any]], value: Any) -> list[dict[str, Any]]:
+    interrupt = frames[-2]["interrupt"]
+    response = client.post(
+        f"/agents/support/contexts/{frames[0]['contextId']}/decisions",
+        json={"interruptId": interrupt["interruptId"], "value": value},
+    )
+    assert response.status_code == 200, response.text
+    return parse_sse(response.text)
+
+
+def deltas(frames: list[dict[str, Any]], kind: str) -> str:
+    return "".join(f["delta"] for f in frames if f["type"] == kind)
+
+
+def tools(frames: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
+    return [(f["type"], f["name"], f.get("ok")) for f in frames if f["type"].startswith("tool_")]
+
+
+def client_for(agent: type[PydanticAIAgent], store: MemoryStore | None = None) -> TestClient:
+    app = app_for({"support": agent}, store=store or MemoryStore(), operator_token=TOKEN)
+    return TestClient(app)
+
+
+def test_text_and_thinking_stream_as_tokens_and_thinking_and_usage_is_kept() -> None:
+    script = Script(
+        [{0: DeltaThinkingPart(content="Checking ")}, {0: DeltaThinkingPart(content="orders.")}],
+        ["Your order ", "is on ", "its way."],
+    )
+    agent, _ = support_agent(script)
+    with client_for(agent) as client:
+        frames = send(client, "where is my order?")
+        context_id = frames[0]["contextId"]
+        usage = client.get(
+            f"/admin/agents/support/contexts/{context_id}/usage",
+            headers={"authorization": f"Bearer {TOKEN}"},
+        ).json()
+    assert deltas(frames, "thinking") == "Checking orders."
+    assert [f["delta"] for f in frames if f["type"] == "token"] == [
+        "Your order ",
+        "is on ",
+        "its way.",
+    ]
+    assert frames[-1]["text"] == "Your order is on its way." and frames[-1]["stopReason"] == "end"
+    # A thinking-only answer is not an output: pydantic-ai asked again, two model calls.
+    assert len(script.requests) == 2
+    [(model, counted)] = usage["total"].items()
+    assert model == "scripted" and counted["calls"] == 2
+    assert counted["inputTokens"] > 0 and counted["outputTokens"] > 0
+
+
+def test_tools_cross_the_wire_by_name_only_and_their_record_stays_on_the_server() -> None:
+    script = Script(
+        ["Let me look. ", *[call("lookup", {"order": SECRET_ARGUMENT}, "c1")]],
+        ["It is on its way."],
+    )
+    agent, ran = support_agent(script)
+    with client_for(agent) as client:
+        frames = send(client, "order?")
+        context_id = frames[0]["contextId"]
+        transcript = client.get(f"/agents/support/contexts/{context_id}").text
+        history = server_context(client, context_id, "support").history
+    assert tools(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
+    assert frames[-1]["text"] == "Let me look. It is on its way."
+    assert ran["lookup"] == [SECRET_ARGUMENT]
+    public = json.dumps(frames) + transcript
+    for secret in (SECRET_INSTRUCTIONS, SECRET_ARGUMENT, SECRET_OUTPUT):
+        assert secret not in public
+    [record] = [m for m in history if m["role"] == "tool"]
+    assert record["arguments"] == {"order": SECRET_ARGUMENT} and record["callId"] == "c1"
+    assert record["output"] == {"order": SECRET_ARGUMENT, "note": SECRET_OUTPUT}
+    # The model got the tool's output back, and the agent's messages are in the history.
+    assert SECRET_OUTPUT in script.seen(1)
+    [kept] = [m for m in history if m["role"] == "pydantic-ai"]
+    assert [m["kind"] for m in kept["messages"]] == ["request", "response", "request", "response"]
+
+
+def test_an_agent_that_handles_its_own_event_stream_still_streams_once() -> None:
+    script = Script(["Let me look. ", *[call("lookup", {"order": "1"}, "c1")]], ["Found ", "it."])
+    seen: list[str] = []
+
+    async def handler(ctx: RunContext[None], events: AsyncIterable[Any]) -> None:
+        seen.extend([type(event).__name__ async for event in events])
+
+    streaming = PydanticAgent(
+        FunctionModel(stream_function=script), capabilities=[ProcessEventStream(handler)]
+    )
+
+    @streaming.tool_plain
+    def lookup(order: str) -> str:
+        return "on its way"
+
+    class Streaming(PydanticAIAgent):
+        agent = streaming
+
+    with client_for(Streaming) as client:
+        frames = send(client, "where?")
+    assert [f["delta"] for f in frames if f["type"] == "token"] == [
+        "Let me look. ",
+        "Found ",
+        "it.",
+    ]
+    assert tools(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
+    # The handler saw the recorded responses (streamed through pydantic-ai's own stream).
+    assert seen.count("FunctionToolResultEvent") == 1 and seen.count("FinalResultEvent") == 2
+
+
+def test_a_second_message_sees_the_first_also_after_a_restart() -> None:
+    script = Script(["Hello Ada."], ["You are Ada."], ["Still Ada."])
+    agent, _ = support_agent(script)
+    store = MemoryStore()
+    with client_for(agent, store) as client:
+        context_id = send(client, "I am Ada")[0]["contextId"]
+        send(client, "who am I?", context_id)
+    with client_for(agent, store) as client:  # a fresh registry over the same store
+        frames = send(client, "and now?", context_id)
+    assert frames[-1]["text"] == "Still Ada."
+    for request in (1, 2):
+        assert "I am Ada" in script.seen(request) and "Hello Ada." in script.seen(request)
+    assert "You are Ada." in script.seen(2)
+    prompts = [
+        part.content
+        for message in script.requests[2]
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, UserPromptPart)
+    ]
+    assert prompts == ["I am Ada", "who am I?", "and now?"]
+
+
+def test_an_approval_suspends_and_the_decision_resumes_without_asking_the_model_again() -> None:
+    script = Script(
+        ["Checking. ", *[call("lookup", {"order": "1234"}, "c1")]],
+        [call("refund", {"order": "1234", "amount": 40}, "c2")],
+        ["Refunded."],
+    )
+    agent, ran = support_agent(script)
+    store = MemoryStore()
+    with client_for(agent, store) as client:
+        asked = send(client, "refund 1234")
+    assert asked[-1]["stopReason"] == "interrupted"
+    assert asked[-2]["interrupt"]["prompt"] == "Allow refund?"
+    assert asked[-2]["interrupt"]["options"] == ["approve", "reject"]
+    assert asked[-2]["interrupt"]["payload"] is None  # the arguments stay private
+    assert ran == {"lookup": ["1234"], "refund": [], "cancel": []}
+    assert len(script.requests) == 2
+    with client_for(agent, store) as client:  # decided after a restart
+        resumed = decide(client, asked, "approve")
+    assert resumed[-1]["text"] == "Refunded." and resumed[-1]["stopReason"] == "end"
+    assert tools(resumed) == [("tool_call", "refund", None), ("tool_result", "refund", True)]
+    # Both model calls and the lookup were replayed from the journal, not done again.
+    assert len(script.requests) == 3
+    assert ran == {"lookup": ["1234"], "refund": [("1234", 40)], "cancel": []}
+    returns = [
+        part.tool_name
+        for message in script.requests[2]
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    ]
+    assert returns == ["lookup", "refund"]
+
+
+def test_parallel_calls_run_in_the_models_order_so_a_replay_meets_them_in_that_order() -> None:
+    calls = {
+        0: DeltaToolCall("lookup", '{"order": "slow-1"}', tool_call_id="c1"),
+        1: DeltaToolCall("lookup", '{"order": "2"}', tool_call_id="c2"),
+        2: DeltaToolCall("refund", '{"order": "2", "amount": 5}', tool_call_id="c3"),
+    }
+    script = Script([calls], ["Done."])
+    agent, ran = support_agent(script)
+    with client_for(agent) as client:
+        asked = send(client, "refund 2")
+        resumed = decide(client, asked, "approve")
+    assert [f["name"] for f in asked if f["type"] == "tool_call"] == ["lookup", "lookup"]
+    assert resumed[-1]["text"] == "Done." and len(script.requests) == 2
+    assert ran["lookup"] == ["slow-1", "2"] and ran["refund"] == [("2", 5)]
+
+
+def test_a_rejection_reaches_the_model_as_pydantic_ais_denial() -> None:
+    script = Script([call("refund", {"order": "9", "amount": 5}, "c1")], ["Okay, no refund."])
+    agent, ran = support_agent(script)
+    with client_for(agent) as client:
+        asked = send(client, "refund 9")
+        resumed = decide(client, asked, "reject")
+        history = server_context(client, asked[0]["contextId"], "support").history
+    assert resumed[-1]["text"] == "Okay, no refund." and ran["refund"] == []
+    assert "The tool call was denied." in script.seen(1)
+    [record] = [m for m in history if m["role"] == "tool"]
+    assert record["name"] == "refund" and record["ok"] is False
+
+
+def test_a_tool_that_asks_itself_and_a_retry_replay_as_they_happened() -> None:
+    script = Script(
+        [call("lookup", {"order": "retry"}, "c1")],
+        [call("lookup", {"order": "7"}, "c2")],
+        [call("cancel", {"order": "big-7"}, "c3")],
+        ["Cancelled."],
+    )
+    agent, ran = support_agent(script)
+    with client_for(agent) as client:
+        asked = send(client, "cancel 7")
+        request = asked[-2]["interrupt"]
+        assert request["prompt"] == "Cancel big-7?" and request["payload"] == {"order": "big-7"}
+        assert len(script.requests) == 3 and ran["lookup"] == ["retry", "7"]
+        resumed = decide(client, asked, "approve")
+        history = server_context(client, asked[0]["contextId"], "support").history
+    assert resumed[-1]["text"] == "Cancelled."
+    assert len(script.requests) == 4 and ran["lookup"] == ["retry", "7"]
+    assert ran["cancel"] == ["big-7"]
+    assert "orders are numbers" in script.seen(1)  # the retry, as pydantic-ai words it
+    # The replayed run showed the model the same retry: the last request has it too.
+    assert "orders are numbers" in script.seen(3)
+    errors = [m.get("error") for m in history if m["role"] == "tool"]
+    assert errors == [
+        "ModelRetry: orders are numbers",
+        None,
+        'ApprovalRequired: {"order": "big-7"}',
+        None,
+    ]
+
+
+def test_a_failed_run_keeps_what_it_finished_for_the_next_message() -> None:
+    invalid = [call("refund", {"order": "1", "amount": "many"}, "c1")]
+    script = Script(invalid, invalid, ["Hello again."])  # asked again once, then it fails
+    agent, _ = support_agent(script)
+    with client_for(agent) as client:
+        failed = send(client, "refund everything")
+        frames = send(client, "hello?", failed[0]["contextId"])
+    assert failed[-1]["stopReason"] == "error"
+    assert next(f for f in failed if f["type"] == "error")["code"] == "agent_error"
+    assert frames[-1]["text"] == "Hello again."
+    assert "refund everything" in script.seen(2)
+
+
+def test_a_stopped_run_leaves_what_the_model_said_for_the_next_message() -> None:
+    script = Script(["The first part. ", 30.0, "Never said."], ["Going on."])
+    agent, _ = support_agent(script)
+    with (
+        client_for(agent) as client,
+        client.websocket_connect("/agents/support/ws") as socket,
+    ):
+        socket.send_json({"type": "send", "message": {"text": "tell me"}})
+        start = socket.receive_json()
+        while socket.receive_json()["type"] != "token":
+            pass
+        socket.send_json({"type": "stop", "contextId": start["contextId"]})
+        while (frame := socket.receive_json())["type"] != "done":
+            pass
+        frames = send(client, "go on", start["contextId"])
+    assert frame["stopReason"] == "stopped" and frames[-1]["text"] == "Going on."
+    assert "tell me" in script.seen(1) and "The first part. " in script.seen(1)
+    assert "Never said." not in script.seen(1)
+
+
+def test_importing_thinwire_imports_no_framework() -> None:
+    code = (
+        "import sys, thinwire, thinwire.models; "
+        "print(sorted(m for m in ('pydantic_ai', 'langgraph', 'langchain_core') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_without_the_extra_the_adapter_says_which_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in [n for n in sys.modules if n.split(".")[0] == "pydantic_ai"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
+    monkeypatch.delitem(sys.modules, "thinwire.models.pydantic_ai")
+    with pytest.raises(ImportError, match=r'pip install "thinwire\[pydantic-ai\]"'):
+        importlib.import_module("thinwire.models.pydantic_ai")
