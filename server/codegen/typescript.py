@@ -26,10 +26,17 @@ REQUESTS: list[type[BaseModel]] = [
     wire.AttachCommand,
     wire.StopCommand,
     wire.DecideCommand,
+    wire.EditCommand,
+    wire.RegenerateCommand,
     wire.DecisionRequest,
+    wire.RenameRequest,
+    wire.EditRequest,
+    wire.RegenerateRequest,
+    wire.BranchRequest,
 ]
 RESPONSES: list[type[BaseModel]] = [
     wire.RunStartFrame,
+    wire.TitleFrame,
     wire.ThinkingFrame,
     wire.ToolCallFrame,
     wire.ToolResultFrame,
@@ -38,6 +45,7 @@ RESPONSES: list[type[BaseModel]] = [
     wire.DoneFrame,
     wire.ErrorFrame,
     wire.Transcript,
+    wire.ConversationPage,
     wire.StopResult,
     wire.Ticket,
     wire.ErrorBody,
@@ -63,7 +71,13 @@ export type Frame =
 {% for name in frames %}  | {{ name }}{{ ";" if loop.last else "" }}
 {% endfor %}
 /** Every WebSocket command a client sends, discriminated by `type`. */
-export type Command = SendCommand | AttachCommand | StopCommand | DecideCommand;
+export type Command =
+  | SendCommand
+  | AttachCommand
+  | StopCommand
+  | DecideCommand
+  | EditCommand
+  | RegenerateCommand;
 
 export type FrameType = Frame["type"];
 export type StopReason = DoneFrame["stopReason"];

@@ -73,6 +73,13 @@ def send(client: TestClient, text: str, context_id: str | None = None) -> list[d
     return parse_sse(response.text)
 
 
+def said(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What each turn said: its role, text, tools and stop reason (not its id, the times
+    in its meta, or what else it showed)."""
+    keys = ("role", "text", "toolCalls", "stopReason")
+    return [{key: turn[key] for key in keys} for turn in turns]
+
+
 def assert_no_canary(text: str) -> None:
     for where, canary in CANARIES.items():
         assert canary not in text, f"the {where} canary leaked"

@@ -12,7 +12,7 @@ import pytest
 from starlette.requests import HTTPConnection
 from starlette.testclient import TestClient
 
-from conftest import app_for, assert_no_canary, parse_sse, send, server_context
+from conftest import app_for, assert_no_canary, parse_sse, said, send, server_context
 from thinwire import Agent, MemoryStore, Run, SQLiteStore
 from thinwire.contexts import ContextRegistry, new_record
 from thinwire.demo import DemoAgent
@@ -52,19 +52,19 @@ async def test_a_killed_run_is_recorded_as_interrupted_on_next_load() -> None:
     first = ContextRegistry(store, {"demo": DemoAgent})
     context = await first.get("demo", "ctx-a", "ada")
     log = await begin_run(first, context, "hello")
-    log.run_start("demo")
+    log.run_start("demo", *context.record.next_turn_ids())
     log.token("half a rep")  # ...and the process dies here: nothing more is saved.
 
     restarted = ContextRegistry(store, {"demo": DemoAgent})
     recovered = await restarted.get("demo", "ctx-a", "ada")
-    assert recovered.transcript == [
+    assert said(recovered.transcript) == [
         {"role": "user", "text": "hello", "toolCalls": [], "stopReason": None},
         {"role": "assistant", "text": "", "toolCalls": [], "stopReason": "interrupted"},
     ]
     assert recovered.record.active_run is None
     # No seq that a client may have seen is ever used again.
     assert recovered.record.last_seq >= SEQ_LEASE > log.seqs[-1]
-    stored = await store.load("ctx-a")
+    stored = await store.load_whole("ctx-a")
     assert (
         stored is not None
         and stored.active_run is None
@@ -79,7 +79,7 @@ async def test_a_killed_run_keeps_the_reply_its_flushed_frames_showed() -> None:
     first = ContextRegistry(store, {"demo": DemoAgent})
     context = await first.get("demo", "ctx-a", "ada")
     log = await begin_run(first, context, "hello")
-    log.run_start("demo")
+    log.run_start("demo", *context.record.next_turn_ids())
     log.tool_call(log.new_call_id(), "count_words")
     log.token("half ")
     log.token("a reply")
@@ -88,7 +88,7 @@ async def test_a_killed_run_keeps_the_reply_its_flushed_frames_showed() -> None:
 
     restarted = ContextRegistry(store, {"demo": DemoAgent})
     recovered = await restarted.get("demo", "ctx-a", "ada")
-    assert recovered.transcript[-1] == {
+    assert said(recovered.transcript)[-1] == {
         "role": "assistant",
         "text": "half a reply",
         "toolCalls": ["count_words"],
@@ -154,6 +154,7 @@ def test_clear_drops_history_but_keeps_state_and_id(client: TestClient) -> None:
     assert cleared.json() == {
         "contextId": context_id,
         "agent": "demo",
+        "title": "forget this",
         "turns": [],
         "activeRunId": None,
         "pendingInterrupt": None,
@@ -248,8 +249,9 @@ async def test_a_cold_read_of_a_killed_run_records_it_first(tmp_path: Path) -> N
     store = SQLiteStore(tmp_path / "t.db")
     await store.create(new_record(CONTEXT_ID, "demo", DemoAgent(), "ada"))
     first = ContextRegistry(store, {"demo": DemoAgent})
-    log = await begin_run(first, await first.get("demo", CONTEXT_ID, "ada"), "hello")
-    log.run_start("demo")  # ...and the process dies here.
+    context = await first.get("demo", CONTEXT_ID, "ada")
+    log = await begin_run(first, context, "hello")
+    log.run_start("demo", *context.record.next_turn_ids())  # ...and the process dies here.
 
     server = app_for({"demo": DemoAgent}, store=store).state.thinwire
     body = json.loads(await server.read_transcript("demo", CONTEXT_ID, "ada"))
@@ -284,7 +286,9 @@ async def test_a_new_conversation_is_stored_with_its_first_message_in_one_write(
     assert store.writes == ["create"]
     stored = await store.load(context.id)
     assert stored is not None and stored.version == 1 and stored.active_run is not None
-    assert stored.transcript == [public_turn("user", "hello")]
+    await store.load_branch(stored)
+    assert stored.transcript == context.record.transcript
+    assert said(stored.transcript) == said([public_turn("user", "hello")])
     audit = [(e.key, e.source) for e in await store.audit(context.id)]
     assert audit == [("secret", "system"), ("messages_seen", "system")]
     assert registry.cached(context.id) is context
@@ -312,11 +316,16 @@ async def test_a_context_at_rest_holds_its_conversation_as_text(tmp_path: Path) 
     registry = ContextRegistry(store, {"demo": lambda: DemoAgent(delay=0)})
     context = registry.create("demo", "ada")
     log = await begin_run(registry, context, "hello")
-    assert not context.record.at_rest  # the run uses its history
+    assert not at_rest(context.record)  # the run uses its history
     await execute(registry, context, log, "hello")
-    assert context.record.at_rest and log.finished
+    assert at_rest(context.record) and log.finished
     restarted = ContextRegistry(store, {"demo": DemoAgent})
     restored = await restarted.get("demo", context.id, "ada")
-    assert restored.record.at_rest  # restored without decoding anything
+    assert at_rest(restored.record)  # restored without decoding anything
     assert [turn["role"] for turn in restored.transcript] == ["user", "assistant"]
     await store.close()
+
+
+def at_rest(record: ContextRecord) -> bool:
+    """Every exchange in hand is held as its JSON text, nothing decoded."""
+    return all(e._messages is None and e._turns is None for e in record.exchanges.values())

@@ -72,7 +72,12 @@ def test_every_operation_answers_typed_errors_and_no_5xx(fuzz_server: ServerProc
 def test_the_document_covers_every_route(fuzz_server: ServerProcess) -> None:
     public = {
         "/agents/{agent}/runs",
+        "/agents/{agent}/tickets",
+        "/agents/{agent}/contexts",
         "/agents/{agent}/contexts/{context_id}",
+        "/agents/{agent}/contexts/{context_id}/regenerate",
+        "/agents/{agent}/contexts/{context_id}/edits",
+        "/agents/{agent}/contexts/{context_id}/branch",
         "/agents/{agent}/contexts/{context_id}/events",
         "/agents/{agent}/contexts/{context_id}/stop",
         "/agents/{agent}/contexts/{context_id}/clear",

@@ -39,11 +39,19 @@ def start(client: TestClient, headers: dict[str, str]) -> str:
     return str(parse_sse(response.text)[0]["contextId"])
 
 
+TURN = "turn-000000000000-u0"
+
+
 def probes(context_id: str) -> list[tuple[str, str, dict[str, Any] | None]]:
-    """Every route that names a context: read, send, attach, stop, decide, clear, forget."""
+    """Every route that names a context: read, rename, send, attach, stop, decide,
+    regenerate, edit, branch, clear, forget."""
     base = f"/agents/demo/contexts/{context_id}"
     return [
         ("GET", base, None),
+        ("PATCH", base, {"title": "mine now"}),
+        ("POST", f"{base}/regenerate", {}),
+        ("POST", f"{base}/edits", {"turnId": TURN, "message": {"text": "x"}}),
+        ("POST", f"{base}/branch", {"turnId": TURN, "index": 0}),
         ("POST", "/agents/demo/runs", {"contextId": context_id, "message": {"text": "hi"}}),
         ("GET", f"{base}/events", None),
         ("POST", f"{base}/stop", None),
@@ -79,8 +87,9 @@ def test_unauthenticated_requests_are_401(client: TestClient) -> None:
         response = client.request(method, url, json=body)
         assert response.status_code == 401, (method, url)
         assert response.json()["error"]["code"] == "unauthenticated"
-    response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
-    assert response.status_code == 401
+    for method, url in (("POST", "/agents/demo/runs"), ("GET", "/agents/demo/contexts")):
+        response = client.request(method, url, json={"message": {"text": "hi"}})
+        assert response.status_code == 401, url
 
 
 def test_contexts_record_their_owner(client: TestClient) -> None:

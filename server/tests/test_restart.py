@@ -11,7 +11,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
-from conftest import parse_sse
+from conftest import parse_sse, said
 from test_uvicorn import events
 from thinwire.testing import ServerProcess, serve
 
@@ -94,7 +94,7 @@ def test_a_run_killed_midway_is_recorded_as_interrupted(durable: Any) -> None:
 
     with durable() as server, httpx.Client(base_url=server.url, timeout=10) as client:
         transcript = client.get(f"/agents/gated/contexts/{context_id}").json()
-        assert transcript["turns"] == [
+        assert said(transcript["turns"]) == [
             {"role": "user", "text": "hi", "toolCalls": [], "stopReason": None},
             {"role": "assistant", "text": "", "toolCalls": [], "stopReason": "interrupted"},
         ]

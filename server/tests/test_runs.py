@@ -91,17 +91,35 @@ def test_transcript_is_the_public_projection(client: TestClient) -> None:
     assert body["contextId"] == context_id and body["agent"] == "demo"
     turns = body["turns"]
     assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant"]
-    assert turns[0] == {
+    user, reply = turns[0], turns[1]
+    assert {k: user[k] for k in ("role", "text", "toolCalls", "stopReason")} == {
         "role": "user",
         "text": "first message",
         "toolCalls": [],
         "stopReason": None,
     }
-    assert turns[1]["stopReason"] == "end"
-    assert turns[1]["text"] == first[-1]["text"]
-    assert turns[1]["toolCalls"] == ["count_words"]
-    assert set(body) == {"contextId", "agent", "turns", "activeRunId", "pendingInterrupt"}
-    assert body["activeRunId"] is None
+    assert reply["stopReason"] == "end"
+    assert reply["text"] == first[-1]["text"]
+    assert reply["toolCalls"] == ["count_words"]
+    # What the reply showed while it streamed is kept: its thinking, its tools by name.
+    thought = "".join(f["delta"] for f in first if f["type"] == "thinking")
+    assert thought and reply["thinking"] == thought
+    assert reply["activity"] == [{"callId": "call-1", "name": "count_words", "ok": True}]
+    # Stable ids, named in the run's first frame; times, no model or tokens unless public.
+    assert (first[0]["userTurnId"], first[0]["turnId"]) == (user["id"], reply["id"])
+    assert len({t["id"] for t in turns}) == 4
+    assert reply["meta"]["startedAt"] <= reply["meta"]["finishedAt"]
+    assert reply["meta"]["model"] is None and reply["meta"]["usage"] is None
+    assert {t["siblings"] for t in turns} == {1}
+    assert set(body) == {
+        "contextId",
+        "agent",
+        "title",
+        "turns",
+        "activeRunId",
+        "pendingInterrupt",
+    }
+    assert body["title"] == "first message" and body["activeRunId"] is None
 
 
 def test_server_keeps_canaries_but_never_sends_them(client: TestClient) -> None:

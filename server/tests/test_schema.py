@@ -62,7 +62,9 @@ def test_frames_serialise_with_camel_case_and_type() -> None:
 def test_the_vocabulary_is_generated_from_the_python_tables() -> None:
     ts = generate()["wire.ts"]
     assert f'export const WEBSOCKET_SUBPROTOCOL = "{wire.WEBSOCKET_SUBPROTOCOL}";' in ts
-    assert '"run_start", "thinking", "tool_call", "tool_result", "token", "interrupt"' in ts
+    assert (
+        '"run_start", "title", "thinking", "tool_call", "tool_result", "token", "interrupt"' in ts
+    )
     assert 'export const STOP_REASONS: readonly StopReason[] = ["end", "stopped",' in ts
     for code in [*codes.ERROR_CODES, *codes.CLIENT_ERROR_CODES]:
         assert f'  | "{code}"' in ts and f"  {code}: " in ts

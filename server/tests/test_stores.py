@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from thinwire.branches import Position
 from thinwire.records import Checkpoint
 from thinwire.stores import (
     AlreadyExists,
@@ -25,8 +26,8 @@ from thinwire.stores import (
     StoreError,
     VersionConflict,
 )
+from thinwire.stores.listing import Cursor
 from thinwire.stores.redis import RedisStore
-from thinwire.stores.sqlite import MAX_PARTS
 from thinwire.stores.sqlite import store as sqlite_store
 
 pytestmark = pytest.mark.anyio
@@ -52,13 +53,14 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 
 def record(context_id: str = "ctx-1", **changes: Any) -> ContextRecord:
+    """A record; `history` and `transcript` make its exchanges, as a whole conversation."""
     base = ContextRecord(
         id=context_id,
         agent="demo",
         owner="user:ada",
-        history=[{"role": "system", "content": "be brief"}],
+        history=changes.pop("history", [{"role": "system", "content": "be brief"}]),
         state={"count": 0, "tags": ["a"], "nested": {"ok": True, "none": None}},
-        transcript=[],
+        transcript=changes.pop("transcript", []),
         created_at=1.5,
         updated_at=1.5,
     )
@@ -74,7 +76,7 @@ def entry(key: str, value: Any, source: str = "test") -> AuditEntry:
 async def test_create_then_load_round_trips(store: Store) -> None:
     original = record(transcript=[{"role": "user", "text": "héllo 👋\n", "toolCalls": []}])
     await store.create(original)
-    loaded = await store.load("ctx-1")
+    loaded = await store.load_whole("ctx-1")
     assert loaded is not None
     assert loaded.version == 1
     original.version = 1
@@ -95,11 +97,11 @@ async def test_create_refuses_an_existing_id(store: Store) -> None:
 
 async def test_loaded_records_are_copies(store: Store) -> None:
     await store.create(record())
-    first = await store.load("ctx-1")
+    first = await store.load_whole("ctx-1")
     assert first is not None
     first.state["tags"].append("mutated")
-    first.history.clear()
-    second = await store.load("ctx-1")
+    first.preamble.clear()
+    second = await store.load_whole("ctx-1")
     assert second is not None
     assert second.state["tags"] == ["a"] and len(second.history) == 1
 
@@ -422,164 +424,284 @@ def fail_commits(connect: Callable[[], sqlite3.Connection]) -> Callable[[], Any]
     return lambda: Failing(connect())
 
 
-async def test_sqlite_reads_and_rewrites_a_record_kept_whole(tmp_path: Path) -> None:
-    """Rows written before history and transcript had columns keep both in `data`."""
-    path = tmp_path / "t.db"
-    turns = [{"role": "user", "text": "hï", "toolCalls": [], "stopReason": None}]
-    old = record(transcript=turns, version=3)
-    with sqlite3.connect(path) as connection:
-        connection.execute(
-            "CREATE TABLE contexts (id TEXT PRIMARY KEY, agent TEXT NOT NULL, "
-            "owner TEXT NOT NULL, version INTEGER NOT NULL, data TEXT NOT NULL)"
-        )
-        connection.execute(
-            "INSERT INTO contexts VALUES ('ctx-1', 'demo', 'user:ada', 3, ?)",
-            (json.dumps(old.to_json()),),
-        )
-    store = SQLiteStore(path)
-    assert await store.load("ctx-1") == old
-    view = await store.load_transcript("ctx-1")
-    assert view is not None and json.loads(view.turns_json) == turns
-    assert await store.save(record(transcript=[*turns, *turns]), expected_version=3) == 4
-    view = await store.load_transcript("ctx-1")
-    assert view is not None and json.loads(view.turns_json) == [*turns, *turns]
-    assert await store.load_transcript("ctx-2") is None
-    await store.close()
+# --- exchanges, branches and lists: every store ---------------------------------------
+
+
+def conversation(context_id: str = "ctx-1", turns: int = 3, **changes: Any) -> ContextRecord:
+    """A record as runs leave it: `turns` exchanges of a user message and a reply."""
+    made = record(context_id, **changes)
+    for n in range(turns):
+        reply(made, f"q{n}", f"a{n}")
+    return made
+
+
+def reply(made: ContextRecord, asked: str, answer: str, fork: Position | None = None) -> None:
+    made.start_run(f"run-{asked}", asked, fork=fork)
+    made.end_turn("end", answer)
+
+
+async def saved(store: Store, made: ContextRecord) -> None:
+    """Store it, as the registry does: created or saved, then marked saved."""
+    if made.version == 0:
+        await store.create(made)
+        made.version = 1
+    else:
+        made.version = await store.save(made, expected_version=made.version)
+    made.saved()
+
+
+async def test_a_conversation_round_trips_through_its_exchanges(store: Store) -> None:
+    made = conversation(turns=4)
+    await saved(store, made)
+    bare = await store.load("ctx-1")
+    assert bare is not None and bare.exchanges == {}  # the record alone
+    loaded = await store.load_whole("ctx-1")
+    assert loaded is not None
+    # Held as text, decoded only as far as a read goes (from the end, as a model reads).
+    assert loaded.history[-1]["content"] == "a3"
+    decoded = [p.depth for p, e in loaded.exchanges.items() if e._messages is not None]
+    assert decoded == [3]
+    assert loaded == made and loaded.transcript == made.transcript
+    assert [m["content"] for m in loaded.history][-2:] == ["q3", "a3"]
+
+
+async def test_a_save_writes_the_exchanges_that_changed_and_no_other(store: Store) -> None:
+    made = conversation(turns=2)
+    await saved(store, made)
+    loaded = await store.load_whole("ctx-1")
+    assert loaded is not None
+    # An exchange changed behind the record's back is not written: only what the verbs
+    # (and the running exchange) touched is.
+    loaded.exchanges[Position(0, 0)].messages[0]["content"] = "not written"
+    reply(loaded, "q2", "a2")
+    await saved(store, loaded)
+    again = await store.load_whole("ctx-1")
+    assert again is not None
+    assert [m["content"] for m in again.history] == ["be brief", "q0", "a0", "q1", "a1", "q2", "a2"]
+
+
+async def test_branches_keep_every_exchange_and_show_one(store: Store) -> None:
+    made = conversation(turns=3)
+    await saved(store, made)
+    reply(made, "q2", "a2 again", fork=Position(0, 2))  # a regenerated last reply
+    reply(made, "q3", "a3")
+    reply(made, "q1 edited", "a1'", fork=Position(0, 1))  # an edit of an earlier message
+    await saved(store, made)
+    loaded = await store.load_whole("ctx-1")
+    assert loaded is not None and loaded.transcript == made.transcript
+    texts = [t["text"] for t in loaded.transcript]
+    assert texts == ["q0", "a0", "q1 edited", "a1'"]
+    assert [(t["siblings"], t["siblingIndex"]) for t in loaded.transcript][2] == (2, 1)
+    # The history of the branch shown: never the turns of another branch.
+    assert [m["content"] for m in loaded.history] == ["be brief", "q0", "a0", "q1 edited", "a1'"]
+    loaded.show(Position(1, 2))  # back to the regenerated branch: exchanges not in hand
+    await store.load_branch(loaded)
+    assert [t["text"] for t in loaded.transcript] == [
+        "q0",
+        "a0",
+        "q1",
+        "a1",
+        "q2",
+        "a2 again",
+        "q3",
+        "a3",
+    ]
+    assert [(t["siblings"], t["siblingIndex"]) for t in loaded.transcript][4] == (2, 1)
+    others = await store.load_exchanges("ctx-1", [Position(0, 2), Position(9, 9)])
+    assert [e.position for e in others] == [Position(0, 2)]  # what there is, no more
+
+
+async def test_a_clear_drops_every_exchange(store: Store) -> None:
+    made = conversation(turns=2)
+    await saved(store, made)
+    made.clear()
+    await saved(store, made)
+    assert await store.load_exchanges("ctx-1", [Position(0, 0), Position(0, 1)]) == []
+    loaded = await store.load_whole("ctx-1")
+    assert loaded is not None and list(loaded.history) == [
+        {"role": "system", "content": "be brief"}
+    ]
+    reply(loaded, "fresh", "start")  # numbering starts again: nothing old shows through
+    await saved(store, loaded)
+    again = await store.load_whole("ctx-1")
+    assert again is not None and [t["text"] for t in again.transcript] == ["fresh", "start"]
+
+
+async def test_lists_page_an_owners_conversations_newest_first(store: Store) -> None:
+    times = [5.0, 3.0, 9.0, 3.0, 7.0, 3.0, 1.0]  # ties on 3.0: ordered by id
+    for n, at in enumerate(times):
+        await saved(store, conversation(f"ctx-{n}", turns=1, updated_at=at))
+    await saved(store, conversation("ctx-other-owner", turns=1, owner="user:bob", updated_at=8))
+    await saved(store, conversation("ctx-other-agent", turns=1, agent="other", updated_at=8))
+    pages, after = [], None
+    while True:
+        page = await store.list_contexts("user:ada", "demo", 3, after)
+        pages.append([s.context_id for s in page])
+        if len(page) < 3:
+            break
+        after = Cursor(page[-1].updated_at, page[-1].context_id)
+    assert pages == [["ctx-2", "ctx-4", "ctx-0"], ["ctx-5", "ctx-3", "ctx-1"], ["ctx-6"]]
+    first = (await store.list_contexts("user:ada", "demo", 1))[0]
+    assert (first.title, first.turn_count, first.preview, first.status) == ("q0", 2, "a0", "idle")
+    assert first.created_at == 1.5 and first.updated_at == 9.0
+    # A save moves a conversation up; a delete takes it out.
+    moved = await store.load_whole("ctx-6")
+    assert moved is not None
+    moved.updated_at = 10.0
+    moved.start_run("run-x", "still there?")
+    await saved(store, moved)
+    top = (await store.list_contexts("user:ada", "demo", 1))[0]
+    assert (top.context_id, top.status, top.turn_count, top.preview) == (
+        "ctx-6",
+        "running",
+        3,
+        "still there?",
+    )
+    await store.delete("ctx-2")
+    listed = [s.context_id for s in await store.list_contexts("user:ada", "demo", 100)]
+    assert "ctx-2" not in listed and len(listed) == 6
+    assert await store.list_contexts("user:nobody", "demo", 10) == []
+
+
+async def test_lists_keep_owners_apart_whatever_their_names(store: Store) -> None:
+    await saved(store, conversation("ctx-1", turns=1, owner="a:b", agent="c"))
+    await saved(store, conversation("ctx-2", turns=1, owner="a", agent="b:c"))
+    assert [s.context_id for s in await store.list_contexts("a:b", "c", 10)] == ["ctx-1"]
+    assert [s.context_id for s in await store.list_contexts("a", "b:c", 10)] == ["ctx-2"]
 
 
 async def test_load_transcript_is_the_records_public_part(store: Store) -> None:
-    turns = [{"role": "user", "text": "é 👋", "toolCalls": [], "stopReason": None}]
     interrupt = {"interruptId": "int-1", "kind": "approval", "message": "ok?"}
     checkpoint = Checkpoint(run_id="run-1", text="x", journal=[], interrupt=interrupt)
-    await store.create(record(transcript=turns, checkpoint=checkpoint))
+    made = conversation(turns=2, checkpoint=checkpoint)
+    made.name("Named", "user")
+    await saved(store, made)
     view = await store.load_transcript("ctx-1")
     assert view is not None
-    assert (view.agent, view.owner, view.active_run) == ("demo", "user:ada", None)
-    assert json.loads(view.turns_json) == turns and view.pending_interrupt == interrupt
+    assert (view.agent, view.owner, view.active_run, view.title) == (
+        "demo",
+        "user:ada",
+        None,
+        "Named",
+    )
+    assert json.loads(view.turns_json) == made.transcript
+    assert view.pending_interrupt == interrupt
     assert await store.load_transcript("ctx-missing") is None
 
 
-def test_a_record_at_rest_holds_text_and_decodes_when_used() -> None:
-    original = record(
-        transcript=[{"role": "user", "text": "é", "toolCalls": [], "stopReason": None}]
-    )
-    expected = original.to_json()
-    original.compact()
-    assert original.at_rest and original == record(transcript=expected["transcript"])
-    assert json.loads(original.encode()) == expected
-    assert json.loads(original.history_json()) == expected["history"]
-    original.history.append({"role": "user", "content": "more"})  # decodes, then changes
-    assert not original.at_rest
-    assert json.loads(original.history_json())[-1] == {"role": "user", "content": "more"}
-    broken = record(history=[{"role": "user", "content": math.nan}])
-    with pytest.raises(ValueError):
-        broken.compact()
+# --- conversations kept whole by earlier versions --------------------------------------
+
+OLD_HISTORY = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "hï"},
+    {"role": "assistant", "content": "hello", "stopReason": "end"},
+    {"role": "user", "content": "again"},
+    {"role": "tool", "name": "t", "arguments": {}, "ok": True, "output": 1},
+    {"role": "assistant", "content": "done", "stopReason": "end"},
+]
+OLD_TURNS = [
+    {"role": "user", "text": "hï", "toolCalls": [], "stopReason": None},
+    {"role": "assistant", "text": "hello", "toolCalls": [], "stopReason": "end"},
+    {"role": "user", "text": "again", "toolCalls": [], "stopReason": None},
+    {"role": "assistant", "text": "done", "toolCalls": ["t"], "stopReason": "end"},
+]
 
 
-async def test_a_loaded_record_decodes_its_history_only_when_used(store: Store) -> None:
-    await store.create(record())
-    loaded = await store.load("ctx-1")
-    assert loaded is not None
-    loaded.history.append({"role": "user", "content": "later"})
-    loaded.transcript.append({"role": "user", "text": "later", "toolCalls": []})
-    loaded.compact()
-    assert await store.save(loaded, expected_version=1) == 2
-    again = await store.load("ctx-1")
-    assert again is not None and again.history[-1]["content"] == "later"
-    assert again.transcript[-1]["text"] == "later"
+def old_data(**extra: Any) -> dict[str, Any]:
+    """A record's JSON as the first versions wrote it."""
+    return {
+        "state": {"count": 0},
+        "lastSeq": 4,
+        "activeRun": None,
+        "createdAt": 1.5,
+        "updatedAt": 2.5,
+        **extra,
+    }
 
 
-async def test_redis_reads_and_rewrites_a_record_kept_whole(redis_url: str) -> None:
-    """Hashes written before history and transcript had fields keep both in `data`."""
-    store = RedisStore.from_url(redis_url, prefix=f"test-{secrets.token_hex(4)}")
-    turns = [{"role": "user", "text": "hï", "toolCalls": [], "stopReason": None}]
-    old = record(transcript=turns, version=3)
-    fields = {"agent": "demo", "owner": "user:ada", "version": 3, "data": old.encode()}
-    await store.redis.hset(store.key("ctx", "ctx-1"), mapping=fields)
-    assert await store.load("ctx-1") == old
-    view = await store.load_transcript("ctx-1")
-    assert view is not None and json.loads(view.turns_json) == turns
-    assert await store.save(record(transcript=[*turns, *turns]), expected_version=3) == 4
-    stored = await store.redis.hgetall(store.key("ctx", "ctx-1"))
-    assert json.loads(stored["transcript"]) == [*turns, *turns]
-    assert "history" not in json.loads(stored["data"])
-    await store.close()
+def assert_moved_over(loaded: ContextRecord | None) -> None:
+    assert loaded is not None and loaded.version >= 3
+    assert list(loaded.history) == OLD_HISTORY
+    turns = loaded.transcript
+    assert [
+        {k: t[k] for k in ("role", "text", "toolCalls", "stopReason")} for t in turns
+    ] == OLD_TURNS
+    assert [t["id"] for t in turns] == [
+        "turn-000000000000-u0",
+        "turn-000000000000-a0",
+        "turn-000000000001-u0",
+        "turn-000000000001-a0",
+    ]
+    assert loaded.title == "hï" and loaded.turn_count == 4
 
 
-def test_appending_to_a_record_at_rest_keeps_it_text() -> None:
-    at_rest = record(transcript=[])
-    at_rest.compact()
-    at_rest.add_turn({"role": "user", "text": "a", "toolCalls": []})
-    at_rest.add_turn({"role": "user", "text": "b\\n]", "toolCalls": []})
-    at_rest.add_message({"role": "user", "content": "c"})
-    assert at_rest.at_rest
-    assert [t["text"] for t in json.loads(at_rest.transcript_json())] == ["a", "b\\n]"]
-    assert [m["content"] for m in at_rest.history] == ["be brief", "c"]
-    at_rest.add_message({"role": "user", "content": "d"})  # decoded now: a list append
-    assert json.loads(at_rest.history_json())[-1]["content"] == "d"
-
-
-def parts_of(path: Path, list_name: str) -> list[str]:
+@pytest.mark.parametrize("layout", ["whole", "columns", "parts"])
+async def test_sqlite_moves_every_older_layout_over_on_open(tmp_path: Path, layout: str) -> None:
+    path = tmp_path / "t.db"
+    history, turns = json.dumps(OLD_HISTORY), json.dumps(OLD_TURNS)
     with sqlite3.connect(path) as connection:
-        rows = connection.execute(
-            "SELECT text FROM parts WHERE context_id = 'ctx-1' AND list = ? ORDER BY seq",
-            (list_name,),
-        ).fetchall()
-    return [text for (text,) in rows]
-
-
-async def test_sqlite_appends_what_a_save_added_and_rewrites_anything_else(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "t.db"
+        columns = ", history TEXT, transcript TEXT" if layout == "columns" else ""
+        connection.execute(
+            "CREATE TABLE contexts (id TEXT PRIMARY KEY, agent TEXT NOT NULL, "
+            f"owner TEXT NOT NULL, version INTEGER NOT NULL, data TEXT NOT NULL{columns})"
+        )
+        if layout == "whole":
+            data = json.dumps(old_data(history=OLD_HISTORY, transcript=OLD_TURNS))
+            connection.execute(
+                "INSERT INTO contexts VALUES ('ctx-1', 'demo', 'user:ada', 3, ?)", (data,)
+            )
+        elif layout == "columns":
+            connection.execute(
+                "INSERT INTO contexts VALUES ('ctx-1', 'demo', 'user:ada', 3, ?, ?, ?)",
+                (json.dumps(old_data()), history, turns),
+            )
+        else:  # appended in parts: "[" + "a" + ",b"…, closed on reading
+            connection.execute(
+                "INSERT INTO contexts VALUES ('ctx-1', 'demo', 'user:ada', 3, ?)",
+                (json.dumps(old_data()),),
+            )
+            connection.execute(
+                "CREATE TABLE parts (context_id TEXT, list TEXT, seq INTEGER, text TEXT)"
+            )
+            for name, text in (("history", history), ("transcript", turns)):
+                connection.executemany(
+                    "INSERT INTO parts VALUES ('ctx-1', ?, ?, ?)",
+                    [(name, 0, text[:-1][:20]), (name, 1, text[:-1][20:])],
+                )
     store = SQLiteStore(path)
-    await store.create(record())
-    loaded = await store.load("ctx-1")
-    assert loaded is not None
-    for n in range(3):
-        loaded.add_turn({"role": "user", "text": f"t{n}", "toolCalls": []})
-        loaded.add_message({"role": "user", "content": f"m{n}"})
-        loaded.version = await store.save(loaded, expected_version=loaded.version)
-    assert parts_of(path, "transcript") == [
-        "[",
-        '{"role":"user","text":"t0","toolCalls":[]}',
-        ',{"role":"user","text":"t1","toolCalls":[]}',
-        ',{"role":"user","text":"t2","toolCalls":[]}',
-    ]
-    assert len(parts_of(path, "history")) == 4
-    loaded.history[0]["content"] = "edited in place"  # not an append: rewritten whole
-    loaded.version = await store.save(loaded, expected_version=loaded.version)
-    assert len(parts_of(path, "history")) == 1 and len(parts_of(path, "transcript")) == 4
-    stale = await store.load("ctx-1")
-    assert stale is not None
-    loaded.add_turn({"role": "user", "text": "lands", "toolCalls": []})
-    loaded.version = await store.save(loaded, expected_version=loaded.version)
-    stale.add_turn({"role": "user", "text": "refused", "toolCalls": []})
-    with pytest.raises(VersionConflict):
-        await store.save(stale, expected_version=stale.version)
+    assert_moved_over(await store.load_whole("ctx-1"))
+    [listed] = await store.list_contexts("user:ada", "demo", 10)
+    assert (listed.context_id, listed.turn_count, listed.updated_at) == ("ctx-1", 4, 2.5)
     await store.close()
-    again = await SQLiteStore(path).load("ctx-1")
-    assert again is not None and again == loaded
-    assert [t["text"] for t in again.transcript] == ["t0", "t1", "t2", "lands"]
-    assert again.history[0]["content"] == "edited in place"
+    with sqlite3.connect(path) as connection:
+        names = {row[1] for row in connection.execute("PRAGMA table_info(contexts)")}
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+    assert not {"history", "transcript"} & names and "parts" not in tables
+    reopened = SQLiteStore(path)  # moved once: opening again changes nothing
+    assert_moved_over(await reopened.load_whole("ctx-1"))
+    await reopened.close()
 
 
-async def test_sqlite_rewrites_a_list_of_many_parts_as_one(tmp_path: Path) -> None:
-    path = tmp_path / "t.db"
-    store = SQLiteStore(path)
-    grown = record()
-    await store.create(grown)
-    grown.version = 1
-    for n in range(MAX_PARTS + 1):
-        grown.add_turn({"role": "user", "text": f"t{n}", "toolCalls": []})
-        grown.version = await store.save(grown, expected_version=grown.version)
-        assert 1 <= len(parts_of(path, "transcript")) <= MAX_PARTS
-    assert len(parts_of(path, "transcript")) < MAX_PARTS  # rewritten on the way
-    view = await store.load_transcript("ctx-1")
-    assert view is not None
-    assert [t["text"] for t in json.loads(view.turns_json)] == [
-        f"t{n}" for n in range(MAX_PARTS + 1)
-    ]
+async def test_redis_moves_conversations_kept_whole_over_on_open(redis_url: str) -> None:
+    store = RedisStore.from_url(redis_url, prefix=f"test-{secrets.token_hex(4)}")
+    fields = {
+        "agent": "demo",
+        "owner": "user:ada",
+        "version": 3,
+        "data": json.dumps(old_data()),
+        "history": json.dumps(OLD_HISTORY),
+        "transcript": json.dumps(OLD_TURNS),
+    }
+    await store.redis.hset(store.key("ctx", "ctx-1"), mapping=fields)
+    assert_moved_over(await store.load_whole("ctx-1"))  # readable before it is moved
+    await store.open()
+    stored = await store.redis.hgetall(store.key("ctx", "ctx-1"))
+    assert "history" not in stored and "transcript" not in stored and stored["version"] == "4"
+    assert_moved_over(await store.load_whole("ctx-1"))
+    [listed] = await store.list_contexts("user:ada", "demo", 10)
+    assert listed.context_id == "ctx-1" and listed.turn_count == 4
+    await store.open()  # nothing left to move
+    assert (await store.redis.hget(store.key("ctx", "ctx-1"), "version")) == "4"
     await store.close()
 
 
@@ -615,7 +737,7 @@ async def test_sqlite_recovers_from_a_full_disk_once_space_is_freed(small_volume
             version = await store.save(growing, expected_version=version)
     assert full.value.code == "store_unavailable" and "disk" not in full.value.message
     filler.unlink()
-    stored = await store.load("ctx-1")
+    stored = await store.load_whole("ctx-1")
     assert stored is not None and stored.version == version  # the failed save left nothing
     stored.history = stored.history[:1]
     assert await store.save(stored, expected_version=version) == version + 1

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import app_for, parse_sse, server_context
+from conftest import app_for, parse_sse, said, server_context
 from thinwire import Agent, Run
 
 
@@ -138,7 +138,7 @@ def test_stop_cancels_the_work_and_keeps_the_partial_reply(client: TestClient) -
     client.portal.call(asyncio.sleep, 0.05)
     assert Paced.effects == []
     turns = client.get(f"/agents/demo/contexts/{context_id}").json()["turns"]
-    assert turns[-1] == {
+    assert said(turns)[-1] == {
         "role": "assistant",
         "text": "a0 a1 a2 a3 a4 ",
         "toolCalls": [],

@@ -69,6 +69,7 @@ def entry_json(entry: AuditEntry) -> dict[str, Any]:
         "time": entry.time,
         "source": entry.source,
         "version": entry.version,
+        "runId": entry.run_id,
     }
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, MutableSequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -35,6 +35,7 @@ from thinwire.interrupts import (
     ToolFailed,
     new_interrupt_id,
 )
+from thinwire.records import TITLE_LENGTH, Shown, shortened
 from thinwire.state import AgentState, check_json
 
 if TYPE_CHECKING:
@@ -49,12 +50,17 @@ class Agent:
     """Base class for agents. Override `run`; set the class attributes to configure it.
 
     `initial_state` seeds each new context's AgentState (audited with source "system");
-    `writable_keys`, when not None, is the only set of keys anyone may write afterwards.
+    `writable_keys`, when not None, is the only set of keys anyone may write afterwards;
+    `history_window`, when not None, bounds how much of a long conversation a run loads.
     """
 
     system_prompt: ClassVar[str] = ""
     initial_state: ClassVar[Mapping[str, Any]] = {}
     writable_keys: ClassVar[frozenset[str] | None] = None
+    #: The most of the latest messages a run reads (None: all of them). A send then
+    #: loads only the exchanges that hold them, however long the conversation: its
+    #: `run.history` is the system prompt and the latest `history_window` exchanges.
+    history_window: ClassVar[int | None] = None
 
     async def run(self, run: Run, text: str) -> None:
         raise NotImplementedError
@@ -77,7 +83,7 @@ class Run:
         *,
         context_id: str,
         run_id: str,
-        history: list[dict[str, Any]],
+        history: MutableSequence[dict[str, Any]],
         state: AgentState,
         log: RunLog,
         handoff: Handoff,
@@ -103,6 +109,13 @@ class Run:
         self._handoff = handoff
         self._text: list[str] = []
         self._tool_calls: list[str] = []
+        #: What the reply shows besides its text, kept with it in the transcript.
+        self._thinking: list[str] = []
+        self._activity: list[dict[str, Any]] = []
+        #: The model and tokens the agent made public (`record_usage(…, public=True)`).
+        self.public_usage: dict[str, Any] = {}
+        #: The title the agent gave the conversation in this run, if any.
+        self.title: str | None = None
         #: What this run did that a resume must not do again (see `thinwire.interrupts`).
         self._journal = Journal(journal)
         #: What a resumed run said before it was suspended (already shown to the user).
@@ -125,6 +138,9 @@ class Run:
         )
         other._text = self._text
         other._tool_calls = self._tool_calls
+        other._thinking = self._thinking
+        other._activity = self._activity
+        other.public_usage = self.public_usage
         other._journal = self._journal
         other.replayed_text = self.replayed_text
         other.usage = self.usage
@@ -141,6 +157,17 @@ class Run:
         """Names of the tools called so far, in call order."""
         return list(self._tool_calls)
 
+    def shown(self) -> Shown:
+        """What the reply showed besides its text: for the transcript."""
+        meta: dict[str, Any] = {}
+        if self.public_usage:
+            meta["model"] = self.public_usage["model"]
+            meta["usage"] = {
+                "inputTokens": self.public_usage["inputTokens"],
+                "outputTokens": self.public_usage["outputTokens"],
+            }
+        return Shown("".join(self._thinking), [dict(a) for a in self._activity], meta)
+
     @property
     def replaying(self) -> bool:
         """True while a resumed run re-runs what its journal recorded: frames are not sent
@@ -154,6 +181,7 @@ class Run:
     async def think(self, delta: str) -> None:
         """Stream a piece of public reasoning to the user."""
         if delta and not self.replaying:
+            self._thinking.append(delta)
             self._log.thinking(delta)
             if not self._first_delta_sent:
                 await self._first_delta_out()
@@ -264,14 +292,18 @@ class Run:
             return output
         frame_id = self._log.new_call_id()
         self._tool_calls.append(name)
+        activity: dict[str, Any] = {"callId": frame_id, "name": name, "ok": None}
+        self._activity.append(activity)
         self._log.tool_call(frame_id, name)
         try:
             output = await function(**arguments)
             check_json(output, f"output of tool {name!r}")
         except Exception as exc:
+            activity["ok"] = False
             self._log.tool_result(frame_id, name, ok=False)
             self._record(called, {"ok": False, "error": str(exc)})
             raise ToolFailed(name, str(exc)) from exc
+        activity["ok"] = True
         self._log.tool_result(frame_id, name, ok=True)
         self._record(called, {"ok": True, "output": output})
         return output
@@ -302,10 +334,27 @@ class Run:
         self._journal.record({"kind": "step", "name": name, "result": result, "said": said})
         return result
 
-    def record_usage(self, model: str, input_tokens: int, output_tokens: int) -> None:
-        """Count a model call's tokens towards this run's usage: kept on the server
-        (the operator API reads it), never sent to a client."""
+    def record_usage(
+        self, model: str, input_tokens: int, output_tokens: int, *, public: bool = False
+    ) -> None:
+        """Count a model call's tokens towards this run's usage: kept on the server (the
+        operator API reads it). With `public`, the model's name and the reply's tokens
+        are shown with the reply in the transcript too; by default no client sees them."""
         usage = self.usage.setdefault(model, {"calls": 0, "inputTokens": 0, "outputTokens": 0})
         usage["calls"] += 1
         usage["inputTokens"] += input_tokens
         usage["outputTokens"] += output_tokens
+        if public:
+            shown = self.public_usage
+            shown["model"] = model
+            shown["inputTokens"] = shown.get("inputTokens", 0) + input_tokens
+            shown["outputTokens"] = shown.get("outputTokens", 0) + output_tokens
+
+    def set_title(self, title: str) -> None:
+        """Name the conversation (public: the user's list shows it, a `title` frame
+        announces it). A title the user gave is kept; this one is then not used."""
+        if not isinstance(title, str) or not title.strip():
+            raise ValueError("a title is a non-empty string")
+        self.title = shortened(title, TITLE_LENGTH)
+        if not self.replaying and self._log.context.record.may_name("agent"):
+            self._log.title(self.title)

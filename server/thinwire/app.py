@@ -27,7 +27,7 @@ from thinwire.admin import operator_routes
 from thinwire.agent import Agent
 from thinwire.boundary import EXCEPTION_HANDLERS
 from thinwire.browser import BrowserGuard
-from thinwire.contexts import AgentFactory
+from thinwire.contexts import DEFAULT_CACHE_BYTES, AgentFactory
 from thinwire.coordination import Coordinator
 from thinwire.identity import Identify
 from thinwire.limits import RateLimiter
@@ -53,6 +53,7 @@ def create_app(
     store: Store | None = None,
     coordinator: Coordinator | None = None,
     max_contexts: int = 1000,
+    max_context_bytes: int = DEFAULT_CACHE_BYTES,
     lease_ttl: float = 10.0,
     operator_token: str | None = None,
     max_message_bytes: int = 32 * 1024,
@@ -77,7 +78,9 @@ def create_app(
     `thinwire.identity`; `thinwire.anonymous` opts out of ownership explicitly). `store`
     defaults to SQLite under `default_data_dir()`; `coordinator` to the store's own (see
     `thinwire.coordination`): with Redis, a replica that dies mid-run frees its contexts
-    after `lease_ttl` seconds. `operator_token` enables the operator API at `/admin`.
+    after `lease_ttl` seconds. Up to `max_contexts` conversations, holding at most
+    `max_context_bytes` between them, stay live in memory (the least recently used go
+    first; the store has them). `operator_token` enables the operator API at `/admin`.
     `max_message_bytes` bounds a user message (UTF-8), `max_data_bytes` the data a page
     sends with it, `max_body_bytes` the request body (default: room for both with JSON
     escaping). `heartbeat_interval` keeps idle streams alive through proxies; a client
@@ -105,6 +108,7 @@ def create_app(
         store=store or SQLiteStore.in_directory(default_data_dir()),
         coordinator=coordinator,
         max_contexts=max_contexts,
+        max_context_bytes=max_context_bytes,
         lease_ttl=lease_ttl,
         max_message_bytes=max_message_bytes,
         max_body_bytes=max_body_bytes or 6 * (max_message_bytes + max_data_bytes) + 4096,
@@ -124,6 +128,7 @@ def create_app(
         await server.shutdown()
 
     all_routes = [*http_routes(server), *routes]
+    # Other protocols' faces of the same agents and memory (docs/interop.md).
     if operator_token:
         server.operator_token = operator_token
         all_routes.append(Mount("/admin", routes=operator_routes(server.contexts, operator_token)))

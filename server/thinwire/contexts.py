@@ -30,6 +30,7 @@ from thinwire import wire
 from thinwire.agent import Agent
 from thinwire.coordination import Coordinator, Lease
 from thinwire.errors import AgentFailed, Conflict, DecisionPending, NotFound, StoreError
+from thinwire.exchanges import History
 from thinwire.ids import new_context_id
 from thinwire.records import ContextRecord
 from thinwire.runlog import encode_frame, shown
@@ -44,6 +45,9 @@ __all__ = ["AgentFactory", "Context", "ContextRegistry", "new_record", "not_foun
 AgentFactory = Callable[[], Agent]
 
 logger = logging.getLogger("thinwire")
+
+#: The bytes the live contexts may hold, by default (see `ContextRecord.weight`).
+DEFAULT_CACHE_BYTES = 128 * 1024 * 1024
 
 
 @dataclass(eq=False)
@@ -69,7 +73,7 @@ class Context:
         return self.record.agent
 
     @property
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> History:
         return self.record.history
 
     @property
@@ -80,15 +84,15 @@ class Context:
 def new_record(context_id: str, agent_name: str, agent: Agent, owner: str) -> ContextRecord:
     """A fresh conversation: the system prompt in its history, the initial state copied."""
     now = time.time()
-    history: list[dict[str, Any]] = []
+    preamble: list[dict[str, Any]] = []
     if agent.system_prompt:
-        history.append({"role": "system", "content": agent.system_prompt})
+        preamble.append({"role": "system", "content": agent.system_prompt})
     state = AgentState(agent.initial_state).to_json()
     return ContextRecord(
         id=context_id,
         agent=agent_name,
         owner=owner,
-        history=history,
+        preamble=preamble,
         state=state,
         created_at=now,
         updated_at=now,
@@ -107,12 +111,17 @@ class ContextRegistry:
         *,
         coordinator: Coordinator | None = None,
         max_contexts: int = 1000,
+        max_context_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self.store = store
         self.agents = agents
         self.coordinator = coordinator or store.coordinator(lease_ttl=10.0)
         self.max_contexts = max_contexts
+        self.max_context_bytes = max_context_bytes
         self._live: OrderedDict[str, Context] = OrderedDict()
+        #: What each live context weighs (`ContextRecord.weight`), and their sum.
+        self._weights: dict[str, int] = {}
+        self.cached_bytes = 0
         self._loading: dict[str, asyncio.Lock] = {}
 
     def __len__(self) -> int:
@@ -139,11 +148,27 @@ class ContextRegistry:
         )
 
     def _remember(self, context: Context) -> None:
+        """Cache the context (the most recently used), then drop the least recently used
+        idle ones while the cache holds more contexts or more bytes than it may."""
         self._live[context.id] = context
         self._live.move_to_end(context.id)
-        idle = [c for c in self._live.values() if c.holder is None]
-        for stale in idle[: max(0, len(self._live) - self.max_contexts)]:
-            del self._live[stale.id]
+        self._weigh(context)
+        self._evict()
+
+    def _evict(self) -> None:
+        for stale in [c for c in self._live.values() if c.holder is None]:
+            if len(self._live) <= self.max_contexts and self.cached_bytes <= self.max_context_bytes:
+                return
+            self._drop(stale)
+
+    def _weigh(self, context: Context) -> None:
+        weight = context.record.weight
+        self.cached_bytes += weight - self._weights.get(context.id, 0)
+        self._weights[context.id] = weight
+
+    def _drop(self, context: Context) -> None:
+        del self._live[context.id]
+        self.cached_bytes -= self._weights.pop(context.id, 0)
 
     def cached(self, context_id: str) -> Context | None:
         """The live context, if this process holds it (whoever owns it)."""
@@ -152,7 +177,7 @@ class ContextRegistry:
     def forget_cached(self, context: Context) -> None:
         """Drop the cached copy; the next use reloads it from the store."""
         if self._live.get(context.id) is context:
-            del self._live[context.id]
+            self._drop(context)
 
     def create(self, agent_name: str, owner: str) -> Context:
         """A new conversation, stored by its first save (the start of its first run, so
@@ -199,8 +224,13 @@ class ContextRegistry:
             self.forget_cached(context)
             raise not_found(context.id)
         if stored.version != record.version:
+            await self.load_branch(stored, context.agent)
             context.record = stored
             context.state = self._state(stored, context.agent)
+
+    async def load_branch(self, record: ContextRecord, agent: Agent) -> None:
+        """What a run of `agent` reads of the branch shown: its `history_window`."""
+        await self.store.load_branch(record, agent.history_window)
 
     async def _load(self, context_id: str) -> Context | None:
         lock = self._loading.setdefault(context_id, asyncio.Lock())
@@ -212,6 +242,7 @@ class ContextRegistry:
                 if record is None or record.agent not in self.agents:
                     return None
                 context = self._context(record)
+                await self.load_branch(record, context.agent)
                 if await self.recover_dead_run(context):
                     self._remember(context)
                 return context
@@ -324,24 +355,23 @@ class ContextRegistry:
         *,
         compact: bool = True,
     ) -> None:
-        """Save the context's record and pending audit entries, compare-and-set.
+        """Save the context's record, its changed exchanges and pending audit entries,
+        compare-and-set.
 
-        With `compact` (all but the save that starts a run) the history and transcript
-        are held as text from here on: the context is at rest, and the text is what the
-        store writes. On any failure (a `VersionConflict` included) the cached copy is
-        dropped, so the next use sees the stored truth rather than changes that never
-        landed.
+        With `compact` (all but the save that starts a run) the exchanges saved are held
+        as text from here on: the context is at rest, and the text is what the store
+        writes. On any failure (a `VersionConflict` included) the cached copy is dropped,
+        so the next use sees the stored truth rather than changes that never landed.
         """
         record = context.record
         record.state = context.state.to_json()
         record.updated_at = time.time()
         audit = context.state.take_audit()
-        if compact:
-            record.compact()
         if record.version == 0:
             assert not events and trim_before is None, "a new context has no frames yet"
             await self.store.create(record, [*context.initial_audit, *audit])
             record.version, context.initial_audit = 1, []
+            record.saved(compact=compact)
             self._remember(context)
             return
         try:
@@ -356,6 +386,10 @@ class ContextRegistry:
         except Exception:
             self.forget_cached(context)
             raise
+        record.saved(compact=compact)
+        if self._live.get(context.id) is context:
+            self._weigh(context)
+            self._evict()
 
     async def forget(self, context: Context) -> None:
         """Remove every trace of the context from the store and the cache."""

@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -70,8 +71,12 @@ DEMO_USERS = ("alice", "bob", "carol")
 COOKIE = "thinwire_demo_user"
 
 
-def first_user_message(history: list[dict[str, Any]]) -> str | None:
-    return next((m["content"] for m in history if m["role"] == "user"), None)
+def earlier_message(history: Sequence[dict[str, Any]]) -> str | None:
+    """The first thing the user said before the message being answered, if anything:
+    read from both ends only as far as needed, however long the conversation."""
+    first = next((m for m in history if m["role"] == "user"), None)
+    latest = next((m for m in reversed(history) if m["role"] == "user"), None)
+    return None if first is None or first is latest else str(first["content"])
 
 
 def words(text: str) -> list[str]:
@@ -144,7 +149,7 @@ class DemoAgent(Agent):
         logger.info("demo run in %s (%s)", run.context_id, CANARIES["log"])
         run.invocation_state["scratch"] = CANARIES["invocation_state"]
         run.shared_state["baton"] = CANARIES["shared_state"]
-        earlier = first_user_message(run.history[:-1])
+        earlier = earlier_message(run.history)
         run.history.append({"role": "note", "content": CANARIES["history"]})
         if "refund" in text.lower():
             await self.refund(run)

@@ -81,24 +81,26 @@ def event_stream(description: str) -> dict[str, Any]:
 
 
 def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, Any]:
-    models: list[type[BaseModel]] = [
+    requests: list[type[BaseModel]] = [
         wire.RunRequest,
         wire.DecisionRequest,
-        wire.Transcript,
-        wire.StopResult,
-        wire.ErrorBody,
+        wire.RenameRequest,
+        wire.EditRequest,
+        wire.RegenerateRequest,
+        wire.BranchRequest,
         StatePatch,
     ]
+    models: list[type[BaseModel]] = [
+        *requests,
+        wire.Transcript,
+        wire.StopResult,
+        wire.ConversationPage,
+        wire.ConversationSummary,
+        wire.Ticket,
+        wire.ErrorBody,
+    ]
     _, schema = models_json_schema(
-        [
-            (
-                m,
-                "validation"
-                if m in (wire.RunRequest, wire.DecisionRequest, StatePatch)
-                else "serialization",
-            )
-            for m in models
-        ],
+        [(m, "validation" if m in requests else "serialization") for m in models],
         by_alias=True,
         ref_template=REF,
     )
@@ -110,7 +112,39 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
     }
     context = {"name": "context_id", "in": "path", "required": True, "schema": CONTEXT_ID}
     base = "/agents/{agent}/contexts/{context_id}"
+    transcript = {
+        "200": {"description": "Transcript", "content": json_content(ref(wire.Transcript))}
+    }
+    page_parameters = [
+        {
+            "name": "limit",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "integer", "minimum": 1, "maximum": 100},
+        },
+        {"name": "cursor", "in": "query", "required": False, "schema": {"type": "string"}},
+    ]
     paths: dict[str, Any] = {
+        "/agents/{agent}/tickets": {
+            "post": operation(
+                "A ticket for one WebSocket handshake (…/ws?ticket=…)",
+                [agent],
+                {"200": {"description": "Ticket", "content": json_content(ref(wire.Ticket))}},
+                errors=("400", "401", "404"),
+            )
+        },
+        "/agents/{agent}/contexts": {
+            "get": operation(
+                "The caller's conversations, most recently active first",
+                [agent, *page_parameters],
+                {
+                    "200": {
+                        "description": "A page of conversations",
+                        "content": json_content(ref(wire.ConversationPage)),
+                    }
+                },
+            )
+        },
         "/agents/{agent}/runs": {
             "post": operation(
                 "Start a run; stream its frames",
@@ -130,6 +164,18 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                         "content": json_content(ref(wire.Transcript)),
                     }
                 },
+            ),
+            "patch": operation(
+                "Rename the conversation",
+                [agent, context],
+                {
+                    "200": {
+                        "description": "The conversation as the list shows it",
+                        "content": json_content(ref(wire.ConversationSummary)),
+                    }
+                },
+                body=wire.RenameRequest,
+                errors=("400", "401", "404", "409", "413", "415"),
             ),
             "delete": operation(
                 "Forget every trace of the conversation",
@@ -181,6 +227,33 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                     }
                 },
                 errors=("400", "401", "404", "409"),
+            )
+        },
+        f"{base}/regenerate": {
+            "post": operation(
+                "Answer the last message again, on a new branch; stream the run",
+                [agent, context],
+                event_stream("The new reply's frames."),
+                body=wire.RegenerateRequest,
+                errors=("400", "401", "404", "409", "413", "415", "429"),
+            )
+        },
+        f"{base}/edits": {
+            "post": operation(
+                "Send a message in place of one of the user's, on a new branch; stream the run",
+                [agent, context],
+                event_stream("The reply's frames."),
+                body=wire.EditRequest,
+                errors=("400", "401", "404", "409", "413", "415", "429"),
+            )
+        },
+        f"{base}/branch": {
+            "post": operation(
+                "Show another alternative at a turn",
+                [agent, context],
+                transcript,
+                body=wire.BranchRequest,
+                errors=("400", "401", "404", "409", "413", "415"),
             )
         },
         f"{base}/decisions": {

@@ -1,5 +1,5 @@
 """The conversation record: everything the server remembers about one context, and the
-verbs that change its run state, each transition written once.
+verbs that change it, each transition written once.
 
     start_run ──▶ end_turn(stop_reason, text)            a run ends (end, stopped, error)
         │    └──▶ suspend(checkpoint, …)                 it waits for a person
@@ -7,31 +7,41 @@ verbs that change its run state, each transition written once.
         │              └──▶ end_waiting_run()            a stop while it waits
         └──▶ end_killed_run()                            its process died mid-run
 
-Stored as JSON with camelCase keys (`rest_json`); the history and the transcript, nearly
-all of a long conversation, are `JsonList`s held as text while the context is at rest.
+A send appends an exchange to the branch shown; `start_run(…, fork=position)` starts it
+beside `position` instead (a regenerated reply, an edited message: see `branches.py`).
+The record itself is small — run state, AgentState, the preamble, the lines — and the
+exchanges, nearly all of a long conversation, are loaded as text when a run or a read
+needs them and written one by one when they change (`exchanges.py`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from thinwire import wire
+from thinwire.branches import Lines, Position, turn_id
 from thinwire.errors import Conflict, NotFound
-from thinwire.jsontext import JsonList, dumps
+from thinwire.exchanges import Exchange, History, Message
+from thinwire.jsontext import dumps
+from thinwire.runstate import ActiveRun, Checkpoint, LastRun
 
 __all__ = [
     "ANSWERED_KEPT",
     "SENDS_KEPT",
     "SEQ_LEASE",
+    "TITLE_LENGTH",
     "ActiveRun",
     "Checkpoint",
     "ContextRecord",
     "LastRun",
+    "Shown",
     "TranscriptView",
+    "branch_turns_json",
     "public_turn",
+    "shortened",
 ]
 
 #: Frame seqs a run may use before its start is saved again. A killed run's context
@@ -43,92 +53,35 @@ ANSWERED_KEPT = 100
 SENDS_KEPT = 100
 #: How many runs' token usage a context keeps (the totals count every run).
 USAGE_KEPT = 200
+#: The longest title; a title made from the first message is cut shorter.
+TITLE_LENGTH = 200
+AUTO_TITLE = 60
+TitleSource = Literal["auto", "agent", "user"]
+TITLE_SOURCES: tuple[TitleSource, ...] = ("auto", "agent", "user")
+PREVIEW = 120
 
 
-@dataclass(frozen=True)
-class ActiveRun:
-    """A run in progress. Found on a context no process runs, it marks a killed run."""
-
-    run_id: str
-    #: The highest seq the run may use.
-    seq_lease: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"runId": self.run_id, "seqLease": self.seq_lease}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ActiveRun:
-        return cls(run_id=data["runId"], seq_lease=data["seqLease"])
-
-
-@dataclass(frozen=True)
-class LastRun:
-    """The latest run; its frames are what a reattach replays."""
-
-    run_id: str
-    first_seq: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"runId": self.run_id, "firstSeq": self.first_seq}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LastRun:
-        return cls(run_id=data["runId"], first_seq=data["firstSeq"])
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    """A run waiting for a person: what its resume replays. Only `interrupt`, the public
-    request, is ever shown to a client."""
-
-    run_id: str
-    #: The user message the run answers; the resume runs the agent on it again.
-    text: str
-    #: The steps the run did before it asked (see `thinwire.interrupts`).
-    journal: list[dict[str, Any]]
-    #: The public request, as `wire.InterruptRequest` JSON.
-    interrupt: dict[str, Any]
-    #: The page's extra input that came with `text`, if any.
-    data: dict[str, Any] | None = None
-
-    @property
-    def interrupt_id(self) -> str:
-        return str(self.interrupt["interruptId"])
-
-    def journal_with(self, decision: Any) -> list[dict[str, Any]]:
-        """The journal a resume replays: the steps so far, then the person's answer."""
-        answer = {"kind": "interrupt", "name": self.interrupt["prompt"], "decision": decision}
-        return [*self.journal, answer]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "runId": self.run_id,
-            "text": self.text,
-            "journal": self.journal,
-            "interrupt": self.interrupt,
-            "data": self.data,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Checkpoint:
-        return cls(
-            run_id=data["runId"],
-            text=data["text"],
-            journal=data["journal"],
-            interrupt=data["interrupt"],
-            data=data.get("data"),
-        )
-
-
-def public_turn(
-    role: str, text: str, tool_calls: Sequence[str] = (), stop_reason: str | None = None
-) -> dict[str, Any]:
+def public_turn(role: str, text: str, **fields: Any) -> dict[str, Any]:
     """A transcript turn, built through its wire model: the transcript holds nothing a
     client may not see, so it can be sent as it is stored."""
     turn = wire.TranscriptTurn.model_validate(
-        {"role": role, "text": text, "toolCalls": list(tool_calls), "stopReason": stop_reason}
+        {"role": role, "text": text, "toolCalls": [], **fields}
     )
     return turn.model_dump(by_alias=True)
+
+
+@dataclass
+class Shown:
+    """What a run showed besides its text: its thinking, its tools, its public meta."""
+
+    thinking: str = ""
+    activity: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def shortened(text: str, length: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= length else text[: length - 1].rstrip() + "…"
 
 
 class ContextRecord:
@@ -140,7 +93,7 @@ class ContextRecord:
         agent: str,
         owner: str,
         version: int = 0,
-        history: list[dict[str, Any]] | None = None,
+        history: list[Message] | None = None,
         state: dict[str, Any] | None = None,
         transcript: list[dict[str, Any]] | None = None,
         last_seq: int = 0,
@@ -153,18 +106,20 @@ class ContextRecord:
         created_at: float = 0.0,
         updated_at: float = 0.0,
         *,
-        history_json: str | None = None,
-        transcript_json: str | None = None,
+        title: str | None = None,
+        title_source: TitleSource | None = None,
+        preamble: list[Message] | None = None,
+        lines: Lines | None = None,
+        turn_count: int = 0,
+        preview: str = "",
     ) -> None:
         self.id = id
         self.agent = agent
         self.owner = owner
         #: Bumped by every successful save; the compare-and-set token.
         self.version = version
-        self._history = JsonList(history, history_json)
-        #: AgentState: key -> JSON value.
+        #: AgentState: key -> JSON value (per conversation, whatever the branch).
         self.state: dict[str, Any] = {} if state is None else state
-        self._transcript = JsonList(transcript, transcript_json)
         #: Highest frame seq that may have been sent for this context.
         self.last_seq = last_seq
         self.active_run = active_run
@@ -180,49 +135,186 @@ class ContextRecord:
         self.usage: dict[str, Any] = {"total": {}, "runs": []} if usage is None else usage
         self.created_at = created_at
         self.updated_at = updated_at
-        #: The history's and the transcript's text as the store holds them, by name, for
-        #: a store that can append to what it holds (SQLite): set by its loads and saves.
-        self.stored: dict[str, str] = {}
+        self.title = title
+        #: Who named it: "auto" (from the first message), "agent" or "user" — each may
+        #: rename what one before it named, not what one after it did.
+        self.title_source = title_source
+        #: Messages before the first exchange: the system prompt.
+        self.preamble: list[Message] = [] if preamble is None else preamble
+        self.lines = lines or Lines()
+        #: Turns on the branch shown, and the start of its latest text: for the list.
+        self.turn_count = turn_count
+        self.preview = preview
+        #: The exchanges in hand, by position: the branch shown once loaded.
+        self.exchanges: dict[Position, Exchange] = {}
+        #: Exchanges a verb made or changed since the last save: the only ones a save
+        #: looks at, so saving a long conversation costs what changed, not its length.
+        self.touched: dict[Position, Exchange] = {}
+        #: Every exchange was dropped (a clear): the store drops its copies at the save.
+        self.cleared = False
+        #: The depth from which the branch shown is in hand (0: all of it; None: none of
+        #: it, as loaded). An agent that reads only the latest messages gets only those.
+        self.held_from: int | None = 0
+        #: The branch shown in hand, in order, once built (dropped when it changes).
+        self._branch: list[Exchange] | None = None
+        self._weight = 0
+        if history is not None or transcript is not None:
+            self.replace(history or [], transcript or [])
 
-    # --- the conversation -------------------------------------------------------------
+    # --- the branch shown ----------------------------------------------------------------
+
+    def missing(self, last: int | None = None) -> list[Position]:
+        """Positions of the branch shown (its `last` exchanges only, when given) not in
+        hand: what to load before using it."""
+        return [p for p in self.lines.positions(start=self._start(last)) if p not in self.exchanges]
+
+    def _start(self, last: int | None) -> int:
+        return 0 if last is None else max(0, self.lines.depth - last)
+
+    def held(self, exchanges: Iterable[Exchange], last: int | None = None) -> None:
+        """The exchanges `missing(last)` named are loaded: keep them in hand."""
+        self.hold(exchanges)
+        start = self._start(last)
+        self.held_from = start if self.held_from is None else min(self.held_from, start)
+
+    def _whole(self) -> None:
+        if self.held_from != 0:
+            raise LookupError(f"{self.id}: its branch is not all loaded (see Store.load_branch)")
+
+    def hold(self, exchanges: Iterable[Exchange]) -> None:
+        """Keep these exchanges (loaded from the store, or new) in hand."""
+        for exchange in exchanges:
+            previous = self.exchanges.get(exchange.position)
+            self._weight -= previous.counted if previous else 0
+            self.exchanges[exchange.position] = exchange
+            exchange.counted = exchange.weight
+            self._weight += exchange.counted
+        self._branch = None
+
+    def branch(self) -> list[Exchange]:
+        """The exchanges of the branch shown in hand (from `held_from`), in order."""
+        if self._branch is None:
+            if self.held_from is None:
+                raise LookupError(f"{self.id}: its branch is not loaded (see Store.load_branch)")
+            positions = self.lines.positions(start=self.held_from)
+            self._branch = [self.exchanges[p] for p in positions]
+        return self._branch
+
+    def _new_exchange(self, *, fork: Position | None) -> Exchange:
+        """A new exchange after the leaf (or beside `fork`, with the whole branch in
+        hand); it becomes the leaf."""
+        if fork is not None:
+            self._whole()
+        elif self.held_from is None:
+            raise LookupError(f"{self.id}: its branch is not loaded (see Store.load_branch)")
+        position = self.lines.fork_beside(fork) if fork else self.lines.append()
+        exchange = Exchange(position, changed=True)
+        branch = self._branch
+        self.hold([exchange])
+        self.touched[position] = exchange
+        if branch is not None and fork is None:  # an append: the branch grows by one
+            branch.append(exchange)
+            self._branch = branch
+        return exchange
 
     @property
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> History:
         """The agent's internal messages (system prompt, user, tool, assistant)."""
-        return self._history.items
+        return History(self.preamble, self.branch())
 
     @history.setter
-    def history(self, messages: list[dict[str, Any]]) -> None:
-        self._history = JsonList(messages)
+    def history(self, messages: list[Message]) -> None:
+        self.replace(messages, self.transcript)
 
     @property
     def transcript(self) -> list[dict[str, Any]]:
-        """The public projection of the history: {role, text, toolCalls, stopReason}."""
-        return self._transcript.items
+        """The public turns of the branch shown."""
+        turns: list[dict[str, Any]] = json.loads(self.transcript_json())
+        return turns
 
-    @transcript.setter
-    def transcript(self, turns: list[dict[str, Any]]) -> None:
-        self._transcript = JsonList(turns)
+    def transcript_json(self) -> str:
+        self._whole()
+        return branch_turns_json(self.lines, {e.position: e.turns_json() for e in self.branch()})
 
-    def add_message(self, message: dict[str, Any]) -> None:
-        """Append to the history without decoding it."""
-        self._history.append(message)
+    @property
+    def status(self) -> wire.ConversationStatus:
+        if self.checkpoint is not None:
+            return "waiting"
+        return "running" if self.active_run is not None else "idle"
 
-    def add_turn(self, turn: dict[str, Any]) -> None:
-        """Append to the transcript without decoding it."""
-        self._transcript.append(turn)
+    def replace(self, history: Sequence[Message], transcript: Sequence[dict[str, Any]]) -> None:
+        """Make the conversation these messages and turns, as one line (a migration of a
+        record kept whole, a test)."""
+        from thinwire.legacy import exchanges_of
+
+        preamble, exchanges = exchanges_of(history, transcript)
+        self.clear()
+        self.preamble = list(preamble)
+        for messages, turns in exchanges:
+            exchange = self._new_exchange(fork=None)
+            exchange.messages.extend(messages)
+            exchange.turns.extend(with_ids(turns, exchange.position))
+        self.recount()
+
+    def recount(self) -> None:
+        """The list's figures from the branch shown, after it changed: its turns counted
+        in each exchange's text, and the latest text found from the end."""
+        self._whole()
+        branch = self.branch()
+        self.turn_count = sum(e.turn_count for e in branch)
+        self.preview = ""
+        for exchange in reversed(branch):
+            latest = next((t["text"] for t in reversed(exchange.turns) if t.get("text")), "")
+            if latest:
+                self.preview = shortened(latest, PREVIEW)
+                return
+
+    def _counted_turn(self, text: str) -> None:
+        """A turn joined the end of the branch shown."""
+        self.turn_count += 1
+        if text:
+            self.preview = shortened(text, PREVIEW)
 
     def clear(self) -> None:
-        """Forget the conversation but its system prompt; state and id stay."""
-        self.history = [m for m in self.history if m["role"] == "system"]
-        self.transcript = []
+        """Forget the conversation but its preamble (the system prompt); state and id
+        stay."""
+        self.lines.clear()
+        self.exchanges, self.touched, self._branch, self._weight = {}, {}, [], 0
+        self.held_from = 0
+        self.cleared = True
+        self.turn_count, self.preview = 0, ""
 
-    # --- run state --------------------------------------------------------------------
+    def show(self, position: Position) -> None:
+        """Show the branch through the exchange at `position`: load it before use."""
+        self._whole()
+        self.lines.show(position)
+        self.held_from = None if self.missing() else 0
+        self._branch = None
+
+    def may_name(self, source: TitleSource) -> bool:
+        current = self.title_source
+        return current is None or TITLE_SOURCES.index(source) >= TITLE_SOURCES.index(current)
+
+    def name(self, title: str, source: TitleSource) -> None:
+        """Title the conversation, unless someone who outranks `source` did."""
+        if self.may_name(source):
+            self.title = shortened(title, AUTO_TITLE if source == "auto" else TITLE_LENGTH)
+            self.title_source = source
+
+    # --- run state ----------------------------------------------------------------------
 
     @property
     def pending_interrupt(self) -> dict[str, Any] | None:
         """The public request of the decision the conversation waits for, if any."""
         return self.checkpoint.interrupt if self.checkpoint else None
+
+    @property
+    def running_exchange(self) -> Exchange:
+        """The exchange the run in progress writes: the branch's last."""
+        assert self.lines.leaf is not None
+        exchange = self.exchanges[self.lines.leaf]
+        self.touched[exchange.position] = exchange
+        return exchange
 
     def start_run(
         self,
@@ -231,24 +323,45 @@ class ContextRecord:
         *,
         data: dict[str, Any] | None = None,
         message_id: str | None = None,
+        fork: Position | None = None,
+        at: float = 0.0,
     ) -> int | None:
-        """A run starts, on the user's `text` (None: it resumes a checkpoint) with the
-        page's `data`, sent as `message_id`. Returns the first seq of the run before, whose
-        frames the store may now drop."""
+        """A run starts, on the user's `text` (None: it continues the last exchange, after
+        a decision) with the page's `data`, sent as `message_id`; in a new exchange after
+        the last, or beside `fork`. Returns the first seq of the run before, whose frames
+        the store may now drop."""
         previous = self.last_run
         if text is not None:
-            message: dict[str, Any] = {"role": "user", "content": text}
+            exchange = self._new_exchange(fork=fork)
+            position = exchange.position
+            message: Message = {"role": "user", "content": text}
             if data:
                 message["data"] = data
-            self.add_message(message)
-            self.add_turn(public_turn("user", text))
-        if message_id is not None:
-            self.sends[message_id] = run_id
-            for oldest in list(self.sends)[: max(0, len(self.sends) - SENDS_KEPT)]:
-                del self.sends[oldest]
+            exchange.messages.append(message)
+            turn = public_turn("user", text, id=turn_id(position, "user", 0))
+            turn["meta"]["startedAt"] = turn["meta"]["finishedAt"] = at
+            exchange.turns.append(turn)
+            if self.title is None:
+                self.name(text, "auto")
+            if fork is None:
+                self._counted_turn(text)
+            else:
+                self.recount()
+            if message_id is not None:
+                self.sends[message_id] = run_id
+                for oldest in list(self.sends)[: max(0, len(self.sends) - SENDS_KEPT)]:
+                    del self.sends[oldest]
         self.active_run = ActiveRun(run_id, self.last_seq + SEQ_LEASE)
         self.last_run = LastRun(run_id, self.last_seq + 1)
         return previous.first_seq if previous else None
+
+    def next_turn_ids(self) -> tuple[str, str | None]:
+        """The ids of the reply the running run writes, and of the user's turn it answers
+        (None when it continues a reply, after a decision)."""
+        exchange = self.running_exchange
+        replies = sum(1 for t in exchange.turns if t["role"] == "assistant")
+        user = turn_id(exchange.position, "user", 0) if replies == 0 else None
+        return turn_id(exchange.position, "assistant", replies), user
 
     def end_turn(
         self,
@@ -257,15 +370,42 @@ class ContextRecord:
         tool_calls: Sequence[str] = (),
         *,
         said_before: str = "",
+        shown: Shown | None = None,
     ) -> None:
         """The run ends: its reply joins the history (with what it said before a
         suspension, `said_before`) and, unless it showed nothing, the transcript."""
-        self.add_message(
+        exchange = self.running_exchange
+        exchange.changed = True
+        exchange.messages.append(
             {"role": "assistant", "content": said_before + text, "stopReason": stop_reason}
         )
         if text or tool_calls or stop_reason != "end":
-            self.add_turn(public_turn("assistant", text, tool_calls, stop_reason))
+            self._add_reply(exchange, stop_reason, text, tool_calls, shown)
         self.active_run = None
+
+    def _add_reply(
+        self,
+        exchange: Exchange,
+        stop_reason: wire.StopReason,
+        text: str,
+        tool_calls: Sequence[str],
+        shown: Shown | None,
+    ) -> None:
+        shown = shown or Shown()
+        reply_id, _ = self.next_turn_ids()
+        exchange.turns.append(
+            public_turn(
+                "assistant",
+                text,
+                id=reply_id,
+                toolCalls=list(tool_calls),
+                stopReason=stop_reason,
+                thinking=shown.thinking,
+                activity=shown.activity,
+                meta=shown.meta,
+            )
+        )
+        self._counted_turn(text)
 
     def add_usage(self, run_id: str, usage: Mapping[str, Mapping[str, int]], at: float) -> None:
         """Count a run's model tokens (per model: calls, inputTokens, outputTokens)."""
@@ -278,13 +418,22 @@ class ContextRecord:
         self.usage["runs"] = runs[-USAGE_KEPT:]
 
     def suspend(
-        self, checkpoint: Checkpoint, text: str, tool_calls: Sequence[str], *, rollback_to: int
+        self,
+        checkpoint: Checkpoint,
+        text: str,
+        tool_calls: Sequence[str],
+        *,
+        rollback_to: int,
+        shown: Shown | None = None,
     ) -> None:
-        """The run asks a person. Its resume replays it from its start, so the history
-        goes back to `rollback_to` messages (the steps are in the checkpoint's journal)."""
-        del self.history[rollback_to:]
+        """The run asks a person. Its resume replays it from its start, so its exchange's
+        messages go back to the first `rollback_to` (the steps are in the checkpoint's
+        journal)."""
+        exchange = self.running_exchange
+        exchange.changed = True
+        del exchange.messages[rollback_to:]
         self.checkpoint = checkpoint
-        self.add_turn(public_turn("assistant", text, tool_calls, "interrupted"))
+        self._add_reply(exchange, "interrupted", text, tool_calls, shown)
         self.active_run = None
 
     def waiting_for(self, interrupt_id: str) -> Checkpoint:
@@ -322,26 +471,36 @@ class ContextRecord:
         self.last_seq = max(self.last_seq, active.seq_lease)
         return active
 
-    # --- storage ----------------------------------------------------------------------
+    # --- storage ------------------------------------------------------------------------
 
-    def history_json(self) -> str:
-        return self._history.json()
+    def changed_exchanges(self) -> list[Exchange]:
+        """What a save writes: the exchanges that changed (all in hand after a clear)."""
+        if self.cleared:
+            return list(self.exchanges.values())
+        return [e for e in self.touched.values() if e.changed]
 
-    def transcript_json(self) -> str:
-        return self._transcript.json()
-
-    def compact(self) -> None:
-        """Hold the history and the transcript as text until they are next used."""
-        self._history.compact()
-        self._transcript.compact()
+    def saved(self, *, compact: bool = True) -> None:
+        """The store holds what is in hand: nothing changed any more. With `compact` (a
+        context at rest) the exchanges that did are held as text from here on (see
+        `Exchange.compact`)."""
+        for exchange in self.touched.values():
+            exchange.changed = False
+            if compact:
+                exchange.compact()
+            weight = exchange.weight
+            self._weight += weight - exchange.counted
+            exchange.counted = weight
+        self.touched = {}
+        self.cleared = False
 
     @property
-    def at_rest(self) -> bool:
-        """True while both the history and the transcript are held as text."""
-        return self._history.compacted and self._transcript.compacted
+    def weight(self) -> int:
+        """Roughly the bytes this record holds, for a cache that counts them (as of the
+        last save or load: a run's growth is counted when it is saved)."""
+        return 2048 + 64 * len(self.preamble) + self._weight
 
     def rest_json(self) -> dict[str, Any]:
-        """Everything but the history and the transcript."""
+        """Everything but the exchanges."""
         return {
             "state": self.state,
             "lastSeq": self.last_seq,
@@ -353,40 +512,28 @@ class ContextRecord:
             "usage": self.usage,
             "createdAt": self.created_at,
             "updatedAt": self.updated_at,
+            "title": self.title,
+            "titleSource": self.title_source,
+            "preamble": self.preamble,
+            "branches": self.lines.to_json(),
+            "turnCount": self.turn_count,
+            "preview": self.preview,
         }
-
-    def to_json(self) -> dict[str, Any]:
-        return {"history": self.history, "transcript": self.transcript, **self.rest_json()}
-
-    def encode(self) -> str:
-        """`to_json` as text, with the history and the transcript spliced in as they
-        are held (no decoding of a compacted record)."""
-        rest = dumps(self.rest_json())
-        return f'{{"history":{self.history_json()},"transcript":{self.transcript_json()},{rest[1:]}'
 
     @classmethod
     def from_json(
-        cls,
-        *,
-        id: str,
-        agent: str,
-        owner: str,
-        version: int,
-        data: dict[str, Any],
-        history_json: str | None = None,
-        transcript_json: str | None = None,
+        cls, *, id: str, agent: str, owner: str, version: int, data: dict[str, Any]
     ) -> ContextRecord:
-        """A record from `to_json`'s fields; the history and the transcript may come as
-        text instead (and are then decoded only when used)."""
+        """A record from `rest_json`'s fields. A record written whole by an earlier
+        version (with "history" and "transcript") is turned into exchanges: the next
+        save stores them as such."""
         active, last, checkpoint = data["activeRun"], data.get("lastRun"), data.get("suspended")
-        return cls(
+        record = cls(
             id=id,
             agent=agent,
             owner=owner,
             version=version,
-            history=data["history"] if history_json is None else None,
             state=data["state"],
-            transcript=data["transcript"] if transcript_json is None else None,
             last_seq=data["lastSeq"],
             active_run=ActiveRun.from_json(active) if active else None,
             last_run=LastRun.from_json(last) if last else None,
@@ -396,25 +543,78 @@ class ContextRecord:
             usage=data.get("usage"),
             created_at=data["createdAt"],
             updated_at=data["updatedAt"],
-            history_json=history_json,
-            transcript_json=transcript_json,
+            title=data.get("title"),
+            title_source=data.get("titleSource"),
+            preamble=data.get("preamble", []),
+            lines=Lines.from_json(data.get("branches")),
+            turn_count=data.get("turnCount", 0),
+            preview=data.get("preview", ""),
         )
+        record.held_from = 0 if record.lines.leaf is None else None  # nothing in hand yet
+        if "history" in data:
+            record.replace(data["history"], data.get("transcript", []))
+            first_user = next((m for m in record.history if m.get("role") == "user"), None)
+            if first_user is not None and record.title is None:
+                record.name(first_user.get("content", ""), "auto")
+        return record
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ContextRecord):
             return NotImplemented
-        return (self.id, self.agent, self.owner, self.version, self.to_json()) == (
-            other.id,
-            other.agent,
-            other.owner,
-            other.version,
-            other.to_json(),
-        )
+
+        def whole(record: ContextRecord) -> tuple[Any, ...]:
+            return (
+                record.id,
+                record.agent,
+                record.owner,
+                record.version,
+                record.rest_json(),
+                list(record.history),
+                record.transcript,
+            )
+
+        return whole(self) == whole(other)
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __repr__(self) -> str:
         return f"ContextRecord(id={self.id!r}, agent={self.agent!r}, version={self.version})"
+
+
+def with_ids(turns: Iterable[dict[str, Any]], position: Position) -> list[dict[str, Any]]:
+    """Turns as the current wire model has them, with their ids in `position`."""
+    out = []
+    replies = 0
+    for turn in turns:
+        fields = {k: v for k, v in turn.items() if k not in ("id", "role", "text")}
+        role = turn.get("role", "assistant")
+        if role == "user":
+            fields["id"] = turn_id(position, "user", 0)
+        else:
+            fields["id"] = turn_id(position, "assistant", replies)
+            replies += 1
+        out.append(public_turn(role, turn.get("text", ""), **fields))
+    return out
+
+
+def branch_turns_json(lines: Lines, turns: Mapping[Position, str]) -> str:
+    """The public turns of the branch shown as one JSON array, from each exchange's turns
+    as stored (`turns`: position -> JSON text, for every exchange of the branch). Only
+    the turns of an exchange with siblings are decoded, to say how many and which."""
+    forks = lines.forks()
+    parts: list[str] = []
+    for position in lines.positions():
+        text = turns[position]
+        if position.depth in forks:
+            count, index = forks[position.depth]
+            decoded = json.loads(text)
+            for turn in decoded:
+                turn["siblings"], turn["siblingIndex"] = count, index
+            text = dumps(decoded)
+        inner = text.strip()[1:-1].strip()
+        if inner:
+            parts.append(inner)
+    return "[" + ",".join(parts) + "]"
 
 
 @dataclass(frozen=True)
@@ -424,7 +624,8 @@ class TranscriptView:
 
     agent: str
     owner: str
-    #: The transcript as a JSON array, ready to be sent.
+    title: str | None
+    #: The transcript of the branch shown, as a JSON array, ready to be sent.
     turns_json: str
     active_run: ActiveRun | None
     #: The public request of the interrupt the conversation waits for, if any.
@@ -435,26 +636,8 @@ class TranscriptView:
         return cls(
             agent=record.agent,
             owner=record.owner,
+            title=record.title,
             turns_json=record.transcript_json(),
             active_run=record.active_run,
             pending_interrupt=record.pending_interrupt,
-        )
-
-    @classmethod
-    def stored(
-        cls, agent: str, owner: str, data: str, transcript_json: str | None
-    ) -> TranscriptView:
-        """From a store that keeps the transcript's text apart from the rest of the record
-        (`data`, the JSON of `rest_json`); without the text, from `data` as written whole
-        by an earlier version."""
-        fields = json.loads(data)
-        active, checkpoint = fields["activeRun"], fields.get("suspended")
-        return cls(
-            agent=agent,
-            owner=owner,
-            turns_json=transcript_json
-            if transcript_json is not None
-            else dumps(fields["transcript"]),
-            active_run=ActiveRun.from_json(active) if active else None,
-            pending_interrupt=checkpoint["interrupt"] if checkpoint else None,
         )

@@ -1,4 +1,5 @@
-"""The HTTP surface of v1: runs over SSE, reattach, stop, read, clear, forget."""
+"""The HTTP surface of v1: runs over SSE, reattach, stop, read, clear, forget; a
+principal's conversations, their titles and branches."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from thinwire.boundary import PROTOCOL_HEADERS
 from thinwire.contexts import Context
 from thinwire.errors import BadRequest
 from thinwire.openapi import openapi_document
-from thinwire.parsing import ascii_number, check_protocol, read_model, read_run_request
+from thinwire.parsing import (
+    ascii_number,
+    check_data,
+    check_message,
+    check_protocol,
+    read_model,
+    read_run_request,
+)
 from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer
 from thinwire.sse import EventStream
@@ -25,6 +33,9 @@ __all__ = ["http_routes"]
 
 #: How long a plain EventSource waits before reconnecting.
 RETRY_MS = 1000
+#: Conversations in a page of the list, unless the client asks for fewer or more.
+DEFAULT_PAGE = 20
+MAX_PAGE = 100
 
 
 def json_response(body: Any, status_code: int = 200) -> Response:
@@ -122,6 +133,51 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         await server.clear(context)
         return json_body(server.transcript(context))
 
+    async def list_contexts(request: Request) -> Response:
+        agent_name, principal = await caller(request)
+        raw = request.query_params.get("limit", str(DEFAULT_PAGE))
+        limit = ascii_number(raw, MAX_PAGE)
+        if not limit:
+            raise BadRequest("invalid_request", f"limit: a whole number from 1 to {MAX_PAGE}")
+        cursor = request.query_params.get("cursor") or None
+        return json_response(await server.conversations(agent_name, principal, limit, cursor))
+
+    async def rename_context(request: Request) -> Response:
+        context = await owned_context(request)
+        body = await read_model(request, wire.RenameRequest, server.max_body_bytes)
+        await server.rename(context, body.title)
+        return json_response(server.summary(context))
+
+    async def regenerate(request: Request) -> Response:
+        context = await owned_context(request)
+        body = await read_model(request, wire.RegenerateRequest, server.max_body_bytes)
+        return await stream(
+            context.record.owner,
+            lambda: server.regenerate(context, message_id=body.message_id),
+        )
+
+    async def edit(request: Request) -> Response:
+        context = await owned_context(request)
+        body = await read_model(request, wire.EditRequest, server.max_body_bytes)
+        check_message(body.message.text, server.max_message_bytes)
+        check_data(body.data, server.max_data_bytes)
+        return await stream(
+            context.record.owner,
+            lambda: server.edit(
+                context,
+                body.turn_id,
+                body.message.text,
+                data=body.data,
+                message_id=body.message_id,
+            ),
+        )
+
+    async def switch_branch(request: Request) -> Response:
+        context = await owned_context(request)
+        body = await read_model(request, wire.BranchRequest, server.max_body_bytes)
+        await server.switch_branch(context, body.turn_id, body.index)
+        return json_body(server.transcript(context))
+
     async def forget_context(request: Request) -> Response:
         await server.forget(await owned_context(request))
         return Response(status_code=204, headers=PROTOCOL_HEADERS)
@@ -155,12 +211,17 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         Route("/agents/{agent}/runs", start_run, methods=["POST"]),
         Route("/agents/{agent}/tickets", ticket, methods=["POST"]),
         WebSocketRoute("/agents/{agent}/ws", agent_socket(server)),
+        Route("/agents/{agent}/contexts", list_contexts, methods=["GET"]),
         Route(context, read_context, methods=["GET"]),
+        Route(context, rename_context, methods=["PATCH"]),
         Route(context, forget_context, methods=["DELETE"]),
         Route(f"{context}/events", events, methods=["GET"]),
         Route(f"{context}/stop", stop, methods=["POST"]),
         Route(f"{context}/decisions", decide, methods=["POST"]),
         Route(f"{context}/clear", clear_context, methods=["POST"]),
+        Route(f"{context}/regenerate", regenerate, methods=["POST"]),
+        Route(f"{context}/edits", edit, methods=["POST"]),
+        Route(f"{context}/branch", switch_branch, methods=["POST"]),
         Route("/healthz", health, methods=["GET"]),
         Route("/readyz", ready, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),

@@ -198,8 +198,17 @@ class RunLog:
             raise RunTooLong(f"a run may send at most {SEQ_LEASE - CLOSING_FRAMES} frames")
         self.publish(self.encode(model, self.reserve_seq(), **fields))
 
-    def run_start(self, agent: str) -> None:
-        self._append(wire.RunStartFrame, agent=agent, request_id=self.request_id)
+    def run_start(self, agent: str, turn_id: str | None, user_turn_id: str | None) -> None:
+        self._append(
+            wire.RunStartFrame,
+            agent=agent,
+            request_id=self.request_id,
+            turn_id=turn_id,
+            user_turn_id=user_turn_id,
+        )
+
+    def title(self, title: str) -> None:
+        self._append(wire.TitleFrame, title=title)
 
     def thinking(self, delta: str) -> None:
         self._delta(wire.ThinkingFrame, '"type":"thinking","delta":', delta)

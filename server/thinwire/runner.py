@@ -19,17 +19,20 @@ import asyncio
 import logging
 import secrets
 import time
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from thinwire import wire
 from thinwire.agent import Run
+from thinwire.branches import Position
 from thinwire.codes import RETRYABLE_CODES, ServerErrorCode
 from thinwire.contexts import Context, ContextRegistry
 from thinwire.errors import ModelError, RunTooLong
 from thinwire.ids import new_run_id
 from thinwire.interrupts import ReplayMismatch, Suspend
-from thinwire.records import Checkpoint
+from thinwire.records import Checkpoint, ContextRecord
 from thinwire.runlog import RunLog
 
 __all__ = ["begin_run", "execute"]
@@ -38,6 +41,13 @@ logger = logging.getLogger("thinwire.runs")
 
 #: Seconds between flushes of a running run's frames to the store's event log.
 FLUSH_INTERVAL = 0.05
+#: With a store of one process, the flushes a second of all runs together, at most: when
+#: more runs stream than that allows every FLUSH_INTERVAL, each flushes less often (a
+#: crash then loses more of a reply's tail, which only the flushes keep). With a shared
+#: store (Redis) the flushes are what other replicas follow: every FLUSH_INTERVAL.
+LOCAL_FLUSHES_PER_SECOND = 1000
+#: Per event loop: the flushers with frames to flush (waiting out their interval).
+_streaming: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
 
 
 async def begin_run(
@@ -50,17 +60,26 @@ async def begin_run(
     data: dict[str, Any] | None = None,
     message_id: str | None = None,
     request_id: str | None = None,
+    fork: Callable[[ContextRecord], Position] | None = None,
 ) -> RunLog:
     """Hold the context and durably record the run's start: the user's `text`, or the
-    answer to the pending interrupt `answering`. `context_busy` if the context is held,
-    `decision_pending` if it waits for an answer and this is not one."""
+    answer to the pending interrupt `answering`; after the branch shown, or beside the
+    exchange `fork` finds in the record once it is held (a regenerated reply, an edited
+    message). `context_busy` if the context is held, `decision_pending` if it waits for
+    an answer and this is not one."""
     run_id = run_id or new_run_id()
     await registry.acquire(context, "decision" if answering else "run")
     try:
         record = context.record
         if answering is not None:
             record.resume(answering)
-        trim_before = record.start_run(run_id, text, data=data, message_id=message_id)
+        beside = None
+        if fork is not None:  # a new branch: the whole of the one it forks from in hand
+            await registry.store.load_branch(record)
+            beside = fork(record)
+        trim_before = record.start_run(
+            run_id, text, data=data, message_id=message_id, fork=beside, at=time.time()
+        )
         # Keep the frames of this run and the one before it; older ones are done with.
         await registry.save(context, trim_before=trim_before, compact=False)  # the run goes on
     except BaseException:
@@ -89,17 +108,26 @@ async def flush_periodically(
     its lease and heed a stop asked for on another replica. Ends when `over` is set, not
     by cancellation, which a store client may swallow mid-command. With nothing to keep
     alive the flusher sleeps until a frame comes: a run that sends nothing (one waiting
-    for a person, say) costs no wake-ups."""
+    for a person, say) costs no wake-ups; the runs that stream share a budget of flushes
+    (LOCAL_FLUSHES_PER_SECOND)."""
     coordinator = registry.coordinator
     keepalive = coordinator.keepalive
     renew_every = max(1, int(keepalive / FLUSH_INTERVAL)) if keepalive else 0
     ticks = 0
     while not over.is_set():
-        if keepalive is None and log.flushed >= len(log.frames):
-            await log.flusher_pause(None)
-            if over.is_set():
-                return
-        await log.flusher_pause(FLUSH_INTERVAL)
+        if keepalive is None:
+            if log.flushed >= len(log.frames):
+                await log.flusher_pause(None)
+                if over.is_set():
+                    return
+            loop = asyncio.get_running_loop()
+            streaming = _streaming[loop] = _streaming.get(loop, 0) + 1
+            try:
+                await log.flusher_pause(max(FLUSH_INTERVAL, streaming / LOCAL_FLUSHES_PER_SECOND))
+            finally:
+                _streaming[loop] -= 1
+        else:
+            await log.flusher_pause(FLUSH_INTERVAL)
         if over.is_set():
             return
         ticks += 1
@@ -120,10 +148,12 @@ async def flush_periodically(
 
 @dataclass(frozen=True)
 class Start:
-    """Where a run began: what a suspension rolls back to, so its resume can replay."""
+    """Where a run began: what a suspension rolls back to, so its resume can replay (the
+    messages of its exchange, its AgentState), and when."""
 
-    history_length: int
+    messages: int
     state: dict[str, Any]
+    at: float
 
 
 @dataclass(frozen=True)
@@ -159,12 +189,13 @@ async def execute(
         journal=journal,
         data=data,
     )
-    start = Start(len(context.history), context.state.to_json())
+    start = Start(context.record.running_exchange.size, context.state.to_json(), time.time())
+    context.state.run_id = log.run_id  # the audit trail names the run behind each write
     over = asyncio.Event()
     flusher = asyncio.create_task(flush_periodically(registry, log, asyncio.current_task(), over))
     outcome = Outcome("end")
     try:
-        log.run_start(context.agent_name)
+        log.run_start(context.agent_name, *context.record.next_turn_ids())
         await context.agent.run(run, text)
         if run.replaying:
             raise ReplayMismatch("the resumed run ended before replaying its journal")
@@ -205,8 +236,13 @@ async def finish(
 ) -> None:
     """Save the run's outcome and its last frames in one step, then send `done`."""
     record = context.record
+    now = time.time()
     if run.usage:
-        record.add_usage(log.run_id, run.usage, time.time())
+        record.add_usage(log.run_id, run.usage, now)
+    if run.title is not None:
+        record.name(run.title, "agent")
+    shown = run.shown()
+    shown.meta.update(startedAt=start.at, finishedAt=now)
     if outcome.suspended is not None:
         checkpoint = Checkpoint(
             run_id=log.run_id,
@@ -215,11 +251,17 @@ async def finish(
             interrupt=outcome.suspended.model_dump(by_alias=True),
             data=run.data or None,
         )
-        record.suspend(checkpoint, run.text, run.tool_calls, rollback_to=start.history_length)
+        record.suspend(
+            checkpoint, run.text, run.tool_calls, rollback_to=start.messages, shown=shown
+        )
         context.state.restore(start.state)
     else:
         record.end_turn(
-            outcome.stop_reason, run.text, run.tool_calls, said_before="".join(run.replayed_text)
+            outcome.stop_reason,
+            run.text,
+            run.tool_calls,
+            said_before="".join(run.replayed_text),
+            shown=shown,
         )
     done = log.encode(
         wire.DoneFrame,
@@ -250,4 +292,5 @@ async def finish(
         log.publish(done, stored=True, last=True)
     finally:
         context.log = None
+        context.state.run_id = None
         await registry.release(context)

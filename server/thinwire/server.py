@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 import weakref
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 import jsonschema
@@ -20,15 +20,24 @@ from starlette.requests import HTTPConnection
 
 from thinwire import wire
 from thinwire.agent import Agent
-from thinwire.contexts import AgentFactory, Context, ContextRegistry, not_found
+from thinwire.branches import Position, parse_turn_id
+from thinwire.contexts import (
+    DEFAULT_CACHE_BYTES,
+    AgentFactory,
+    Context,
+    ContextRegistry,
+    not_found,
+)
 from thinwire.coordination import Coordinator
 from thinwire.errors import BadRequest, Conflict, Misconfigured, NotFound, StoreError
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
 from thinwire.limits import RateLimiter, StreamLimiter
+from thinwire.records import TITLE_LENGTH, ContextRecord
 from thinwire.runlog import FrameSource, Retagged, RunLog, StoredFrames
 from thinwire.runner import begin_run, execute
 from thinwire.stores import Store
+from thinwire.stores.listing import Summary, decode_cursor, encode_cursor
 from thinwire.tickets import Tickets
 
 __all__ = ["AgentServer", "running"]
@@ -59,6 +68,7 @@ class AgentServer:
         store: Store,
         coordinator: Coordinator | None = None,
         max_contexts: int,
+        max_context_bytes: int = DEFAULT_CACHE_BYTES,
         lease_ttl: float = 10.0,
         max_message_bytes: int,
         max_body_bytes: int,
@@ -75,7 +85,11 @@ class AgentServer:
         self.store = store
         self.coordinator = coordinator or store.coordinator(lease_ttl=lease_ttl)
         self.contexts = ContextRegistry(
-            store, self.agents, coordinator=self.coordinator, max_contexts=max_contexts
+            store,
+            self.agents,
+            coordinator=self.coordinator,
+            max_contexts=max_contexts,
+            max_context_bytes=max_context_bytes,
         )
         self.max_message_bytes = max_message_bytes
         self.max_body_bytes = max_body_bytes
@@ -126,14 +140,7 @@ class AgentServer:
         if message_id is not None:
             repeated = await self._repeated(agent_name, principal, context_id, message_id)
             if repeated is not None:
-                context, run_id = repeated
-                frames = await self.follow(context, 0, run_id=run_id)
-                if frames is None:
-                    raise Conflict(
-                        "message_already_sent",
-                        "this message was sent already; its reply is in the transcript",
-                    )
-                return Retagged(frames, request_id)
+                return await self._again(*repeated, request_id)
         log = await self.start(
             agent_name,
             principal,
@@ -144,6 +151,16 @@ class AgentServer:
             request_id=request_id,
         )
         return log.follow(0, self.heartbeat_interval)
+
+    async def _again(self, context: Context, run_id: str, request_id: str | None) -> FrameSource:
+        """The frames of the run a first try of a command started."""
+        frames = await self.follow(context, 0, run_id=run_id)
+        if frames is None:
+            raise Conflict(
+                "message_already_sent",
+                "this message was sent already; its reply is in the transcript",
+            )
+        return Retagged(frames, request_id)
 
     async def _repeated(
         self, agent_name: str, principal: str, context_id: str | None, message_id: str
@@ -175,11 +192,122 @@ class AgentServer:
             context = self.contexts.create(agent_name, principal)
         else:
             context = await self.context(agent_name, context_id, principal)
+        return await self._run(context, text, data, message_id, request_id)
+
+    async def _run(
+        self,
+        context: Context,
+        text: str,
+        data: dict[str, Any] | None,
+        message_id: str | None,
+        request_id: str | None,
+        fork: Callable[[ContextRecord], Position] | None = None,
+    ) -> RunLog:
         log = await begin_run(
-            self.contexts, context, text, data=data, message_id=message_id, request_id=request_id
+            self.contexts,
+            context,
+            text,
+            data=data,
+            message_id=message_id,
+            request_id=request_id,
+            fork=fork,
         )
         self._spawn(log, execute(self.contexts, context, log, text, data=data))
         return log
+
+    async def regenerate(
+        self, context: Context, *, message_id: str | None = None, request_id: str | None = None
+    ) -> FrameSource:
+        """Answer the last user message of the branch shown again, in a new exchange
+        beside its own: the reply it replaces stays, as the sibling before it."""
+        if message_id is not None and message_id in context.record.sends:
+            return await self._again(context, context.record.sends[message_id], request_id)
+        if self.limiter is not None:
+            self.limiter.take(context.record.owner)
+        asked = last_message(context.record)
+
+        def again(record: ContextRecord) -> Position:
+            if last_message(record) != asked:  # another replica sent one meanwhile
+                raise Conflict("context_busy", "the conversation changed; try again")
+            assert record.lines.leaf is not None
+            return record.lines.leaf
+
+        text, data = asked["content"], asked.get("data")
+        log = await self._run(context, text, data, message_id, request_id, fork=again)
+        return log.follow(0, self.heartbeat_interval)
+
+    async def edit(
+        self,
+        context: Context,
+        turn_id: str,
+        text: str,
+        *,
+        data: dict[str, Any] | None = None,
+        message_id: str | None = None,
+        request_id: str | None = None,
+    ) -> FrameSource:
+        """Send `text` in place of the user's turn `turn_id`, on a new branch from the
+        messages before it; the reply streams as for a send."""
+        if message_id is not None and message_id in context.record.sends:
+            return await self._again(context, context.record.sends[message_id], request_id)
+        if self.limiter is not None:
+            self.limiter.take(context.record.owner)
+        await self.store.load_branch(context.record)
+        user_turn(context.record, turn_id)  # refused now, before anything starts
+
+        def edited(record: ContextRecord) -> Position:
+            return user_turn(record, turn_id)
+
+        log = await self._run(context, text, data, message_id, request_id, fork=edited)
+        return log.follow(0, self.heartbeat_interval)
+
+    async def switch_branch(self, context: Context, turn_id: str, index: int) -> None:
+        """Show alternative `index` of the exchange holding `turn_id` (on the branch
+        shown), and the latest exchanges of its line after it."""
+        async with self.contexts.hold(context, "branch"):
+            record = context.record
+            await self.store.load_branch(record)
+            position = shown_turn(record, turn_id)[0]
+            siblings = record.lines.siblings(position)
+            if index >= len(siblings):
+                raise NotFound("branch_not_found", f"that turn has {len(siblings)} alternatives")
+            record.show(siblings[index])
+            await self.store.load_branch(record)
+            record.recount()
+            await self.contexts.save(context)
+
+    async def rename(self, context: Context, title: str) -> None:
+        """The user names the conversation: no agent renames it after that."""
+        title = title.strip()
+        if not title:
+            raise BadRequest("invalid_request", "title: must not be blank")
+        try:
+            title.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise BadRequest("invalid_request", "title: not valid Unicode") from exc
+        if len(title) > TITLE_LENGTH:
+            raise BadRequest("title_too_long", f"a title is at most {TITLE_LENGTH} characters")
+        async with self.contexts.hold(context, "rename"):
+            context.record.name(title, "user")
+            await self.contexts.save(context)
+
+    async def conversations(
+        self, agent_name: str, principal: str, limit: int, cursor: str | None
+    ) -> dict[str, Any]:
+        """A page of the principal's conversations of the agent, most recently active
+        first (`wire.ConversationPage`)."""
+        after = decode_cursor(cursor) if cursor else None
+        found = await self.store.list_contexts(principal, agent_name, limit + 1, after)
+        page = found[:limit]
+        body = wire.ConversationPage(
+            conversations=[summary.to_wire() for summary in page],
+            next_cursor=encode_cursor(page[-1]) if len(found) > limit else None,
+        )
+        return body.model_dump(by_alias=True)
+
+    def summary(self, context: Context) -> dict[str, Any]:
+        """The context as the list shows it (`wire.ConversationSummary`)."""
+        return Summary.of(context.record).to_wire().model_dump(by_alias=True)
 
     async def decide(
         self, context: Context, interrupt_id: str, value: Any, *, request_id: str | None = None
@@ -274,15 +402,23 @@ class AgentServer:
                 raise not_found(context_id)
             if view.active_run is None:  # else: a run to find alive or record as killed
                 return encode_transcript(
-                    context_id, agent_name, view.turns_json, None, view.pending_interrupt
+                    context_id,
+                    agent_name,
+                    view.title,
+                    view.turns_json,
+                    None,
+                    view.pending_interrupt,
                 )
-        return self.transcript(await self.context(agent_name, context_id, principal))
+        context = await self.context(agent_name, context_id, principal)
+        await self.store.load_branch(context.record)  # a run may have loaded only its window
+        return self.transcript(context)
 
     def transcript(self, context: Context) -> bytes:
         """The public projection of a live context, as JSON."""
         return encode_transcript(
             context.id,
             context.agent_name,
+            context.record.title,
             context.record.transcript_json(),
             active_run_id(context),
             context.record.pending_interrupt,
@@ -306,6 +442,7 @@ class AgentServer:
         made: one clear message now, rather than an error on the first request."""
         try:
             await self.check_store()
+            await self.store.open()
         except StoreError as exc:
             raise Misconfigured(f"the store does not answer: {exc.__cause__ or exc}") from exc
         for name, factory in self.agents.items():
@@ -362,6 +499,7 @@ class AgentServer:
 def encode_transcript(
     context_id: str,
     agent: str,
+    title: str | None,
     turns_json: str,
     active_run: str | None,
     pending_interrupt: Mapping[str, Any] | None,
@@ -371,6 +509,7 @@ def encode_transcript(
     rest = wire.Transcript(
         context_id=context_id,
         agent=agent,
+        title=title,
         turns=[],
         active_run_id=active_run,
         pending_interrupt=(
@@ -378,6 +517,34 @@ def encode_transcript(
         ),
     ).model_dump_json(by_alias=True, exclude={"turns"})
     return f'{{"turns":{turns_json},{rest[1:]}'.encode()
+
+
+def last_message(record: ContextRecord) -> dict[str, Any]:
+    """The user message a regenerate answers again: the last of the branch shown."""
+    leaf = record.lines.leaf
+    messages = record.exchanges[leaf].messages if leaf is not None else []
+    if not messages or messages[0].get("role") != "user":
+        raise Conflict("nothing_to_regenerate", "the conversation has no message to answer")
+    return messages[0]
+
+
+def shown_turn(record: ContextRecord, turn_id: str) -> tuple[Position, str]:
+    """The exchange of a turn on the branch shown and the turn's role ("u" or "a");
+    `turn_not_found` for any other id."""
+    position, role, _ = parse_turn_id(turn_id)
+    exchange = record.exchanges.get(position)
+    if exchange is None or not record.lines.on_branch(position):
+        raise NotFound("turn_not_found", "no such turn on the conversation's branch shown")
+    if not any(turn.get("id") == turn_id for turn in exchange.turns):
+        raise NotFound("turn_not_found", "no such turn on the conversation's branch shown")
+    return position, role
+
+
+def user_turn(record: ContextRecord, turn_id: str) -> Position:
+    position, role = shown_turn(record, turn_id)
+    if role != "u":
+        raise BadRequest("not_a_user_turn", "only a user's turn can be edited")
+    return position
 
 
 def stop_result(context: Context, run_id: str | None, stopping: bool) -> dict[str, Any]:

@@ -67,6 +67,8 @@ class AgentState(MutableMapping[str, JSONValue]):
     ) -> None:
         self.writable_keys = None if writable_keys is None else frozenset(writable_keys)
         self.source = source
+        #: The run writing through this view, while one does: named in the audit trail.
+        self.run_id: str | None = None
         self._clock = clock
         self._data: dict[str, JSONValue] = {}
         self._pending: list[AuditEntry] = []
@@ -95,7 +97,11 @@ class AgentState(MutableMapping[str, JSONValue]):
         now = self._clock()
         for key, value in changes.items():
             self._data[key] = copy.deepcopy(value)
-            self._pending.append(AuditEntry(key, copy.deepcopy(value), now, source or self.source))
+            self._pending.append(
+                AuditEntry(
+                    key, copy.deepcopy(value), now, source or self.source, run_id=self.run_id
+                )
+            )
 
     def set(self, key: str, value: JSONValue, *, source: str | None = None) -> None:
         self.update_all({key: value}, source=source)
@@ -111,7 +117,7 @@ class AgentState(MutableMapping[str, JSONValue]):
         if self.denied([key]):
             raise WriteDenied([key], self.writable_keys or ())
         del self._data[key]
-        self._pending.append(AuditEntry(key, None, self._clock(), self.source))
+        self._pending.append(AuditEntry(key, None, self._clock(), self.source, run_id=self.run_id))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)

@@ -1,6 +1,7 @@
 """The WebSocket transport: the same frames and the same commands as HTTP, one socket.
 
-    client -> server   {"type": "send" | "attach" | "stop" | "decide", ...}   (wire.Command)
+    client -> server   {"type": "send" | "attach" | "stop" | "decide" | "edit" |
+                        "regenerate", ...}                                    (wire.Command)
     server -> client   frames of every run the socket follows, and `rejected` for a
                        command the server refused (the equivalent of an HTTP 4xx)
 
@@ -55,7 +56,12 @@ SUBPROTOCOL = wire.WEBSOCKET_SUBPROTOCOL
 #: Runs one socket may follow at once.
 MAX_FOLLOWED = 32
 COMMANDS: TypeAdapter[
-    wire.SendCommand | wire.AttachCommand | wire.StopCommand | wire.DecideCommand
+    wire.SendCommand
+    | wire.AttachCommand
+    | wire.StopCommand
+    | wire.DecideCommand
+    | wire.EditCommand
+    | wire.RegenerateCommand
 ] = TypeAdapter(wire.Command)
 
 
@@ -207,7 +213,13 @@ class Session:
 
     async def frames(
         self,
-        command: wire.SendCommand | wire.AttachCommand | wire.DecideCommand,
+        command: (
+            wire.SendCommand
+            | wire.AttachCommand
+            | wire.DecideCommand
+            | wire.EditCommand
+            | wire.RegenerateCommand
+        ),
         agent_name: str,
         principal: str,
     ) -> FrameSource:
@@ -228,6 +240,21 @@ class Session:
         if isinstance(command, wire.DecideCommand):
             return await server.decide(
                 context, command.interrupt_id, command.value, request_id=command.request_id
+            )
+        if isinstance(command, wire.EditCommand):
+            check_message(command.message.text, server.max_message_bytes)
+            check_data(command.data, server.max_data_bytes)
+            return await server.edit(
+                context,
+                command.turn_id,
+                command.message.text,
+                data=command.data,
+                message_id=command.message_id,
+                request_id=command.request_id,
+            )
+        if isinstance(command, wire.RegenerateCommand):
+            return await server.regenerate(
+                context, message_id=command.message_id, request_id=command.request_id
             )
         attached = await server.follow(context, command.after)
         if attached is None:

@@ -104,6 +104,15 @@ MessageId = Annotated[
 ]
 
 
+TurnId = Annotated[
+    str,
+    Field(
+        pattern=r"^turn-[0-9a-f]{12}-[ua][0-9]{1,4}$",
+        description="A turn's id: stable for the life of the conversation.",
+    ),
+]
+
+
 class RunRequest(WireModel):
     """Body of `POST /agents/{agent}/runs`: start a run, in a new or an existing context."""
 
@@ -175,8 +184,28 @@ class StopCommand(CommandBase):
     context_id: str
 
 
+class EditCommand(CommandBase):
+    """WebSocket: like `POST …/edits`."""
+
+    type: Literal["edit"]
+    context_id: str
+    turn_id: TurnId
+    message_id: MessageId | None = None
+    message: Message
+    data: PublicData | None = None
+
+
+class RegenerateCommand(CommandBase):
+    """WebSocket: like `POST …/regenerate`."""
+
+    type: Literal["regenerate"]
+    context_id: str
+    message_id: MessageId | None = None
+
+
 Command = Annotated[
-    SendCommand | AttachCommand | StopCommand | DecideCommand, Field(discriminator="type")
+    SendCommand | AttachCommand | StopCommand | DecideCommand | EditCommand | RegenerateCommand,
+    Field(discriminator="type"),
 ]
 
 
@@ -190,13 +219,29 @@ class FrameBase(WireModel):
 
 
 class RunStartFrame(FrameBase):
-    """First frame of every run: announces the context id (minted or given) and run id."""
+    """First frame of every run: announces the context id (minted or given), the run id,
+    and the ids of the turns it writes."""
 
     type: Literal["run_start"] = "run_start"
     agent: str
     request_id: str | None = Field(
         default=None, description="The `requestId` of the command that started the run."
     )
+    turn_id: str | None = Field(
+        default=None, description="The id the reply this run writes has in the transcript."
+    )
+    user_turn_id: str | None = Field(
+        default=None,
+        description="The id of the user's turn the run answers; null when it continues one "
+        "(a decision).",
+    )
+
+
+class TitleFrame(FrameBase):
+    """The agent named the conversation."""
+
+    type: Literal["title"] = "title"
+    title: str
 
 
 class ThinkingFrame(FrameBase):
@@ -279,7 +324,7 @@ class RejectedFrame(WireModel):
     code: str
     message: str
     retryable: bool = False
-    command: Literal["send", "attach", "stop", "decide"] | None = None
+    command: Literal["send", "attach", "stop", "decide", "edit", "regenerate"] | None = None
     context_id: str | None = None
     request_id: str | None = Field(
         default=None, description="The `requestId` of the refused command."
@@ -291,6 +336,7 @@ class RejectedFrame(WireModel):
 
 Frame = Annotated[
     RunStartFrame
+    | TitleFrame
     | ThinkingFrame
     | ToolCallFrame
     | ToolResultFrame
@@ -305,15 +351,52 @@ Frame = Annotated[
 # --- responses ------------------------------------------------------------------------
 
 
-class TranscriptTurn(WireModel):
-    """One public turn of a conversation: what the user said or what the agent replied."""
+class Activity(WireModel):
+    """A tool the agent called in a turn: its name and whether it succeeded (null: it did
+    not finish). Never its arguments or output."""
 
+    call_id: str
+    name: str
+    ok: bool | None
+
+
+class TurnUsage(WireModel):
+    input_tokens: int
+    output_tokens: int
+
+
+class TurnMeta(WireModel):
+    """When a turn started and finished; the model and its tokens only when the agent
+    made them public."""
+
+    started_at: float | None = None
+    finished_at: float | None = None
+    model: str | None = None
+    usage: TurnUsage | None = None
+
+
+class TranscriptTurn(WireModel):
+    """One public turn of a conversation: what the user said or what the agent replied,
+    with what it showed while it streamed."""
+
+    id: str = Field(default="", description="Stable for the life of the conversation.")
     role: Literal["user", "assistant"]
     text: str
     tool_calls: list[str] = Field(description="Tool names the agent called for this reply.")
     stop_reason: StopReason | None = Field(
         default=None, description="Why the reply ended; null on user turns."
     )
+    thinking: str = Field(default="", description="The public reasoning the reply showed.")
+    activity: list[Activity] = Field(
+        default_factory=list, description="The tools the reply called, in order."
+    )
+    meta: TurnMeta = Field(default_factory=TurnMeta)
+    siblings: int = Field(
+        default=1,
+        description="Alternatives at this point of the conversation (regenerated replies, "
+        "edited messages); 1 when there are none.",
+    )
+    sibling_index: int = Field(default=0, description="Which of them this branch shows.")
 
 
 class Transcript(WireModel):
@@ -321,6 +404,7 @@ class Transcript(WireModel):
 
     context_id: str
     agent: str
+    title: str | None = None
     turns: list[TranscriptTurn]
     active_run_id: str | None = Field(
         default=None,
@@ -329,6 +413,60 @@ class Transcript(WireModel):
     pending_interrupt: InterruptRequest | None = Field(
         default=None, description="A decision the conversation waits for, if any."
     )
+
+
+ConversationStatus = Literal["idle", "running", "waiting"]
+
+
+class ConversationSummary(WireModel):
+    """One of the caller's conversations, in `GET /agents/{agent}/contexts`."""
+
+    context_id: str
+    title: str | None
+    created_at: float
+    updated_at: float
+    turn_count: int = Field(description="Turns on the conversation's current branch.")
+    preview: str = Field(description="The start of its latest public text.")
+    status: ConversationStatus = Field(
+        description="`running`: a reply is streaming; `waiting`: a decision is pending."
+    )
+
+
+class ConversationPage(WireModel):
+    """Body of `GET /agents/{agent}/contexts`: the caller's conversations, the most
+    recently active first."""
+
+    conversations: list[ConversationSummary]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page.")
+
+
+class RenameRequest(WireModel):
+    """Body of `PATCH /agents/{agent}/contexts/{contextId}`: at most 200 characters."""
+
+    title: str = Field(min_length=1)
+
+
+class EditRequest(WireModel):
+    """Body of `POST …/edits`: send `message` in place of the user's turn `turnId`, on a
+    new branch; the reply streams as for a send."""
+
+    turn_id: TurnId
+    message_id: MessageId | None = None
+    message: Message
+    data: PublicData | None = None
+
+
+class RegenerateRequest(WireModel):
+    """Body of `POST …/regenerate`: answer the last message again, on a new branch."""
+
+    message_id: MessageId | None = None
+
+
+class BranchRequest(WireModel):
+    """Body of `POST …/branch`: show alternative `index` at the turn `turnId`."""
+
+    turn_id: TurnId
+    index: int = Field(ge=0, le=10_000)
 
 
 class Ticket(WireModel):

@@ -1,4 +1,4 @@
-import { useCallback } from "react";
+import { useCallback, useMemo } from "react";
 import { AgentProvider, useAgent } from "@thinwire/react";
 import { Header } from "./components/Header";
 import { MessageList } from "./components/MessageList";
@@ -8,6 +8,8 @@ import { ErrorBanner } from "./components/ErrorBanner";
 import { ApprovalCard } from "./components/ApprovalCard";
 import { Composer } from "./components/Composer";
 import { Footer } from "./components/Footer";
+import { ConversationSidebar } from "./components/ConversationSidebar";
+import type { TurnActions } from "./components/TurnView";
 import type { DemoUser } from "./users";
 
 interface ChatProps {
@@ -21,20 +23,24 @@ function transportFromUrl(search: string = window.location.search): "sse" | "web
 }
 
 /**
- * One signed-in user's conversation with the demo agent. The provider owns the
- * conversation; the page, the approval card and the error banner each read it
- * with `useAgent()`.
+ * One signed-in user's conversations with the demo agent. The provider owns the
+ * conversation shown; the page, the approval card and the error banner each
+ * read it with `useAgent()`, and the sidebar lists the user's conversations
+ * with `useConversations()`, picking the one the provider shows.
  */
 export function Chat({ user, onUserChange }: ChatProps) {
   return (
     <AgentProvider agent="demo" persist={{ userId: user }} transport={transportFromUrl()}>
-      <Conversation user={user} onUserChange={onUserChange} />
+      <div className="shell">
+        <ConversationSidebar />
+        <Conversation user={user} onUserChange={onUserChange} />
+      </div>
     </AgentProvider>
   );
 }
 
 function Conversation({ user, onUserChange }: ChatProps) {
-  const { turns, thinking, activity, status, interrupt, send, stop, reset } = useAgent();
+  const { turns, thinking, activity, status, interrupt, title, send, stop, reset, regenerate, edit, switchBranch } = useAgent();
   // A reply is under way (maybe reconnecting): it can be stopped, and nothing else sent.
   const replying = status === "streaming" || status === "reconnecting";
   // A run waits for a decision: it is answered on the approval card, or stopped; nothing else is sent.
@@ -53,11 +59,22 @@ function Conversation({ user, onUserChange }: ChatProps) {
     stop().catch(() => undefined);
   }, [stop]);
 
+  // Branches: regenerate the last reply, edit a message, show another alternative.
+  const actions = useMemo<TurnActions>(
+    () => ({
+      enabled: !replying && !waiting,
+      onRegenerate: () => void regenerate().catch(() => undefined),
+      onEdit: (turnId, text) => void edit(turnId, text).catch(() => undefined),
+      onBranch: (turnId, index) => void switchBranch(turnId, index).catch(() => undefined),
+    }),
+    [replying, waiting, regenerate, edit, switchBranch],
+  );
+
   return (
     <div className="app">
-      <Header user={user} status={status} onUserChange={onUserChange} onNewConversation={reset} />
+      <Header user={user} status={status} title={title} onUserChange={onUserChange} onNewConversation={reset} />
       <main className="conversation">
-        <MessageList turns={turns} busy={replying} awaitingDecision={waiting} />
+        <MessageList turns={turns} busy={replying} awaitingDecision={waiting} actions={actions} />
         <ThinkingPanel text={thinking} />
         <ActivityList items={activity} />
         <ApprovalCard />

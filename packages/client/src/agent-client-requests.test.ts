@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AgentClient } from "./agent-client.js";
 import type { Transcript } from "./generated/wire.js";
-import { channel, fakeFetch, fakeWebSocket, MockTransport, newLog, runFrames as run, type Script } from "./testing/index.js";
+import { channel, fakeFetch, fakeWebSocket, MockTransport, newLog, runFrames as run, type Script, transcriptTurn } from "./testing/index.js";
 import { WebSocketTransport } from "./websocket-transport.js";
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -67,9 +67,10 @@ function transcript(contextId: string, activeRunId: string | null = null): Trans
   return {
     contextId,
     agent: "demo",
+    title: null,
     turns: [
-      { role: "user", text: "Hello", toolCalls: [], stopReason: null },
-      { role: "assistant", text: "Hi", toolCalls: [], stopReason: "end" },
+      transcriptTurn("user", "Hello"),
+      transcriptTurn("assistant", "Hi"),
     ],
     activeRunId,
     pendingInterrupt: null,

@@ -16,6 +16,7 @@ import {
   runFrames,
   type Script,
   type ServerLog,
+  transcriptTurn,
 } from "./testing/index.js";
 import type { Transport } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
@@ -49,7 +50,7 @@ function transcript(
   activeRunId: string | null = null,
   pendingInterrupt: InterruptRequest | null = null,
 ): Transcript {
-  return { contextId, agent: "demo", turns, activeRunId, pendingInterrupt };
+  return { contextId, agent: "demo", title: null, turns, activeRunId, pendingInterrupt };
 }
 
 /** The wire's pattern of a `messageId`. */
@@ -196,8 +197,8 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
       attach: () => ({ nothing: true }),
       transcript: (id) =>
         transcript(id, [
-          { role: "user", text: "hi", toolCalls: [], stopReason: null },
-          { role: "assistant", text: "Hello world", toolCalls: ["lookup"], stopReason: "end" },
+          transcriptTurn("user", "hi"),
+          transcriptTurn("assistant", "Hello world", { toolCalls: ["lookup"] }),
         ]),
     });
     const before = client.getSnapshot().turns;
@@ -223,9 +224,9 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
           transcript(
             id,
             [
-              { role: "user", text: "Hello", toolCalls: [], stopReason: null },
-              { role: "assistant", text: "Hi", toolCalls: [], stopReason: "end" },
-              { role: "user", text: "Tell me more", toolCalls: [], stopReason: null },
+              transcriptTurn("user", "Hello"),
+              transcriptTurn("assistant", "Hi"),
+              transcriptTurn("user", "Tell me more"),
             ],
             "run-9",
           ),
@@ -432,8 +433,8 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
           const r = runs === 0 ? runFrames("ctx-1", "run-1") : runFrames("ctx-1", `run-again-${runs}`, 100 * runs);
           runs += 1;
           pending = refund;
-          turns.push({ role: "user", text: body.message.text, toolCalls: [], stopReason: null });
-          turns.push({ role: "assistant", text: "Checking.", toolCalls: [], stopReason: "interrupted" });
+          turns.push(transcriptTurn("user", body.message.text));
+          turns.push(transcriptTurn("assistant", "Checking.", { stopReason: "interrupted" }));
           return { frames: [r.start(), r.token("Checking."), r.interrupt(refund), r.done("Checking.", [], "interrupted")] };
         },
         decide: (_contextId, { interruptId, value }) => {
@@ -464,7 +465,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
         stop: () => {
           if (!pending) return;
           pending = null;
-          turns.push({ role: "assistant", text: "", toolCalls: [], stopReason: "stopped" });
+          turns.push(transcriptTurn("assistant", "", { stopReason: "stopped" }));
         },
         transcript: (id) => transcript(id, [...turns], null, pending),
       };

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { AgentClient } from "./agent-client.js";
 import { ThinwireError } from "./errors.js";
 import type { Frame, InterruptRequest, Transcript } from "./generated/wire.js";
-import { channel, fakeWebSocket, MockTransport, newLog, runFrames as run } from "./testing/index.js";
+import { channel, fakeWebSocket, MockTransport, newLog, runFrames as run, transcriptTurn } from "./testing/index.js";
 import type { Transport, TransportRunRequest } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
 
@@ -27,7 +27,7 @@ describe("AgentClient.send", () => {
   it("streams a whole run into the snapshot and resolves with the result", async () => {
     const r = run("ctx-1", "run-1");
     const transport = new MockTransport(() => [
-      r.start(),
+      r.start({ turnId: "turn-a2", userTurnId: "turn-u1" }),
       r.thinking("Checking "),
       r.thinking("the sky."),
       r.call("c1", "weather"),
@@ -71,15 +71,33 @@ describe("AgentClient.send", () => {
       interrupt: null,
       thinking: "Checking the sky.",
       activity: [{ callId: "c1", name: "weather", state: "ok" }],
+      title: null,
       turns: [
-        { id: expect.any(String), role: "user", text: "Weather?", toolCalls: [], streaming: false, stopReason: null },
         {
-          id: expect.any(String),
+          id: "turn-u1",
+          role: "user",
+          text: "Weather?",
+          toolCalls: [],
+          streaming: false,
+          stopReason: null,
+          thinking: "",
+          activity: [],
+          meta: { startedAt: null, finishedAt: null, model: null, usage: null },
+          siblings: 1,
+          siblingIndex: 0,
+        },
+        {
+          id: "turn-a2",
           role: "assistant",
           text: "Sunny.",
           toolCalls: ["weather"],
           streaming: false,
           stopReason: "end",
+          thinking: "Checking the sky.",
+          activity: [{ callId: "c1", name: "weather", state: "ok" }],
+          meta: { startedAt: null, finishedAt: null, model: null, usage: null },
+          siblings: 1,
+          siblingIndex: 0,
         },
       ],
     });
@@ -268,6 +286,15 @@ describe("AgentClient.send", () => {
   });
 });
 
+/** What a turn shows when nothing said more: no thinking, no tools, no meta, no alternatives. */
+const NO_TURN_DETAIL = {
+  thinking: "",
+  activity: [],
+  meta: { startedAt: null, finishedAt: null, model: null, usage: null },
+  siblings: 1,
+  siblingIndex: 0,
+};
+
 describe("AgentClient.start (hydration)", () => {
   const transcript = {
     contextId: "ctx-7",
@@ -296,9 +323,12 @@ describe("AgentClient.start (hydration)", () => {
       interrupt: null,
       thinking: "",
       activity: [],
+      title: null,
+      // An older server's transcript: no ids, nothing per turn but the text and the tools.
       turns: [
-        { id: expect.any(String), role: "user", text: "Hello", toolCalls: [], streaming: false, stopReason: null },
+        { ...NO_TURN_DETAIL, id: expect.any(String), role: "user", text: "Hello", toolCalls: [], streaming: false, stopReason: null },
         {
+          ...NO_TURN_DETAIL,
           id: expect.any(String),
           role: "assistant",
           text: "Hi there",
@@ -308,6 +338,69 @@ describe("AgentClient.start (hydration)", () => {
         },
       ],
     });
+  });
+
+  it("shows a transcript's ids, title, and each turn's thinking, activity, meta and alternatives", async () => {
+    const meta = { startedAt: 1_700_000_000.5, finishedAt: 1_700_000_003, model: "demo-1", usage: { inputTokens: 12, outputTokens: 30 } };
+    const body: Transcript = {
+      contextId: "ctx-7",
+      agent: "demo",
+      title: "Weather talk",
+      turns: [
+        transcriptTurn("user", "Weather?", { id: "turn-u1", siblings: 2, siblingIndex: 1, meta: { ...meta, model: null, usage: null } }),
+        transcriptTurn("assistant", "Sunny.", {
+          id: "turn-a2",
+          toolCalls: ["weather", "radar"],
+          thinking: "Checking the sky.",
+          activity: [
+            { callId: "c1", name: "weather", ok: true },
+            { callId: "c2", name: "radar", ok: false },
+            { callId: "c3", name: "satellite", ok: null },
+          ],
+          meta,
+          siblings: 2,
+          siblingIndex: 1,
+        }),
+      ],
+      activeRunId: null,
+      pendingInterrupt: null,
+    };
+    const client = new AgentClient({ agent: "demo", contextId: "ctx-7", fetch: async () => jsonResponse(200, body) });
+    await client.start();
+    const { turns, title, thinking, activity } = client.getSnapshot();
+    expect({ title, thinking, activity }).toEqual({ title: "Weather talk", thinking: "", activity: [] });
+    expect(turns).toEqual([
+      {
+        id: "turn-u1",
+        role: "user",
+        text: "Weather?",
+        toolCalls: [],
+        streaming: false,
+        stopReason: null,
+        thinking: "",
+        activity: [],
+        meta: { ...meta, model: null, usage: null },
+        siblings: 2,
+        siblingIndex: 1,
+      },
+      {
+        id: "turn-a2",
+        role: "assistant",
+        text: "Sunny.",
+        toolCalls: ["weather", "radar"],
+        streaming: false,
+        stopReason: "end",
+        thinking: "Checking the sky.",
+        activity: [
+          { callId: "c1", name: "weather", state: "ok" },
+          { callId: "c2", name: "radar", state: "error" },
+          { callId: "c3", name: "satellite", state: "running" },
+        ],
+        meta,
+        siblings: 2,
+        siblingIndex: 1,
+      },
+    ]);
   });
 
   it("does nothing without a context id", async () => {
@@ -387,6 +480,7 @@ describe("AgentClient.reset and dispose", () => {
       thinking: "",
       activity: [],
       turns: [],
+      title: null,
     });
     expect(onContext.mock.calls).toEqual([["ctx-1"], [null]]);
     stream.push(r.token("late"));
@@ -402,6 +496,8 @@ describe("AgentClient.reset and dispose", () => {
       },
       async *attach() {},
       async *decide() {},
+      async *regenerate() {},
+      async *edit() {},
       async stop() {},
     };
     const client = new AgentClient({ agent: "demo", transport });
@@ -944,8 +1040,8 @@ describe("AgentClient human in the loop", () => {
     const fetch = vi.fn(async () =>
       transcriptResponse({
         turns: [
-          { role: "user", text: "Refund order 1234", toolCalls: [], stopReason: null },
-          { role: "assistant", text: "Let me check.", toolCalls: ["lookup"], stopReason: "interrupted" },
+          transcriptTurn("user", "Refund order 1234"),
+          transcriptTurn("assistant", "Let me check.", { toolCalls: ["lookup"], stopReason: "interrupted" }),
         ],
         pendingInterrupt: refund,
       }),
@@ -1080,9 +1176,9 @@ describe("AgentClient human in the loop", () => {
     const fetch = vi.fn(async () =>
       transcriptResponse({
         turns: [
-          { role: "user", text: "Refund order 1234", toolCalls: [], stopReason: null },
-          { role: "assistant", text: "Let me check.", toolCalls: ["lookup"], stopReason: "interrupted" },
-          { role: "assistant", text: "Refunded.", toolCalls: ["issue_refund"], stopReason: "end" },
+          transcriptTurn("user", "Refund order 1234"),
+          transcriptTurn("assistant", "Let me check.", { toolCalls: ["lookup"], stopReason: "interrupted" }),
+          transcriptTurn("assistant", "Refunded.", { toolCalls: ["issue_refund"] }),
         ],
       }),
     );
@@ -1098,9 +1194,9 @@ describe("AgentClient human in the loop", () => {
     const fetch = vi.fn(async () =>
       transcriptResponse({
         turns: [
-          { role: "user", text: "Refund order 1234", toolCalls: [], stopReason: null },
-          { role: "assistant", text: "Let me check.", toolCalls: ["lookup"], stopReason: "interrupted" },
-          { role: "assistant", text: "", toolCalls: [], stopReason: "stopped" },
+          transcriptTurn("user", "Refund order 1234"),
+          transcriptTurn("assistant", "Let me check.", { toolCalls: ["lookup"], stopReason: "interrupted" }),
+          transcriptTurn("assistant", "", { stopReason: "stopped" }),
         ],
       }),
     );
@@ -1127,5 +1223,39 @@ describe("AgentClient human in the loop", () => {
     await client.send("Refund order 1234");
     client.reset();
     expect(client.getSnapshot().interrupt).toBeNull();
+  });
+});
+
+describe("AgentClient branches over a MockTransport", () => {
+  it("regenerates and edits through the transport's handlers, which refuse by default", async () => {
+    let runs = 0;
+    const reply = (text: string, userTurnId: string | null) => {
+      runs += 1;
+      const r = run("ctx-1", `run-${runs}`, runs * 10);
+      return [r.start({ turnId: `turn-000000000000-a${runs * 2}`, userTurnId }), r.token(text), r.done(text)];
+    };
+    const refusing = new MockTransport(() => reply("first", "turn-000000000000-u1"));
+    const client = new AgentClient({ agent: "demo", transport: refusing, fetch: async () => jsonResponse(404, {}) });
+    await client.send("hi");
+    expect((await rejection(client.regenerate())).code).toBe("nothing_to_regenerate");
+    expect((await rejection(client.edit("turn-000000000000-u1", "hey"))).code).toBe("turn_not_found");
+    expect(refusing.regenerations).toHaveLength(1);
+    expect(refusing.edits[0]!.body).toMatchObject({ turnId: "turn-000000000000-u1", message: { text: "hey" } });
+    expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["hi", "first"]);
+
+    const transport = new MockTransport(() => reply("first", "turn-000000000000-u1"), {
+      regenerate: () => reply("again", "turn-000000000000-u1"),
+      edit: ({ body }) => reply(`re: ${body.message.text}`, "turn-000000000000-u3"),
+    });
+    const other = new AgentClient({ agent: "demo", transport, fetch: async () => jsonResponse(404, {}) });
+    await other.send("hi");
+    expect((await other.regenerate()).text).toBe("again");
+    expect(transport.regenerations[0]).toMatchObject({ contextId: "ctx-1", body: { messageId: expect.any(String) } });
+    expect((await other.edit("turn-000000000000-u1", "hey")).text).toBe("re: hey");
+    // The transcript could not be loaded again (404 here): the view keeps what streamed.
+    expect(other.getSnapshot().turns.map((turn) => [turn.id, turn.text, turn.siblingIndex, turn.siblings])).toEqual([
+      ["turn-000000000000-u3", "hey", 2, 3],
+      ["turn-000000000000-a8", "re: hey", 2, 3],
+    ]);
   });
 });

@@ -19,114 +19,66 @@
  * exactly like a send, or `stop()` ends the waiting run. Meanwhile nothing
  * else can be sent: the server would refuse it with `decision_pending`.
  *
- * Every run the client reads — a send's, a decision's, the one `start()`
- * found in progress — ends in `onFinish` (its result) or `onError` (its
- * failure), and a run that failed on the server in both. An error is shown
- * until `clearError()` or the next send.
+ * A conversation branches: `regenerate()` answers the last message again and
+ * `edit()` sends a message in place of an earlier one, each on a new branch
+ * (the server keeps the old one as a sibling); `switchBranch()` shows another.
+ * Turns carry the server's ids, so a view keys them the same before and
+ * after a reload. `open()` switches the client to another conversation.
+ *
+ * Every run the client reads — a send's, a decision's, a regeneration's, an
+ * edit's, the one `start()` found in progress — ends in `onFinish` (its
+ * result) or `onError` (its failure), and a run that failed on the server in
+ * both. An error is shown until `clearError()` or the next send.
  *
  * This file is the store, its commands and the lifecycle of their jobs; the
  * work lives beside it, each job in one place: `view.ts` (the state and its
- * changes), `run-reader.ts` (frames into the view, reconnect),
- * `transcript-loader.ts` (hydrate, refresh, settle), `decisions.ts`.
+ * changes), `messages.ts` (send, regenerate, edit), `run-reader.ts` (frames
+ * into the view, reconnect), `transcript-loader.ts` (hydrate, refresh,
+ * settle, branches), `decisions.ts`.
  */
+import type { AgentClientOptions } from "./agent-client-options.js";
 import { Decisions } from "./decisions.js";
 import {
   aborted,
+  branchNotFound,
   busy,
   decisionPending,
   disposed,
+  errorInfo,
+  invalidRequest,
+  notAUserTurn,
+  nothingToRegenerate,
   ThinwireError,
   toThinwireError,
-  withInterruptId,
+  turnNotFound,
 } from "./errors.js";
-import { PROTOCOL_HEADER, PROTOCOL_VERSION, type RunRequest } from "./generated/wire.js";
+import type { EditRequest, RunRequest } from "./generated/wire.js";
 import { Job } from "./job.js";
-import { newMessageId } from "./message-id.js";
-import { Notifier, type Schedule } from "./notifier.js";
-import { reconnectLimits, type ReconnectOptions } from "./reconnect.js";
-import type { ReducerState } from "./reduce.js";
+import { Messages } from "./messages.js";
+import { Notifier } from "./notifier.js";
+import { reconnectLimits } from "./reconnect.js";
+import { initialReducerState, type ReducerState } from "./reduce.js";
 import { RunReader } from "./run-reader.js";
 import { requestData, type SendOptions } from "./send-options.js";
 import type { SendResult } from "./send-result.js";
-import type { AgentErrorInfo, Snapshot } from "./snapshot.js";
+import { emptySnapshot, type Snapshot } from "./snapshot.js";
 import { SseTransport } from "./sse-transport.js";
 import { type ActiveRun, TranscriptLoader } from "./transcript-loader.js";
-import type { Transport, TransportTarget } from "./transport.js";
+import { requestTarget, type Transport, type TransportTarget } from "./transport.js";
 import { type CommitOptions, View } from "./view.js";
 import { WebSocketTransport } from "./websocket-transport.js";
 
+export type { AgentClientOptions } from "./agent-client-options.js";
 export type { SendOptions } from "./send-options.js";
 export type { SendResult } from "./send-result.js";
 
-export interface AgentClientOptions {
-  /** The agent's name, as mounted on the server. */
-  agent: string;
-  /** Prefix of the thinwire routes, e.g. `"/api"`; defaults to the page origin. */
-  baseUrl?: string;
-  /** Resume this conversation: `start()` loads its transcript and follows a run in progress. */
-  contextId?: string | null;
-  /**
-   * How runs are streamed: `"sse"` (the default, over `fetch`), `"websocket"`
-   * (one socket at `{baseUrl}/agents/{agent}/ws`), or a Transport of your own.
-   * A transport the client creates is closed by `dispose()`; one you pass in
-   * is yours to close.
-   */
-  transport?: "sse" | "websocket" | Transport;
-  /** Used for the transcript, by the SSE transport the client creates, and for WebSocket tickets. */
-  fetch?: typeof fetch;
-  /**
-   * fetch's `credentials` for every request the client makes (runs, attaches,
-   * stops, decisions, transcripts, WebSocket tickets) through the transport it
-   * creates: `"same-origin"` (the default), or `"include"` to send cookies to
-   * a server of another origin (which must allow it with CORS).
-   */
-  credentials?: RequestCredentials;
-  /**
-   * Extra request headers (authentication, say); read at request time. Over a
-   * WebSocket, which a browser cannot give headers, they fetch a ticket
-   * (`POST …/tickets`) that opens the socket.
-   */
-  headers?: Record<string, string>;
-  /** Called whenever the conversation id changes: minted by the server, forgotten, reset. */
-  onContext?: (contextId: string | null) => void;
-  /**
-   * Called with the result of every run the client reads to its end — a
-   * send's, a decision's, a run `start()` found in progress — whatever its
-   * stop reason (`end`, `stopped`, `interrupted`, `error`), before `send()` or
-   * `decide()` resolves.
-   */
-  onFinish?: (result: SendResult) => void;
-  /**
-   * Called when a run or its request failed: with the ThinwireError a
-   * `send()` or `decide()` rejects with, or a resumed run or the transcript
-   * `start()` loads failed with; with the run's error (`snapshot.error`, e.g.
-   * `agent_error`) when a run ended with stop reason `error` (then `onFinish`
-   * follows). Not for `aborted` (a reset or dispose), nor for a refusal made
-   * before any request (empty text, a send while another runs).
-   */
-  onError?: (error: ThinwireError | AgentErrorInfo) => void;
-  /** How a broken stream is reattached, and a send whose response never started repeated. */
-  reconnect?: ReconnectOptions;
-  /**
-   * Batches the notifications of streaming frames: called with a `flush` when
-   * a frame changed the view and no flush is scheduled yet; `flush` notifies
-   * once for all changes made since. Without it every change notifies at once.
-   * Other changes (a send, a reset, hydration) and any change of `status` (so
-   * the end of a run) always notify at once, carrying what was batched.
-   *
-   * ```ts
-   * new AgentClient({ agent: "demo", schedule: (flush) => requestAnimationFrame(flush) });
-   * ```
-   */
-  schedule?: Schedule;
-  /**
-   * With `schedule`: milliseconds a batched notification keeps from the one
-   * before it (immediate ones included); a flush that comes sooner waits for
-   * the next `schedule`. `useAgent` sets it so a view commits at most 60 times
-   * a second, whatever the display's refresh rate.
-   */
-  minNotifyInterval?: number;
-}
+
+/**
+ * Shows a new title in a client that shows that conversation: how a
+ * `ConversationList` tells the client it shares of a rename. Internal to the
+ * package (not exported by its index).
+ */
+export let showTitle: (client: AgentClient, contextId: string, title: string | null) => void;
 
 export class AgentClient {
   readonly #options: AgentClientOptions;
@@ -138,7 +90,8 @@ export class AgentClient {
   readonly #transcripts: TranscriptLoader;
   readonly #reader: RunReader;
   readonly #decisions: Decisions;
-  /** The send or decision in flight. */
+  readonly #messages: Messages;
+  /** The send, decision, regeneration, edit or branch switch in flight. */
   #run: Job | null = null;
   /** The run found in progress by `start()`. */
   #following: Job | null = null;
@@ -171,13 +124,9 @@ export class AgentClient {
       transcripts: this.#transcripts,
       reconnect: reconnectLimits(options.reconnect),
     });
-    this.#decisions = new Decisions({
-      transport: this.#transport,
-      target,
-      view,
-      reader: this.#reader,
-      transcripts: this.#transcripts,
-    });
+    const parts = { transport: this.#transport, target, view, reader: this.#reader, transcripts: this.#transcripts };
+    this.#decisions = new Decisions(parts);
+    this.#messages = new Messages(parts);
   }
 
   /** Registers a listener for snapshot changes; returns the unsubscribe function. */
@@ -201,6 +150,35 @@ export class AgentClient {
       return Promise.resolve();
     }
     this.#started = true;
+    return this.#hydrate(contextId);
+  }
+
+  /**
+   * Shows another conversation: cancels the work in flight as `reset()` does
+   * (a run goes on on the server; a pending `send()` rejects with `aborted`),
+   * tells `onContext`, then loads its transcript and follows a run in
+   * progress, as `start()` does. Resolves once the transcript is shown, never
+   * rejects; an id the server does not know is forgotten quietly (a new
+   * conversation). Opening the conversation shown changes nothing, unless it
+   * failed to load.
+   *
+   * ```ts
+   * await client.open("ctx-2f77…"); // e.g. picked in a list of the user's conversations
+   * ```
+   */
+  open(contextId: string): Promise<void> {
+    if (typeof contextId !== "string" || contextId === "") throw new TypeError("open() needs a conversation id.");
+    if (this.#disposed) return Promise.resolve();
+    const { contextId: shown, status } = this.#view.snapshot;
+    if (contextId === shown && this.#started && status !== "error") return this.#hydration?.promise ?? Promise.resolve();
+    this.#abortAll();
+    this.#view.commit(initialReducerState(emptySnapshot(contextId)));
+    this.#started = true;
+    return this.#hydrate(contextId);
+  }
+
+  /** Loads the transcript of `contextId` into the view and follows a run in progress. */
+  #hydrate(contextId: string): Promise<void> {
     const controller = new AbortController();
     this.#view.show({ status: "hydrating", error: null });
     const hydration = {
@@ -252,12 +230,116 @@ export class AgentClient {
     else if (data !== null) body.data = data;
     return this.#job(
       refusal,
+      () => this.#noDecisionPending(),
+      (job) => this.#messages.send(body, job),
+    );
+  }
+
+  /**
+   * Answers the last user message again, on a new branch, and streams the new
+   * reply like `send()`: the reply shown leaves the view for it (the server
+   * keeps it, as the sibling `switchBranch()` shows again). Once the run is
+   * over the transcript is loaded again, so the turns' `siblings` and
+   * `siblingIndex` are the server's. Resolves with the new run's result.
+   *
+   * Rejects like `send()` — `context_busy`, `decision_pending`, `disposed`,
+   * `aborted`, the server's refusal — and with `nothing_to_regenerate` when
+   * there is no reply to regenerate (no request is made without a
+   * conversation). A refusal brings the reply back into the view. Retried
+   * under its `messageId` like a send.
+   *
+   * ```ts
+   * const { text } = await client.regenerate(); // the new reply; the old one is a sibling
+   * ```
+   */
+  regenerate(): Promise<SendResult> {
+    let contextId: string | null = null;
+    return this.#job(
+      null,
       () => {
-        // Checked after the hydration, which may have found a question pending.
-        const pending = this.#view.snapshot.interrupt;
-        if (pending) throw decisionPending(pending.interruptId);
+        this.#noDecisionPending();
+        contextId = this.#view.snapshot.contextId;
+        if (contextId === null) throw nothingToRegenerate();
       },
-      (job) => this.#sendMessage(body, job),
+      (job) => this.#messages.regenerate(contextId!, job),
+    );
+  }
+
+  /**
+   * Sends `text` in place of the user turn `turnId`, on a new branch that
+   * forks at that turn, and streams the reply like `send()`: the turns after
+   * it leave the view (they stay on the other branch), and the turn shows the
+   * new text. `data` as for `send()`. Once the run is over the transcript is
+   * loaded again, for the server's sibling counts. Resolves with the new run's
+   * result.
+   *
+   * Rejects like `send()`, and with `turn_not_found` (no such turn is shown;
+   * no request made) or `not_a_user_turn` (a reply cannot be edited), or the
+   * server's refusal of either. A refusal brings the turns back into the view.
+   *
+   * ```ts
+   * const first = client.getSnapshot().turns[0]!;
+   * await client.edit(first.id, "What about tomorrow?");
+   * ```
+   */
+  edit(turnId: string, text: string, options: SendOptions = {}): Promise<SendResult> {
+    const blank = typeof text !== "string" || text.trim() === "";
+    const data = options.data === undefined ? null : requestData(options.data);
+    const request: Pick<EditRequest, "message" | "data"> = { message: { text } };
+    let refusal = blank ? invalidRequest("The message text is empty.") : null;
+    if (data instanceof ThinwireError) refusal ??= data;
+    else if (data !== null) request.data = data;
+    let target: { contextId: string; turn: Snapshot["turns"][number] } | null = null;
+    return this.#job(
+      refusal,
+      () => {
+        this.#noDecisionPending();
+        const { contextId, turns } = this.#view.snapshot;
+        const turn = turns.find((shown) => shown.id === turnId && !shown.streaming);
+        if (contextId === null || !turn) throw turnNotFound(turnId);
+        if (turn.role !== "user") throw notAUserTurn();
+        target = { contextId, turn };
+      },
+      (job) => this.#messages.edit(target!.contextId, target!.turn, request, job),
+    );
+  }
+
+  /**
+   * Shows the branch where the exchange of the turn `turnId` is its
+   * alternative number `index` (from 0, up to the turn's `siblings` − 1):
+   * loads that branch's transcript into the view. Resolves once it is shown.
+   *
+   * Guarded like `send()` (`context_busy`, `decision_pending`, `disposed`);
+   * rejects with `invalid_request` for an index that is not a whole number
+   * ≥ 0, `branch_not_found` (also without a conversation, no request made),
+   * or another refusal of the server — then `error` shows it, and `onError`
+   * hears of it.
+   *
+   * ```tsx
+   * <button onClick={() => client.switchBranch(turn.id, turn.siblingIndex - 1)}>‹</button>
+   * ```
+   */
+  switchBranch(turnId: string, index: number): Promise<void> {
+    const valid = typeof turnId === "string" && turnId !== "" && Number.isInteger(index) && index >= 0;
+    let contextId: string | null = null;
+    return this.#exclusive(
+      valid ? null : invalidRequest("switchBranch() needs a turn id and a whole number ≥ 0."),
+      () => {
+        this.#noDecisionPending();
+        contextId = this.#view.snapshot.contextId;
+        if (contextId === null) throw branchNotFound();
+      },
+      async (job) => {
+        try {
+          await this.#transcripts.branch(contextId!, { turnId, index }, job.signal);
+        } catch (caught) {
+          if (job.signal.aborted) throw aborted(caught);
+          const error = toThinwireError(caught);
+          this.#view.show({ status: "error", error: errorInfo(error) });
+          this.#failed(error);
+          throw error;
+        }
+      },
     );
   }
 
@@ -356,15 +438,11 @@ export class AgentClient {
   }
 
   /**
-   * Starts a job (a send or a decision) once the guards pass: not disposed, no
+   * Does `work` as the job in flight once the guards pass: not disposed, no
    * `refusal`, nothing else running, the hydration over, then `guard` (which
-   * throws a refusal). It is `#run` until it ends; how it ends is reported.
+   * throws a refusal). It is `#run` until it ends.
    */
-  async #job(
-    refusal: ThinwireError | null,
-    guard: () => void,
-    work: (job: Job) => Promise<SendResult>,
-  ): Promise<SendResult> {
+  async #exclusive<T>(refusal: ThinwireError | null, guard: () => void, work: (job: Job) => Promise<T>): Promise<T> {
     if (this.#disposed) throw disposed();
     if (refusal) throw refusal;
     if (this.#running()) throw busy();
@@ -375,11 +453,22 @@ export class AgentClient {
       if (job.signal.aborted) throw aborted();
       if (this.#following) throw busy();
       guard();
-      return await this.#reported(work(job));
+      return await work(job);
     } finally {
       if (this.#run === job) this.#run = null;
       job.finish();
     }
+  }
+
+  /** A job that reads a run (a send, a decision, a regeneration, an edit); how it ends is reported. */
+  #job(refusal: ThinwireError | null, guard: () => void, work: (job: Job) => Promise<SendResult>): Promise<SendResult> {
+    return this.#exclusive(refusal, guard, (job) => this.#reported(work(job)));
+  }
+
+  /** Checked after the hydration, which may have found a question pending. */
+  #noDecisionPending(): void {
+    const pending = this.#view.snapshot.interrupt;
+    if (pending) throw decisionPending(pending.interruptId);
   }
 
   /** Tells `onFinish` and `onError` how a run the client read ended; its outcome passes through. */
@@ -411,36 +500,6 @@ export class AgentClient {
       queueMicrotask(() => {
         throw error;
       });
-    }
-  }
-
-  /** Shows the message as a new user turn and streams the run it starts into a fresh reply. */
-  async #sendMessage(request: RunRequest, job: Job): Promise<SendResult> {
-    const view = this.#view;
-    const signal = job.signal;
-    const before = view.snapshot;
-    const user = view.turn("user", request.message.text, false);
-    const reply = view.openReply([...before.turns, user], { runId: null });
-    const body: RunRequest = { ...request };
-    if (before.contextId !== null) body.contextId = before.contextId;
-    // One key for every try of this message: a repeat after a cut response is then safe.
-    const messageId = newMessageId();
-    if (messageId !== null) body.messageId = messageId;
-    try {
-      const frames = () => this.#transport.run({ ...this.#target(), body, signal });
-      return await this.#reader.follow(frames, job, { repeatable: messageId !== null });
-    } catch (caught) {
-      if (signal.aborted) throw aborted(caught);
-      let error = toThinwireError(caught);
-      // A request that produced no frame leaves no trace but the error.
-      view.failRun(error, job.runKnown ? null : user.id, reply.id);
-      if (error.code === "decision_pending" && before.contextId !== null) {
-        // The conversation waits for a decision this client did not know of (another tab, say): show it.
-        const interrupt = await this.#transcripts.refresh(before.contextId, signal);
-        if (signal.aborted) throw aborted(caught);
-        if (error.interruptId === undefined && interrupt) error = withInterruptId(error, interrupt.interruptId);
-      }
-      throw error;
     }
   }
 
@@ -482,13 +541,21 @@ export class AgentClient {
   }
 
   #target(): TransportTarget {
-    return {
-      baseUrl: (this.#options.baseUrl ?? "").replace(/\/+$/, ""),
-      agent: this.#options.agent,
-      headers: { ...this.#options.headers, [PROTOCOL_HEADER]: PROTOCOL_VERSION },
-    };
+    return requestTarget(this.#options);
+  }
+
+  /** Shows `title` when the conversation shown is `contextId`: a rename made elsewhere (a `ConversationList`). */
+  #showTitle(contextId: string, title: string | null): void {
+    const snapshot = this.#view.snapshot;
+    if (this.#disposed || snapshot.contextId !== contextId || snapshot.title === title) return;
+    this.#view.show({ title });
+  }
+
+  static {
+    showTitle = (client, contextId, title) => client.#showTitle(contextId, title);
   }
 }
+
 
 /** The transport a client creates (and closes) itself. */
 function createTransport(kind: "sse" | "websocket", fetchImpl: typeof fetch, credentials: RequestCredentials): Transport {

@@ -52,12 +52,12 @@ export class Decisions {
       if (signal.aborted) throw aborted(caught);
       const error = toThinwireError(caught);
       if (job.runKnown) {
-        view.failRun(error, null, reply.id);
+        view.failRun(error, reply.id);
         throw error;
       }
       // Refused before the continued run began: the question is still open, unless the server says it is gone.
       const gone = error.code === "interrupt_answered" || error.code === "interrupt_not_found";
-      view.failRun(error, null, reply.id, gone ? null : interrupt);
+      view.failRun(error, reply.id, { interrupt: gone ? null : interrupt });
       if (gone) await this.#transcripts.refresh(contextId, signal);
       throw error;
     }
@@ -74,7 +74,7 @@ export class Decisions {
     if (signal.aborted || !idle() || view.snapshot.contextId !== contextId) return;
     // Show what the server records at once; the transcript then confirms it.
     view.show({
-      turns: [...view.snapshot.turns, view.turn("assistant", "", false, [], "stopped")],
+      turns: [...view.snapshot.turns, view.turn("assistant", "", { stopReason: "stopped" })],
       interrupt: null,
       error: null,
     });

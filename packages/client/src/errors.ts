@@ -81,6 +81,26 @@ export function decisionPending(interruptId: string): ThinwireError {
   return new ThinwireError("decision_pending", "Answer the pending decision first.", { interruptId });
 }
 
+export function nothingToRegenerate(): ThinwireError {
+  return new ThinwireError("nothing_to_regenerate", "There is no reply to regenerate.");
+}
+
+export function turnNotFound(turnId: string): ThinwireError {
+  return new ThinwireError("turn_not_found", `No turn ${JSON.stringify(turnId)} is shown in this conversation.`);
+}
+
+export function notAUserTurn(): ThinwireError {
+  return new ThinwireError("not_a_user_turn", "Only a user's turn can be edited.");
+}
+
+export function branchNotFound(): ThinwireError {
+  return new ThinwireError("branch_not_found", "There is no conversation to switch branches in.");
+}
+
+export function invalidRequest(message: string): ThinwireError {
+  return new ThinwireError("invalid_request", message);
+}
+
 /** The same error, naming the interrupt it is about. */
 export function withInterruptId(error: ThinwireError, interruptId: string): ThinwireError {
   return serverError(error.code, error.message, {

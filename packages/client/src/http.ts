@@ -3,7 +3,7 @@
  * every response gets, and how a request ends cleanly — its own signal, let go
  * once it completed, and a body read to its end rather than cancelled.
  */
-import { serverError, ThinwireError } from "./errors.js";
+import { serverError, ThinwireError, toThinwireError } from "./errors.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, RETRYABLE_CODES } from "./generated/wire.js";
 
 /**
@@ -86,4 +86,51 @@ export function streamedBody(response: Response): ReadableStream<Uint8Array> | n
     // A body that cannot be teed is read as it is.
   }
   return response.body;
+}
+
+/** How the client makes requests of its own (transcripts, branches, the conversation list). */
+export interface JsonRequests {
+  fetch: typeof fetch;
+  credentials: RequestCredentials;
+}
+
+/**
+ * A request answered with JSON, or with nothing (204): the parsed body, or
+ * null. A `body` goes as JSON. Throws the server's typed error,
+ * `protocol_error` for an answer that is not JSON, `network_error`, or
+ * `aborted` when `signal` fires. The answer is read whole, and the request
+ * let go of `signal` once it completed.
+ */
+export async function requestJson(
+  requests: JsonRequests,
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: unknown },
+  signal?: AbortSignal,
+): Promise<unknown> {
+  const request = requestSignal(signal);
+  const headers: Record<string, string> = { accept: "application/json", ...init.headers };
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  try {
+    const response = await requests.fetch(url, {
+      method: init.method,
+      headers,
+      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+      credentials: requests.credentials,
+      signal: request.signal,
+    });
+    if (!response.ok) throw await errorFromResponse(response);
+    checkProtocol(response);
+    if (response.status === 204) {
+      await finish(response);
+      return null;
+    }
+    return await response.json();
+  } catch (error) {
+    if (error instanceof SyntaxError) {
+      throw new ThinwireError("protocol_error", `The answer to ${init.method} ${url} is not JSON.`, { cause: error });
+    }
+    throw toThinwireError(error, signal);
+  } finally {
+    request.release();
+  }
 }

@@ -11,6 +11,7 @@ describe("the package's exports", () => {
     expect(Object.keys(client).sort()).toEqual([
       "AgentClient",
       "CLOSE_CODES",
+      "ConversationList",
       "ERROR_CODES",
       "FRAME_TYPES",
       "PROTOCOL_HEADER",
@@ -28,10 +29,12 @@ describe("the package's exports", () => {
     expect(Object.keys(testing).sort()).toEqual([
       "MockTransport",
       "channel",
+      "conversationScript",
       "fakeFetch",
       "fakeWebSocket",
       "newLog",
       "runFrames",
+      "transcriptTurn",
     ]);
   });
 });

@@ -3,6 +3,11 @@
  * live in `@thinwire/client/testing`; everything else is internal.
  */
 export { AgentClient, type AgentClientOptions, type SendOptions, type SendResult } from "./agent-client.js";
+export {
+  ConversationList,
+  type ConversationListOptions,
+  type ConversationListSnapshot,
+} from "./conversation-list.js";
 export { ThinwireError, type ThinwireErrorOptions } from "./errors.js";
 export type { Schedule } from "./notifier.js";
 export type { ReconnectOptions } from "./reconnect.js";
@@ -12,6 +17,8 @@ export type {
   Transport,
   TransportAttachRequest,
   TransportDecideRequest,
+  TransportEditRequest,
+  TransportRegenerateRequest,
   TransportRunRequest,
   TransportStopRequest,
   TransportTarget,
@@ -27,19 +34,27 @@ export {
   RETRYABLE_CODES,
   STOP_REASONS,
   WEBSOCKET_SUBPROTOCOL,
+  type BranchRequest,
   type ClientErrorCode,
   type Command,
+  type ConversationPage,
+  type ConversationSummary,
   type DecisionRequest,
+  type EditRequest,
   type ErrorBody,
   type ErrorCode,
   type ErrorDetail,
   type Frame,
   type FrameType,
   type InterruptRequest,
+  type RegenerateRequest,
+  type RenameRequest,
   type RunRequest,
   type ServerErrorCode,
   type StopReason,
   type Ticket,
   type Transcript,
   type TranscriptTurn,
+  type TurnMeta,
+  type TurnUsage,
 } from "./generated/wire.js";

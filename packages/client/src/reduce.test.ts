@@ -2,12 +2,14 @@
 import { describe, expect, it } from "vitest";
 import type { Frame } from "./generated/wire.js";
 import { initialReducerState, reduceFrame, reduceFrames } from "./reduce.js";
-import { emptySnapshot } from "./snapshot.js";
+import { emptySnapshot, NO_META } from "./snapshot.js";
 
 const ids = { contextId: "ctx-1", runId: "run-1" };
+/** The fields of a turn no frame has touched. */
+const blank = { toolCalls: [], streaming: false, stopReason: null, thinking: "", activity: [], meta: NO_META, siblings: 1, siblingIndex: 0 };
 
 const RUN: Frame[] = [
-  { ...ids, seq: 1, type: "run_start", agent: "demo", requestId: null },
+  { ...ids, seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null },
   { ...ids, seq: 2, type: "thinking", delta: "Let me " },
   { ...ids, seq: 3, type: "thinking", delta: "check." },
   { ...ids, seq: 4, type: "tool_call", callId: "c1", name: "weather" },
@@ -34,17 +36,68 @@ describe("reduceFrame", () => {
         { callId: "c1", name: "weather", state: "ok" },
         { callId: "c2", name: "calendar", state: "error" },
       ],
+      title: null,
       turns: [
         {
+          ...blank,
           id: "reply:run-1",
           role: "assistant",
           text: "Sunny today.",
           toolCalls: ["weather", "calendar"],
-          streaming: false,
           stopReason: "end",
+          // The reply shows what its run showed.
+          thinking: "Let me check.",
+          activity: [
+            { callId: "c1", name: "weather", state: "ok" },
+            { callId: "c2", name: "calendar", state: "error" },
+          ],
         },
       ],
     });
+  });
+
+  it("gives the open turns the ids run_start announces", () => {
+    const open = {
+      ...emptySnapshot(null),
+      turns: [
+        { ...blank, id: "turn-u1", role: "user" as const, text: "hi" },
+        { ...blank, id: "turn-a2", role: "assistant" as const, text: "Hello" },
+        { ...blank, id: "user-3", role: "user" as const, text: "again" },
+        { ...blank, id: "assistant-4", role: "assistant" as const, text: "", streaming: true },
+      ],
+    };
+    const start: Frame = { ...RUN[0]!, turnId: "turn-a4", userTurnId: "turn-u3" } as Frame;
+    const state = reduceFrame(initialReducerState(open), start);
+    expect(state.snapshot.turns.map((turn) => turn.id)).toEqual(["turn-u1", "turn-a2", "turn-u3", "turn-a4"]);
+    // A decision's run answers no user turn: only the reply is renamed.
+    const decided = reduceFrame(initialReducerState(open), { ...start, userTurnId: null } as Frame);
+    expect(decided.snapshot.turns.map((turn) => turn.id)).toEqual(["turn-u1", "turn-a2", "user-3", "turn-a4"]);
+    // An older server announces no ids: the provisional ones stay.
+    expect(reduceFrame(initialReducerState(open), RUN[0]!).snapshot.turns).toEqual(open.turns);
+  });
+
+  it("lets a reply the transcript listed for the run in progress give way to the live one", () => {
+    const open = {
+      ...emptySnapshot("ctx-1"),
+      turns: [
+        { ...blank, id: "turn-u1", role: "user" as const, text: "hi" },
+        { ...blank, id: "turn-a2", role: "assistant" as const, text: "Hel" },
+        { ...blank, id: "assistant-3", role: "assistant" as const, text: "", streaming: true },
+      ],
+    };
+    const state = reduceFrame(initialReducerState(open), { ...RUN[0]!, turnId: "turn-a2", userTurnId: null } as Frame);
+    expect(state.snapshot.turns.map((turn) => [turn.id, turn.streaming])).toEqual([
+      ["turn-u1", false],
+      ["turn-a2", true],
+    ]);
+  });
+
+  it("takes the title a title frame names", () => {
+    const state = reduceFrames(initialReducerState(), [RUN[0]!, { ...ids, seq: 2, type: "title", title: "Weather" }]);
+    expect(state.snapshot.title).toBe("Weather");
+    const again = reduceFrame(state, { ...ids, seq: 3, type: "title", title: "Weather" });
+    expect(again.snapshot).toBe(state.snapshot);
+    expect(again.lastSeq).toBe(3);
   });
 
   it("streams token deltas into the open reply", () => {
@@ -89,8 +142,8 @@ describe("reduceFrame", () => {
     const open = {
       ...emptySnapshot("ctx-1"),
       turns: [
-        { id: "u", role: "user" as const, text: "hi", toolCalls: [], streaming: false, stopReason: null },
-        { id: "a", role: "assistant" as const, text: "", toolCalls: [], streaming: true, stopReason: null },
+        { ...blank, id: "u", role: "user" as const, text: "hi" },
+        { ...blank, id: "a", role: "assistant" as const, text: "", streaming: true },
       ],
     };
     const state = reduceFrames(initialReducerState(open), RUN);
@@ -103,7 +156,7 @@ describe("reduceFrame", () => {
   it("accepts a lower seq once the context changes", () => {
     const first = reduceFrames(initialReducerState(), RUN);
     const other = { contextId: "ctx-2", runId: "run-9" };
-    const next = reduceFrame({ ...first, runId: null }, { ...other, seq: 1, type: "run_start", agent: "demo", requestId: null });
+    const next = reduceFrame({ ...first, runId: null }, { ...other, seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null });
     expect(next.snapshot.contextId).toBe("ctx-2");
     expect(next.lastSeq).toBe(1);
   });

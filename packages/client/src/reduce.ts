@@ -3,10 +3,10 @@
  * tests feed it recorded streams. A frame that changes nothing returns the very
  * same state object.
  */
-import { FRAME_TYPES, type Frame } from "./generated/wire.js";
+import { FRAME_TYPES, type Frame, type RunStartFrame, type ToolCallFrame, type ToolResultFrame } from "./generated/wire.js";
 import { publicInterrupt } from "./interrupt.js";
 import type { RunFrame } from "./transport.js";
-import { emptySnapshot, runEnded, type Activity, type Snapshot, type Turn } from "./snapshot.js";
+import { emptySnapshot, NO_META, runEnded, type Activity, type Snapshot, type Turn } from "./snapshot.js";
 
 export interface ReducerState {
   readonly snapshot: Snapshot;
@@ -52,22 +52,25 @@ export function reduceFrames(state: ReducerState, frames: Iterable<Frame>): Redu
 function applyFrame(snapshot: Snapshot, frame: RunFrame): Snapshot {
   switch (frame.type) {
     case "run_start":
-      return { ...snapshot, contextId: frame.contextId, status: "streaming" };
+      return { ...snapshot, contextId: frame.contextId, status: "streaming", turns: withServerIds(snapshot.turns, frame) };
+    case "title":
+      if (typeof frame.title !== "string" || frame.title === snapshot.title) return snapshot;
+      return { ...snapshot, title: frame.title };
     case "thinking":
-      return { ...snapshot, thinking: snapshot.thinking + frame.delta };
-    case "tool_call":
-      if (snapshot.activity.some((item) => item.callId === frame.callId)) return snapshot;
       return {
         ...snapshot,
-        activity: [...snapshot.activity, { callId: frame.callId, name: frame.name, state: "running" }],
+        thinking: snapshot.thinking + frame.delta,
+        turns: updateReply(snapshot.turns, frame.runId, (turn) => ({ ...turn, thinking: turn.thinking + frame.delta })),
       };
+    case "tool_call":
     case "tool_result": {
-      const state: Activity["state"] = frame.ok ? "ok" : "error";
-      const known = snapshot.activity.some((item) => item.callId === frame.callId);
-      const activity = known
-        ? snapshot.activity.map((item) => (item.callId === frame.callId ? { ...item, state } : item))
-        : [...snapshot.activity, { callId: frame.callId, name: frame.name, state }];
-      return { ...snapshot, activity };
+      const activity = withToolFrame(snapshot.activity, frame);
+      if (activity === snapshot.activity) return snapshot;
+      return {
+        ...snapshot,
+        activity,
+        turns: updateReply(snapshot.turns, frame.runId, (turn) => ({ ...turn, activity: withToolFrame(turn.activity, frame) })),
+      };
     }
     case "token":
       return {
@@ -101,6 +104,46 @@ function applyFrame(snapshot: Snapshot, frame: RunFrame): Snapshot {
   }
 }
 
+/** A tool call or result applied to a list of calls; the same list when it changes nothing. */
+function withToolFrame(activity: readonly Activity[], frame: ToolCallFrame | ToolResultFrame): readonly Activity[] {
+  if (frame.type === "tool_call") {
+    if (activity.some((item) => item.callId === frame.callId)) return activity;
+    return [...activity, { callId: frame.callId, name: frame.name, state: "running" }];
+  }
+  const state: Activity["state"] = frame.ok ? "ok" : "error";
+  const known = activity.some((item) => item.callId === frame.callId);
+  return known
+    ? activity.map((item) => (item.callId === frame.callId ? { ...item, state } : item))
+    : [...activity, { callId: frame.callId, name: frame.name, state }];
+}
+
+/**
+ * The turns with the ids `run_start` announced: `turnId` for the streaming
+ * reply, `userTurnId` for the user turn just before it. A turn already shown
+ * under the reply's id (a transcript that listed the run in progress) gives
+ * way to the live reply.
+ */
+function withServerIds(turns: readonly Turn[], frame: RunStartFrame): readonly Turn[] {
+  const last = turns[turns.length - 1];
+  if (!last || last.role !== "assistant" || !last.streaming) return turns;
+  const replyId = serverId(frame.turnId);
+  const userId = serverId(frame.userTurnId);
+  const before = turns[turns.length - 2];
+  const renameReply = replyId !== null && last.id !== replyId;
+  const renameUser = userId !== null && before?.role === "user" && before.id !== userId;
+  if (!renameReply && !renameUser) return turns;
+  const earlier = turns.slice(0, renameUser ? -2 : -1).filter((turn) => turn.id !== replyId);
+  return [
+    ...earlier,
+    ...(renameUser ? [{ ...before, id: userId }] : []),
+    renameReply ? { ...last, id: replyId } : last,
+  ];
+}
+
+function serverId(value: unknown): string | null {
+  return typeof value === "string" && value !== "" ? value : null;
+}
+
 /** Updates the streaming reply, or starts one when the stream began without it. */
 function updateReply(turns: readonly Turn[], runId: string, update: (turn: Turn) => Turn): Turn[] {
   const last = turns[turns.length - 1];
@@ -114,6 +157,11 @@ function updateReply(turns: readonly Turn[], runId: string, update: (turn: Turn)
     toolCalls: [],
     streaming: true,
     stopReason: null,
+    thinking: "",
+    activity: [],
+    meta: NO_META,
+    siblings: 1,
+    siblingIndex: 0,
   };
   return [...turns, update(fresh)];
 }

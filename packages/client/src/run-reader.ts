@@ -138,7 +138,7 @@ export class RunReader {
     } catch (caught) {
       if (signal.aborted) throw aborted(caught);
       const error = toThinwireError(caught);
-      view.failRun(error, null, reply.id);
+      view.failRun(error, reply.id);
       throw error;
     }
   }

@@ -1,5 +1,5 @@
 /** The view state a UI renders. Every change makes a new object; nothing is mutated. */
-import type { ErrorCode, InterruptRequest, StopReason } from "./generated/wire.js";
+import type { ErrorCode, InterruptRequest, StopReason, TurnMeta } from "./generated/wire.js";
 
 /**
  * `reconnecting`: the stream of the run broke and the client is attaching to it
@@ -8,7 +8,13 @@ import type { ErrorCode, InterruptRequest, StopReason } from "./generated/wire.j
 export type Status = "idle" | "hydrating" | "streaming" | "reconnecting" | "error";
 
 export interface Turn {
-  /** Stable within one client, for React keys. */
+  /**
+   * The server's id of the turn: stable for the life of the conversation, the
+   * same in a stream and in the transcript after a reload, so it serves as a
+   * React key and names the turn for `edit()` and `switchBranch()`. A turn
+   * sent from this view has a provisional id until its run's first frame
+   * announces the server's.
+   */
   id: string;
   role: "user" | "assistant";
   text: string;
@@ -21,9 +27,27 @@ export interface Turn {
    * the run stopped to ask a person (see `Snapshot.interrupt`), or its server died.
    */
   stopReason: StopReason | null;
+  /** The public reasoning this reply showed, live while it streams; "" on user turns. */
+  thinking: string;
+  /** The tools this reply called, in call order, live while it streams; empty on user turns. */
+  activity: readonly Activity[];
+  /**
+   * When the turn started and finished; the model and its token usage only
+   * when the agent made them public. Read from the transcript: every field is
+   * null on a turn streamed in this view until the transcript is loaded again.
+   */
+  meta: TurnMeta;
+  /** How many alternatives exist at this exchange (regenerated replies, edited messages); 1 when none. */
+  siblings: number;
+  /** Which alternative this branch shows, from 0; both turns of an exchange carry the same numbers. */
+  siblingIndex: number;
 }
 
-/** A tool call of the current run. */
+/**
+ * A tool call: of the current run (`Snapshot.activity`) or of one reply
+ * (`Turn.activity`). `running`: started, no result yet — in a reply that
+ * ended, a tool whose run never saw it finish.
+ */
 export interface Activity {
   callId: string;
   name: string;
@@ -48,11 +72,16 @@ export interface Snapshot {
   contextId: string | null;
   /** The decision the conversation waits for (answer it with `decide()`); null when none is pending. */
   interrupt: InterruptRequest | null;
+  /** The conversation's title: from the transcript, a `title` frame (the agent named it) or a rename; null when it has none. */
+  title: string | null;
 }
 
 export function emptySnapshot(contextId: string | null = null): Snapshot {
-  return { turns: [], thinking: "", activity: [], status: "idle", error: null, contextId, interrupt: null };
+  return { turns: [], thinking: "", activity: [], status: "idle", error: null, contextId, interrupt: null, title: null };
 }
+
+/** The meta of a turn the transcript has not described yet. */
+export const NO_META: TurnMeta = Object.freeze({ startedAt: null, finishedAt: null, model: null, usage: null });
 
 /**
  * The status and error of a view whose run ended with `stopReason`, seen in a

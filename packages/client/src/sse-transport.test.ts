@@ -1,4 +1,4 @@
-/** SseTransport over a fake fetch: requests, typed errors, broken streams, attach, stop and decide. */
+/** SseTransport over a fake fetch: requests, typed errors, broken streams, attach, stop, decide, regenerate and edit. */
 import { describe, expect, it, vi } from "vitest";
 import { ThinwireError } from "./errors.js";
 import type { Frame, RunRequest } from "./generated/wire.js";
@@ -26,7 +26,7 @@ function sse(frames: object[]): string {
 
 const ids = { contextId: "ctx-1", runId: "run-1" };
 const FRAMES: Frame[] = [
-  { ...ids, seq: 1, type: "run_start", agent: "demo", requestId: null },
+  { ...ids, seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null },
   { ...ids, seq: 2, type: "token", delta: "Grüße 👋" },
   { ...ids, seq: 3, type: "done", text: "Grüße 👋", toolCalls: [], stopReason: "end" },
 ];
@@ -378,5 +378,39 @@ describe("SseTransport requests end cleanly", () => {
     expect(tracked.state()).toBe("read");
     controller.abort();
     expect(signal?.aborted).toBe(false);
+  });
+});
+
+describe("SseTransport branches", () => {
+  it("POSTs a regeneration and an edit to their routes, and yields the new run's frames", async () => {
+    const fetch = vi.fn(async (..._args: Parameters<typeof globalThis.fetch>) => eventStream(sse(FRAMES)));
+    const transport = new SseTransport({ fetch, credentials: "include" });
+    const base = { baseUrl: "https://api.test/tw", agent: "demo bot", headers: { "Thinwire-Protocol": "1" } };
+    const signal = new AbortController().signal;
+    expect(await collect(transport.regenerate({ ...base, contextId: "ctx-1", body: { messageId: "msg-regen-1" }, signal }))).toEqual(
+      FRAMES,
+    );
+    const edit = { turnId: "turn-u1", message: { text: "Instead" }, messageId: "msg-edit-1", data: { page: "/x" } };
+    expect(await collect(transport.edit({ ...base, contextId: "ctx 1", body: edit, signal }))).toEqual(FRAMES);
+    const calls = fetch.mock.calls.map(([url, init]) => [
+      url,
+      init?.method,
+      init?.credentials,
+      new Headers(init?.headers).get("accept"),
+      JSON.parse(String(init?.body)),
+    ]);
+    expect(calls).toEqual([
+      ["https://api.test/tw/agents/demo%20bot/contexts/ctx-1/regenerate", "POST", "include", "text/event-stream", { messageId: "msg-regen-1" }],
+      ["https://api.test/tw/agents/demo%20bot/contexts/ctx%201/edits", "POST", "include", "text/event-stream", edit],
+    ]);
+  });
+
+  it("throws the server's refusal of a regeneration as its typed error", async () => {
+    const refusal = { error: { code: "nothing_to_regenerate", message: "No reply.", retryable: false } };
+    const fetch = async () => new Response(JSON.stringify(refusal), { status: 409, headers: { "content-type": "application/json" } });
+    const error = await failure(
+      new SseTransport({ fetch }).regenerate({ ...request(), contextId: "ctx-1", body: {} }),
+    );
+    expect(error).toMatchObject({ code: "nothing_to_regenerate", status: 409, retryable: false });
   });
 });

@@ -1,6 +1,7 @@
 /**
  * The HTTP transport: a run is a POST answered with `text/event-stream`, and
- * so is a decision (the stream of the run it continues); a reattach is a GET
+ * so are a decision (the stream of the run it continues), a regeneration and
+ * an edit (the streams of the runs they start); a reattach is a GET
  * of the context's events with `Last-Event-ID`, a stop a POST.
  *
  * Every request ends cleanly: a stream is read to its end (the server ends it
@@ -19,6 +20,8 @@ import {
   type Transport,
   type TransportAttachRequest,
   type TransportDecideRequest,
+  type TransportEditRequest,
+  type TransportRegenerateRequest,
   type TransportRunRequest,
   type TransportStopRequest,
 } from "./transport.js";
@@ -44,15 +47,7 @@ export class SseTransport implements Transport {
   }
 
   run({ body, headers, signal, ...target }: TransportRunRequest): AsyncGenerator<Frame> {
-    return this.#stream(
-      agentUrl(target, "/runs"),
-      {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
-        body: JSON.stringify(body),
-      },
-      signal,
-    );
+    return this.#post(agentUrl(target, "/runs"), body, headers, signal);
   }
 
   attach({ contextId, after, headers, signal, ...target }: TransportAttachRequest): AsyncGenerator<Frame> {
@@ -68,15 +63,15 @@ export class SseTransport implements Transport {
 
   decide({ contextId, interruptId, value, headers, signal, ...target }: TransportDecideRequest): AsyncGenerator<Frame> {
     const body: DecisionRequest = { interruptId, value };
-    return this.#stream(
-      agentUrl(target, `/contexts/${encodeURIComponent(contextId)}/decisions`),
-      {
-        method: "POST",
-        headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
-        body: JSON.stringify(body),
-      },
-      signal,
-    );
+    return this.#post(agentUrl(target, `/contexts/${encodeURIComponent(contextId)}/decisions`), body, headers, signal);
+  }
+
+  regenerate({ contextId, body, headers, signal, ...target }: TransportRegenerateRequest): AsyncGenerator<Frame> {
+    return this.#post(agentUrl(target, `/contexts/${encodeURIComponent(contextId)}/regenerate`), body, headers, signal);
+  }
+
+  edit({ contextId, body, headers, signal, ...target }: TransportEditRequest): AsyncGenerator<Frame> {
+    return this.#post(agentUrl(target, `/contexts/${encodeURIComponent(contextId)}/edits`), body, headers, signal);
   }
 
   async stop({ contextId, headers, signal, ...target }: TransportStopRequest): Promise<void> {
@@ -99,6 +94,19 @@ export class SseTransport implements Transport {
     } finally {
       request.release();
     }
+  }
+
+  /** A POST of `body` as JSON, answered with the stream of a run. */
+  #post(url: string, body: unknown, headers: Record<string, string>, signal: AbortSignal): AsyncGenerator<Frame> {
+    return this.#stream(
+      url,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
+        body: JSON.stringify(body),
+      },
+      signal,
+    );
   }
 
   async *#stream(url: string, init: RequestInit, signal: AbortSignal): AsyncGenerator<Frame> {

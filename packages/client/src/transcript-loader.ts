@@ -2,16 +2,28 @@
  * The transcript loader: the server's public transcript in the view. It loads
  * a conversation on `start()` (hydrate), shows it again after the view fell
  * out of step with the server (refresh: a refused decision, a waiting run
- * stopped), and reads the reply of a run that ended unseen (settle).
+ * stopped, the sibling counts after a regeneration or an edit), reads the
+ * reply of a run that ended unseen (settle), and shows another branch
+ * (`POST …/branch`).
  *
- * Turns shown again keep their ids where the role matches, so React keys stay stable.
+ * Turns carry the server's ids, the same as the run that streamed them
+ * announced, so React keys stay stable. A transcript without ids (an older
+ * server) keeps the ids shown at the same places where the role matches.
  */
 import { aborted, errorInfo, ThinwireError, toThinwireError } from "./errors.js";
-import { type InterruptRequest, STOP_REASONS, type Transcript, type TranscriptTurn } from "./generated/wire.js";
-import { checkProtocol, errorFromResponse, requestSignal } from "./http.js";
+import {
+  type Activity as WireActivity,
+  type BranchRequest,
+  type InterruptRequest,
+  STOP_REASONS,
+  type Transcript,
+  type TranscriptTurn,
+  type TurnMeta,
+} from "./generated/wire.js";
+import { type JsonRequests, requestJson } from "./http.js";
 import { publicInterrupt } from "./interrupt.js";
 import type { SendResult } from "./send-result.js";
-import { runEnded, type Turn } from "./snapshot.js";
+import { type Activity, NO_META, runEnded, type Turn } from "./snapshot.js";
 import { agentUrl, type TransportTarget } from "./transport.js";
 import type { View } from "./view.js";
 
@@ -22,19 +34,13 @@ export interface ActiveRun {
   interrupt: InterruptRequest | null;
 }
 
-/** How the loader makes its requests. */
-export interface TranscriptRequests {
-  fetch: typeof fetch;
-  credentials: RequestCredentials;
-}
-
 export class TranscriptLoader {
-  readonly #requests: TranscriptRequests;
+  readonly #requests: JsonRequests;
   readonly #target: () => TransportTarget;
   readonly #view: View;
 
   /** `target` is read at each request, so changed headers are picked up. */
-  constructor(requests: TranscriptRequests, target: () => TransportTarget, view: View) {
+  constructor(requests: JsonRequests, target: () => TransportTarget, view: View) {
     this.#requests = requests;
     this.#target = target;
     this.#view = view;
@@ -53,7 +59,9 @@ export class TranscriptLoader {
       if (signal.aborted) return null;
       const turns = publicTurns(transcript.turns).map((turn) => this.#turn(turn));
       const interrupt = publicInterrupt(transcript.pendingInterrupt);
+      const title = titleOf(transcript);
       const runId = transcript.activeRunId;
+      if (title !== view.snapshot.title) view.show({ title });
       if (typeof runId === "string" && runId !== "") return { runId, turns, interrupt };
       view.show({ turns, interrupt, status: "idle" });
     } catch (caught) {
@@ -87,8 +95,26 @@ export class TranscriptLoader {
     }
     if (signal.aborted || !current() || this.#view.snapshot.contextId !== contextId) return undefined;
     const interrupt = publicInterrupt(transcript.pendingInterrupt);
-    this.#view.show({ turns: this.#replaceTurns(publicTurns(transcript.turns)), interrupt });
+    this.#view.show({ turns: this.#replaceTurns(publicTurns(transcript.turns)), interrupt, title: titleOf(transcript) });
     return interrupt;
+  }
+
+  /**
+   * Shows the branch where the exchange of `turnId` is replaced by its
+   * alternative `index` (`POST …/branch`). Throws the server's refusal
+   * (`branch_not_found`, …); shows nothing once `signal` fired.
+   */
+  async branch(contextId: string, request: BranchRequest, signal: AbortSignal): Promise<void> {
+    const path = `/contexts/${encodeURIComponent(contextId)}/branch`;
+    const transcript = await this.#request("POST", path, signal, request);
+    if (signal.aborted || this.#view.snapshot.contextId !== contextId) throw aborted();
+    this.#view.show({
+      turns: this.#replaceTurns(publicTurns(transcript.turns)),
+      interrupt: publicInterrupt(transcript.pendingInterrupt),
+      title: titleOf(transcript),
+      status: "idle",
+      error: null,
+    });
   }
 
   /** The run ended unseen: its reply is the transcript's last assistant turn. Null if it still runs. */
@@ -105,47 +131,36 @@ export class TranscriptLoader {
     this.#view.show({
       turns: this.#replaceTurns(turns),
       interrupt: publicInterrupt(transcript.pendingInterrupt),
+      title: titleOf(transcript),
       ...runEnded(this.#view.snapshot, stopReason),
     });
     return { text: reply.text, toolCalls: [...reply.toolCalls], contextId, runId, stopReason };
   }
 
   /** `GET …/contexts/{contextId}`: the public transcript of a conversation. */
-  async #load(contextId: string, signal: AbortSignal): Promise<Transcript> {
+  #load(contextId: string, signal: AbortSignal): Promise<Transcript> {
+    return this.#request("GET", `/contexts/${encodeURIComponent(contextId)}`, signal);
+  }
+
+  /** A request answered with a transcript. */
+  async #request(method: string, path: string, signal: AbortSignal, body?: unknown): Promise<Transcript> {
     const { headers, ...target } = this.#target();
-    const url = agentUrl(target, `/contexts/${encodeURIComponent(contextId)}`);
-    let body: unknown;
-    const request = requestSignal(signal);
-    try {
-      const response = await this.#requests.fetch(url, {
-        method: "GET",
-        headers: { accept: "application/json", ...headers },
-        credentials: this.#requests.credentials,
-        signal: request.signal,
-      });
-      if (!response.ok) throw await errorFromResponse(response);
-      checkProtocol(response);
-      body = await response.json();
-    } catch (error) {
-      if (error instanceof SyntaxError) {
-        throw new ThinwireError("protocol_error", "The transcript is not JSON.", { cause: error });
-      }
-      throw toThinwireError(error, signal);
-    } finally {
-      request.release();
-    }
-    if (!Array.isArray((body as { turns?: unknown } | null)?.turns)) {
+    const answer = await requestJson(this.#requests, agentUrl(target, path), { method, headers, body }, signal);
+    if (!Array.isArray((answer as { turns?: unknown } | null)?.turns)) {
       throw new ThinwireError("protocol_error", "The transcript has no turns.");
     }
-    return body as Transcript;
+    return answer as Transcript;
   }
 
-  #turn(turn: TranscriptTurn, id?: string): Turn {
-    const fresh = this.#view.turn(turn.role, turn.text, false, turn.toolCalls, turn.stopReason ?? null);
-    return id === undefined ? fresh : { ...fresh, id };
+  /** The turn to show for `turn`: under the server's id, else `shownId`, else a provisional one. */
+  #turn(turn: TranscriptTurn, shownId?: string): Turn {
+    const { role, text, id, activity, ...fields } = turn;
+    const shown = this.#view.turn(role, text, { ...fields, activity: activity.map(activityOf) });
+    const known = id !== "" ? id : shownId;
+    return known === undefined ? shown : { ...shown, id: known };
   }
 
-  /** The transcript's turns, keeping the ids of the turns shown at the same places. */
+  /** The transcript's turns; those without an id keep the ids of the turns shown at the same places. */
   #replaceTurns(turns: readonly TranscriptTurn[]): Turn[] {
     const shown = this.#view.snapshot.turns;
     return turns.map((turn, index) => {
@@ -157,14 +172,58 @@ export class TranscriptLoader {
 
 const STOP_REASON_SET: ReadonlySet<string> = new Set(STOP_REASONS);
 
-/** Keeps the turns a UI can show; tolerant of unknown roles and missing fields. */
+/** Keeps the turns a UI can show; tolerant of unknown roles and missing fields (an older server's). */
 function publicTurns(turns: readonly TranscriptTurn[]): TranscriptTurn[] {
   return turns
     .filter((turn) => turn.role === "user" || turn.role === "assistant")
-    .map((turn) => ({
-      role: turn.role,
-      text: typeof turn.text === "string" ? turn.text : "",
-      toolCalls: Array.isArray(turn.toolCalls) ? [...turn.toolCalls] : [],
-      stopReason: STOP_REASON_SET.has(turn.stopReason ?? "") ? turn.stopReason : null,
-    }));
+    .map((turn) => {
+      const siblings = count(turn.siblings, 1, 1);
+      return {
+        id: typeof turn.id === "string" ? turn.id : "",
+        role: turn.role,
+        text: typeof turn.text === "string" ? turn.text : "",
+        toolCalls: Array.isArray(turn.toolCalls) ? turn.toolCalls.filter((name) => typeof name === "string") : [],
+        stopReason: STOP_REASON_SET.has(turn.stopReason ?? "") ? turn.stopReason : null,
+        thinking: typeof turn.thinking === "string" ? turn.thinking : "",
+        activity: Array.isArray(turn.activity) ? turn.activity.filter(isActivity) : [],
+        meta: metaOf(turn.meta),
+        siblings,
+        siblingIndex: Math.min(count(turn.siblingIndex, 0, 0), siblings - 1),
+      };
+    });
+}
+
+function titleOf(transcript: Transcript): string | null {
+  return typeof transcript.title === "string" ? transcript.title : null;
+}
+
+/** A whole number of at least `min`, else `fallback`. */
+function count(value: unknown, min: number, fallback: number): number {
+  return typeof value === "number" && Number.isInteger(value) && value >= min ? value : fallback;
+}
+
+function isActivity(value: unknown): value is WireActivity {
+  const item = value as Partial<WireActivity> | null;
+  return typeof item?.callId === "string" && typeof item.name === "string";
+}
+
+/** A tool call of a past reply, as the view shows it: `ok` null means it never reported a result. */
+function activityOf({ callId, name, ok }: WireActivity): Activity {
+  return { callId, name, state: ok === true ? "ok" : ok === false ? "error" : "running" };
+}
+
+function metaOf(value: unknown): TurnMeta {
+  if (typeof value !== "object" || value === null) return NO_META;
+  const meta = value as Partial<Record<keyof TurnMeta, unknown>>;
+  const time = (field: unknown) => (typeof field === "number" && Number.isFinite(field) ? field : null);
+  const usage = meta.usage as Partial<Record<"inputTokens" | "outputTokens", unknown>> | null | undefined;
+  return {
+    startedAt: time(meta.startedAt),
+    finishedAt: time(meta.finishedAt),
+    model: typeof meta.model === "string" ? meta.model : null,
+    usage:
+      typeof usage?.inputTokens === "number" && typeof usage.outputTokens === "number"
+        ? { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens }
+        : null,
+  };
 }

@@ -1,5 +1,13 @@
 /** The Transport interface: what carries a client's requests to the server and the frames back. */
-import type { Frame, RejectedFrame, RunRequest } from "./generated/wire.js";
+import {
+  type EditRequest,
+  type Frame,
+  PROTOCOL_HEADER,
+  PROTOCOL_VERSION,
+  type RegenerateRequest,
+  type RejectedFrame,
+  type RunRequest,
+} from "./generated/wire.js";
 
 /** A frame of a run: every kind but the WebSocket-only `rejected`, which transports turn into errors. */
 export type RunFrame = Exclude<Frame, RejectedFrame>;
@@ -45,6 +53,28 @@ export interface TransportDecideRequest extends TransportTarget {
   signal: AbortSignal;
 }
 
+/**
+ * Answer the last user message again, on a new branch (the previous reply
+ * stays as its sibling): `POST /agents/{agent}/contexts/{id}/regenerate`. The
+ * answer is the stream of the new run.
+ */
+export interface TransportRegenerateRequest extends TransportTarget {
+  contextId: string;
+  body: RegenerateRequest;
+  signal: AbortSignal;
+}
+
+/**
+ * Send a message in place of the user turn `body.turnId`, on a new branch
+ * forking there: `POST /agents/{agent}/contexts/{id}/edits`. The answer is the
+ * stream of the new run.
+ */
+export interface TransportEditRequest extends TransportTarget {
+  contextId: string;
+  body: EditRequest;
+  signal: AbortSignal;
+}
+
 /** Stop the run in progress, or end the run waiting for a decision: `POST /agents/{agent}/contexts/{id}/stop`. */
 export interface TransportStopRequest extends TransportTarget {
   contextId: string;
@@ -56,9 +86,10 @@ export interface TransportStopRequest extends TransportTarget {
  * implementations; `MockTransport` (`@thinwire/client/testing`) is the trivial
  * one for tests.
  *
- * Contract: `run`, `decide` and `attach` yield the frames of one run in order
- * and return when the server ends the stream (`decide`: of the run the
- * decision continues, which starts with its own `run_start`); `attach` returns without a frame when there
+ * Contract: `run`, `decide`, `regenerate`, `edit` and `attach` yield the
+ * frames of one run in order and return when the server ends the stream
+ * (`decide`: of the run the decision continues, which starts with its own
+ * `run_start`; `regenerate` and `edit`: of the new run they start); `attach` returns without a frame when there
  * is nothing to follow (HTTP 204, WebSocket `no_run`). They throw a
  * `ThinwireError`: the server's typed error for a refused request (with
  * `status` over HTTP), `network_error` (retryable) when the connection fails or
@@ -74,6 +105,8 @@ export interface Transport {
   run(request: TransportRunRequest): AsyncIterable<Frame>;
   attach(request: TransportAttachRequest): AsyncIterable<Frame>;
   decide(request: TransportDecideRequest): AsyncIterable<Frame>;
+  regenerate(request: TransportRegenerateRequest): AsyncIterable<Frame>;
+  edit(request: TransportEditRequest): AsyncIterable<Frame>;
   stop(request: TransportStopRequest): Promise<void>;
   close?(): void;
 }
@@ -81,4 +114,17 @@ export interface Transport {
 /** `{baseUrl}/agents/{agent}{path}`, the agent's name encoded. */
 export function agentUrl(target: Pick<TransportTarget, "baseUrl" | "agent">, path: string): string {
   return `${target.baseUrl.replace(/\/+$/, "")}/agents/${encodeURIComponent(target.agent)}${path}`;
+}
+
+/** Where a client's requests go: its agent and `baseUrl`, and its `headers` with the protocol header. */
+export function requestTarget(options: {
+  agent: string;
+  baseUrl?: string | undefined;
+  headers?: Record<string, string> | undefined;
+}): TransportTarget {
+  return {
+    baseUrl: (options.baseUrl ?? "").replace(/\/+$/, ""),
+    agent: options.agent,
+    headers: { ...options.headers, [PROTOCOL_HEADER]: PROTOCOL_VERSION },
+  };
 }

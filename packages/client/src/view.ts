@@ -5,9 +5,9 @@
  * view (a disposed client) changes no more.
  */
 import { errorInfo, type ThinwireError } from "./errors.js";
-import type { InterruptRequest, StopReason } from "./generated/wire.js";
+import type { InterruptRequest } from "./generated/wire.js";
 import { initialReducerState, type ReducerState } from "./reduce.js";
-import { emptySnapshot, type Snapshot, type Status, type Turn } from "./snapshot.js";
+import { emptySnapshot, NO_META, type Snapshot, type Status, type Turn } from "./snapshot.js";
 
 export interface CommitOptions {
   /** Tell `onContext` when the conversation id changed (default true). */
@@ -61,29 +61,38 @@ export class View {
     this.commit(initialReducerState(emptySnapshot(null)), { announceContext });
   }
 
-  /** A new turn with an id unique within the view. */
-  turn(
-    role: Turn["role"],
-    text: string,
-    streaming: boolean,
-    toolCalls: readonly string[] = [],
-    stopReason: StopReason | null = null,
-  ): Turn {
+  /** A new turn with a provisional id, unique within the view; `fields` override the defaults of a fresh turn. */
+  turn(role: Turn["role"], text: string, fields: Partial<Omit<Turn, "role" | "text">> = {}): Turn {
     this.#turnCount += 1;
-    return { id: `${role}-${this.#turnCount}`, role, text, toolCalls, streaming, stopReason };
+    return {
+      id: `${role}-${this.#turnCount}`,
+      role,
+      text,
+      toolCalls: [],
+      streaming: false,
+      stopReason: null,
+      thinking: "",
+      activity: [],
+      meta: NO_META,
+      siblings: 1,
+      siblingIndex: 0,
+      ...fields,
+    };
   }
 
   /**
    * Shows `turns` followed by a fresh, empty assistant reply, streaming, with the
    * previous run's thinking, activity and error cleared; returns the reply.
    * `run` sets the run being read and the pending interrupt (the current ones
-   * by default).
+   * by default). `exchange` numbers the reply among the alternatives of its
+   * exchange (a regenerated reply, an edited message's answer).
    */
   openReply(
     turns: readonly Turn[],
     run: { runId?: string | null; lastSeq?: number | null; interrupt?: InterruptRequest | null } = {},
+    exchange: Partial<Pick<Turn, "siblings" | "siblingIndex">> = {},
   ): Turn {
-    const reply = this.turn("assistant", "", true);
+    const reply = this.turn("assistant", "", { streaming: true, ...exchange });
     const state = this.#state;
     this.commit({
       runId: run.runId === undefined ? state.runId : run.runId,
@@ -102,22 +111,22 @@ export class View {
   }
 
   /**
-   * Shows a failed run. A request that produced no frame leaves no trace but
-   * the error (`dropUserId` set); otherwise the partial reply is kept, closed.
+   * Shows a failed run: the partial reply `replyId` is kept, closed (dropped
+   * when empty). `restore`: the request produced no frame, so it leaves no
+   * trace but the error — these turns, shown before it, come back.
    * `interrupt`, when given, becomes the pending one.
    */
   failRun(
     error: ThinwireError,
-    dropUserId: string | null,
     replyId: string,
-    interrupt: InterruptRequest | null = this.#state.snapshot.interrupt,
+    { restore, interrupt = this.#state.snapshot.interrupt }: { restore?: readonly Turn[]; interrupt?: InterruptRequest | null } = {},
   ): void {
-    const turns = this.#state.snapshot.turns.flatMap((turn): Turn[] => {
-      if (turn.id === dropUserId) return [];
-      if (turn.id !== replyId) return [turn];
-      if (dropUserId !== null || turn.text === "") return [];
-      return [{ ...turn, streaming: false }];
-    });
+    const turns =
+      restore ??
+      this.#state.snapshot.turns.flatMap((turn): Turn[] => {
+        if (turn.id !== replyId) return [turn];
+        return turn.text === "" ? [] : [{ ...turn, streaming: false }];
+      });
     this.show({ turns, interrupt, status: "error", error: errorInfo(error) });
   }
 

@@ -2,8 +2,8 @@
  * One WebSocket and the requests it serves, told apart by `requestId`.
  *
  * Every command carries a `requestId` minted here (a random prefix per socket
- * and a counter). The server echoes it in the `run_start` of the run a `send`
- * or `decide` started — that binds the request's route to its context and
+ * and a counter). The server echoes it in the `run_start` of the run a `send`,
+ * `decide`, `regenerate` or `edit` started — that binds the request's route to its context and
  * run — and in the `rejected` that refuses a command, which fails exactly that
  * route (`no_run` just ends an attach). Frames after `run_start` carry no
  * `requestId`: they go to every route following their context and run. An
@@ -20,7 +20,7 @@ const OPEN = 1;
 const CLOSING = 2;
 
 /** The requests that are answered by a stream of frames. */
-export type RouteKind = "send" | "attach" | "decide";
+export type RouteKind = "send" | "attach" | "decide" | "regenerate" | "edit";
 
 export class Connection {
   readonly opened: Promise<void>;
@@ -121,7 +121,7 @@ export class Route {
   constructor(
     readonly kind: RouteKind,
     readonly requestId: string,
-    /** Known up front for an attach; a send or decision learns it from its run_start. */
+    /** Known up front for an attach; the others learn it from their run_start. */
     public contextId: string | null,
   ) {}
 
@@ -133,7 +133,7 @@ export class Route {
         // An attach follows whichever run of its context the server sends.
         if (frame.contextId !== this.contextId) return;
       } else if (frame.type !== "run_start" || frame.requestId !== this.requestId) {
-        // A send or a decision is answered by the run_start that names it.
+        // A send, a decision, a regeneration or an edit is answered by the run_start that names it.
         return;
       }
       this.contextId = frame.contextId;

@@ -300,6 +300,60 @@ describe("WebSocketTransport", () => {
   });
 });
 
+describe("WebSocketTransport branches", () => {
+  it("sends regenerate and edit commands, each answered by the run_start that names it", async () => {
+    const regenerated = runFrames("ctx-1", "run-2", 10);
+    const edited = runFrames("ctx-1", "run-3", 20);
+    const { transport, sockets, log } = setup({
+      run: () => ({ frames: [] }),
+      regenerate: () => ({ frames: [regenerated.start({ turnId: "turn-a4", userTurnId: "turn-u3" }), regenerated.done("Again.")] }),
+      edit: () => ({ frames: [edited.start({ turnId: "turn-a6", userTurnId: "turn-u5" }), edited.done("Edited.")] }),
+    });
+    const [again, changed] = await Promise.all([
+      collect(transport.regenerate({ ...target, contextId: "ctx-1", body: { messageId: "msg-regen-1" }, signal: signal() })),
+      collect(
+        transport.edit({
+          ...target,
+          contextId: "ctx-1",
+          body: { turnId: "turn-u1", message: { text: "Instead" }, messageId: "msg-edit-1", data: { page: "/x" } },
+          signal: signal(),
+        }),
+      ),
+    ]);
+    const [regenerate, edit] = sockets[0]!.sent;
+    expect(again.map((frame) => frame.type)).toEqual(["run_start", "done"]);
+    expect(again[0]).toMatchObject({ turnId: "turn-a4", userTurnId: "turn-u3", requestId: regenerate!.requestId });
+    expect(changed[0]).toMatchObject({ turnId: "turn-a6", userTurnId: "turn-u5", requestId: edit!.requestId });
+    expect(sockets[0]!.sent).toEqual([
+      { type: "regenerate", contextId: "ctx-1", messageId: "msg-regen-1", requestId: expect.any(String) },
+      {
+        type: "edit",
+        contextId: "ctx-1",
+        turnId: "turn-u1",
+        message: { text: "Instead" },
+        messageId: "msg-edit-1",
+        data: { page: "/x" },
+        requestId: expect.any(String),
+      },
+    ]);
+    expect(log.regenerations).toEqual([{ contextId: "ctx-1", messageId: "msg-regen-1" }]);
+  });
+
+  it("throws a rejected regenerate or edit as its typed error", async () => {
+    const { transport } = setup({
+      run: () => ({ frames: [] }),
+      regenerate: () => ({ error: { status: 409, code: "nothing_to_regenerate", message: "No reply." } }),
+      edit: () => ({ error: { status: 400, code: "not_a_user_turn", message: "A reply." } }),
+    });
+    const regenerate = await failure(transport.regenerate({ ...target, contextId: "ctx-1", body: {}, signal: signal() }));
+    expect(regenerate).toMatchObject({ code: "nothing_to_regenerate", retryable: false });
+    const edit = await failure(
+      transport.edit({ ...target, contextId: "ctx-1", body: { turnId: "turn-a2", message: { text: "x" } }, signal: signal() }),
+    );
+    expect(edit).toMatchObject({ code: "not_a_user_turn", retryable: false });
+  });
+});
+
 describe("WebSocketTransport tickets", () => {
   const bearer = { ...target, headers: { "Thinwire-Protocol": "1", Authorization: "Bearer t" } };
   const send = (text: string, request: typeof target = bearer) => ({

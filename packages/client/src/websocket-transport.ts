@@ -1,7 +1,7 @@
 /**
  * The WebSocket transport: one socket per transport instance, opened on first
  * use and reopened on the next use after it closed. Requests become commands
- * (`send`, `attach`, `decide`, `stop`); the frames of every run the socket
+ * (`send`, `attach`, `decide`, `regenerate`, `edit`, `stop`); the frames of every run the socket
  * follows arrive interleaved and `websocket-connection.ts` routes them to the
  * request that asked for them, by the `requestId` the server echoes.
  *
@@ -19,6 +19,8 @@ import {
   type Transport,
   type TransportAttachRequest,
   type TransportDecideRequest,
+  type TransportEditRequest,
+  type TransportRegenerateRequest,
   type TransportRunRequest,
   type TransportStopRequest,
   type TransportTarget,
@@ -65,6 +67,19 @@ export class WebSocketTransport implements Transport {
 
   decide({ contextId, interruptId, value, signal, ...target }: TransportDecideRequest): AsyncGenerator<Frame> {
     return this.#follow(target, "decide", { type: "decide", contextId, interruptId, value }, signal);
+  }
+
+  regenerate({ contextId, body, signal, ...target }: TransportRegenerateRequest): AsyncGenerator<Frame> {
+    const command: Command = { type: "regenerate", contextId };
+    if (body.messageId != null) command.messageId = body.messageId;
+    return this.#follow(target, "regenerate", command, signal);
+  }
+
+  edit({ contextId, body, signal, ...target }: TransportEditRequest): AsyncGenerator<Frame> {
+    const command: Command = { type: "edit", contextId, turnId: body.turnId, message: body.message };
+    if (body.messageId != null) command.messageId = body.messageId;
+    if (body.data != null) command.data = body.data;
+    return this.#follow(target, "edit", command, signal);
   }
 
   /** Resolves once the command is sent: the server does not acknowledge a stop. */

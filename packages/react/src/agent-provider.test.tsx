@@ -1,7 +1,7 @@
 /** AgentProvider: components sharing one conversation, over both transports; who owns the client. */
 import { act, cleanup, fireEvent, render, renderHook, screen, waitFor } from "@testing-library/react";
 import { AgentClient, type InterruptRequest, type SendResult, type Transcript } from "@thinwire/client";
-import { fakeFetch, fakeWebSocket, MockTransport, newLog, runFrames, type Script } from "@thinwire/client/testing";
+import { fakeFetch, fakeWebSocket, MockTransport, newLog, runFrames, type Script, transcriptTurn } from "@thinwire/client/testing";
 import { StrictMode, type ReactNode } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AgentProvider } from "./agent-provider.js";
@@ -161,10 +161,8 @@ describe("AgentProvider ownership", () => {
     const transcript: Transcript = {
       contextId: "ctx-1",
       agent: "demo",
-      turns: [
-        { role: "user", text: "Hello", toolCalls: [], stopReason: null },
-        { role: "assistant", text: "Hi", toolCalls: [], stopReason: "end" },
-      ],
+      title: null,
+      turns: [transcriptTurn("user", "Hello"), transcriptTurn("assistant", "Hi")],
       activeRunId: null,
       pendingInterrupt: null,
     };
@@ -225,7 +223,8 @@ describe("AgentProvider ownership", () => {
       "ctx-b": {
         contextId: "ctx-b",
         agent: "demo",
-        turns: [{ role: "user", text: "I am Bob", toolCalls: [], stopReason: null }],
+        title: null,
+        turns: [transcriptTurn("user", "I am Bob")],
         activeRunId: null,
         pendingInterrupt: null,
       },

@@ -3,13 +3,14 @@ import { describe, expect, it } from "vitest";
 import * as react from "./index.js";
 
 describe("the package's exports", () => {
-  it("@thinwire/react exports the hook, the provider, its storage key and the client's class and error class", () => {
+  it("@thinwire/react exports the hooks, the provider, its storage key and the client's class and error class", () => {
     expect(Object.keys(react).sort()).toEqual([
       "AgentClient",
       "AgentProvider",
       "ThinwireError",
       "contextStorageKey",
       "useAgent",
+      "useConversations",
     ]);
   });
 });

@@ -1,10 +1,13 @@
-/** `@thinwire/react`: `useAgent`, `AgentProvider`, and the client types a React app needs. */
+/** `@thinwire/react`: `useAgent`, `AgentProvider`, `useConversations`, and the client types a React app needs. */
 export { AgentProvider, type AgentProviderProps } from "./agent-provider.js";
 export { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";
+export { useConversations, type UseConversationsOptions, type UseConversationsResult } from "./use-conversations.js";
 export type {
   Activity,
   AgentClientOptions,
   AgentErrorInfo,
+  ConversationListSnapshot,
+  ConversationSummary,
   ErrorCode,
   InterruptRequest,
   ReconnectOptions,
@@ -14,5 +17,6 @@ export type {
   Status,
   Transport,
   Turn,
+  TurnMeta,
 } from "@thinwire/client";
 export { AgentClient, ThinwireError } from "@thinwire/client";

@@ -1,7 +1,7 @@
 /** useAgent over a MockTransport or a fake server: streaming, persist, StrictMode and <Activity>, commit rate, decisions. */
 import { act, cleanup, fireEvent, render, renderHook, screen, waitFor } from "@testing-library/react";
 import { type Frame, type SendResult, ThinwireError, type Transcript } from "@thinwire/client";
-import { channel, fakeFetch, fakeWebSocket, MockTransport, newLog, runFrames, type Script } from "@thinwire/client/testing";
+import { channel, fakeFetch, fakeWebSocket, MockTransport, newLog, runFrames, type Script, transcriptTurn } from "@thinwire/client/testing";
 import { Activity, Profiler } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";
@@ -36,9 +36,10 @@ function transcript(contextId: string, userText: string, reply: string): Transcr
   return {
     contextId,
     agent: "demo",
+    title: null,
     turns: [
-      { role: "user", text: userText, toolCalls: [], stopReason: null },
-      { role: "assistant", text: reply, toolCalls: [], stopReason: "end" },
+      transcriptTurn("user", userText),
+      transcriptTurn("assistant", reply),
     ],
     activeRunId: null,
     pendingInterrupt: null,
@@ -360,7 +361,7 @@ describe("useAgent streaming", () => {
     const ids = () => ({ contextId: "ctx-1", runId: "run-1", seq: seq++ });
     let expected = "";
     try {
-      stream.push({ ...ids(), type: "run_start", agent: "demo", requestId: null });
+      stream.push({ ...ids(), type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null });
       for (let batch = 0; batch < 20; batch++) {
         for (let index = 0; index < 25; index++) {
           const delta = `${batch * 25 + index} `;
@@ -400,7 +401,7 @@ describe("useAgent streaming", () => {
       act(() => {
         void result.current.send("Hi").catch(() => undefined);
       });
-      stream.push({ contextId: "ctx-1", runId: "run-1", seq: 1, type: "run_start", agent: "demo", requestId: null });
+      stream.push({ contextId: "ctx-1", runId: "run-1", seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null });
       stream.push({ contextId: "ctx-1", runId: "run-1", seq: 2, type: "token", delta: "Hel" });
       await waitFor(() => expect(result.current.turns[1]?.text).toBe("Hel"));
       expect(result.current.status).toBe("streaming");
@@ -425,7 +426,7 @@ describe("useAgent streaming", () => {
       sent = result.current.send("Long story");
     });
     await act(async () => {
-      stream.push({ ...ids(), type: "run_start", agent: "demo", requestId: null });
+      stream.push({ ...ids(), type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null });
       stream.push({ ...ids(), type: "token", delta: "Par" });
       await new Promise((resolve) => setTimeout(resolve, 0));
     });
@@ -484,13 +485,13 @@ describe("useAgent decisions", () => {
     const ids = (runId: string) => ({ contextId: "ctx-1", runId, seq: seq++ });
     const transport = new MockTransport(
       () => [
-        { ...ids("run-1"), type: "run_start", agent: "demo", requestId: null },
+        { ...ids("run-1"), type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null },
         { ...ids("run-1"), type: "interrupt", interrupt },
         { ...ids("run-1"), type: "done", text: "Checking.", toolCalls: [], stopReason: "interrupted" },
       ],
       {
         decide: () => [
-          { ...ids("run-2"), type: "run_start", agent: "demo", requestId: null },
+          { ...ids("run-2"), type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null },
           { ...ids("run-2"), type: "done", text: "Refunded.", toolCalls: [], stopReason: "end" },
         ],
       },

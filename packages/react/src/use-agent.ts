@@ -13,6 +13,9 @@
  * times a second (`commit-schedule.ts`); status changes are announced at
  * once, and count towards the 60. With `persist`, the conversation id (and
  * nothing else) lives in storage under `contextStorageKey(agent, userId)`.
+ * Turns carry the server's ids, so `turn.id` is a key that holds from the
+ * stream to the transcript; `regenerate`, `edit` and `switchBranch` move
+ * between the branches the server keeps.
  */
 import type { AgentClient, SendOptions, SendResult, Snapshot } from "@thinwire/client";
 import { useContext, useEffect, useMemo, useRef, useSyncExternalStore } from "react";
@@ -48,6 +51,32 @@ export interface UseAgentResult extends Omit<Snapshot, "contextId"> {
    * stop reason `stopped`. While a decision is pending, ends the waiting run.
    */
   stop(): Promise<void>;
+  /**
+   * Answers the last message again, on a new branch, and streams the new
+   * reply like `send`; the reply shown leaves the view (the server keeps it as
+   * a sibling). Afterwards the turns' `siblings` / `siblingIndex` are the
+   * server's.
+   */
+  regenerate(): Promise<SendResult>;
+  /**
+   * Sends `text` in place of the user turn `turnId`, on a new branch forking
+   * there, and streams the reply like `send`; the turns after it leave the view.
+   *
+   * ```tsx
+   * <button onClick={() => edit(turn.id, draft).catch(() => {})}>Save</button>
+   * ```
+   */
+  edit(turnId: string, text: string, options?: SendOptions): Promise<SendResult>;
+  /**
+   * Shows alternative `index` (from 0) of the exchange of the turn `turnId`.
+   *
+   * ```tsx
+   * {turn.siblings > 1 && (
+   *   <button onClick={() => switchBranch(turn.id, turn.siblingIndex - 1).catch(() => {})}>‹</button>
+   * )}
+   * ```
+   */
+  switchBranch(turnId: string, index: number): Promise<void>;
   /** Dismisses `error`; status `error` goes back to `idle`. */
   clearError(): void;
   reset(): void;
@@ -63,7 +92,7 @@ export function useAgent(options?: UseAgentOptions | { client: AgentClient }): U
   const provided = useContext(AgentContext);
   const given = options !== undefined && "client" in options ? options.client : null;
   const owned = useOwnedClient(options === undefined || given !== null ? null : (options as UseAgentOptions));
-  const client = owned ?? given ?? provided;
+  const client = owned ?? given ?? provided?.client ?? null;
   if (client === null) {
     throw new Error("useAgent() without options reads the conversation of an <AgentProvider>: render it inside one.");
   }
@@ -87,6 +116,9 @@ export function useAgent(options?: UseAgentOptions | { client: AgentClient }): U
       send: (text: string, sendOptions?: SendOptions) => client.send(text, sendOptions),
       decide: (value: unknown) => client.decide(value),
       stop: () => client.stop(),
+      regenerate: () => client.regenerate(),
+      edit: (turnId: string, text: string, editOptions?: SendOptions) => client.edit(turnId, text, editOptions),
+      switchBranch: (turnId: string, index: number) => client.switchBranch(turnId, index),
       clearError: () => client.clearError(),
       reset: () => client.reset(),
     }),

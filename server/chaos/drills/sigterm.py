@@ -81,8 +81,8 @@ def judge(client: httpx.Client, url: str, cut: Exchange) -> str | None:
     if whole != done["text"]:
         return f"deltas {whole!r} != done text {done['text']!r}"
     turns = transcript(client, url, context_id)["turns"]
-    asked: dict[str, Any] = {"role": "user", "text": cut.text, "toolCalls": [], "stopReason": None}
-    if len(turns) < 2 or turns[-2] != asked:
+    asked = ("user", cut.text, None)
+    if len(turns) < 2 or (turns[-2]["role"], turns[-2]["text"], turns[-2]["stopReason"]) != asked:
         return f"the user message is not the last but one turn: {turns[-2:]}"
     reply = turns[-1]
     if reply["role"] != "assistant" or reply["stopReason"] != done["stopReason"]:

@@ -51,7 +51,9 @@ def to_chat_messages(history: Sequence[dict[str, Any]], window: int) -> list[dic
         system.append(chat_message(message))
     shown: list[dict[str, Any]] = []
     turn: list[dict[str, Any]] = []
-    for message in reversed(history[len(system) :]):
+    for seen, message in enumerate(reversed(history)):
+        if seen >= len(history) - len(system):
+            break  # the system prompt, taken already
         turn.append(message)
         if message.get("role") != "user":
             continue

@@ -12,7 +12,14 @@ in `server/tests/test_stores.py` checks):
 - A crash at any point leaves the old version or the new one, nothing in between.
 - Records and audit entries are plain JSON on the way in and out: what is loaded is
   equal to what was saved, never aliased to it.
-- `delete` removes every trace of a context: its record, its audit trail, its events.
+- A record is loaded without its exchanges (`load`); `load_exchanges` reads the ones a
+  run or a read needs, and `save` writes the exchanges that changed (all of them after
+  a clear, which drops the others) with the record, in the same atomic step.
+- `list_contexts` pages through an owner's conversations of an agent, the most recently
+  updated first, from an index kept with every save; `load_transcript` reads the branch
+  shown without the history.
+- `delete` removes every trace of a context: its record, its exchanges, its audit trail,
+  its events, its place in the lists.
 - Events (the frames of a context's recent runs) are kept by seq, once each: appending
   an event again is a no-op, so a retried flush never duplicates a frame.
 - `create` indexes the message ids of the new context's sends (`record.sends`) under its
@@ -28,17 +35,23 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from thinwire.branches import Position
+from thinwire.exchanges import Exchange
 from thinwire.records import ContextRecord, TranscriptView
+from thinwire.stores.listing import Cursor, Summary
 
 if TYPE_CHECKING:
     from thinwire.coordination import Coordinator
 
 __all__ = ["AuditEntry", "Event", "Store"]
+
+logger = logging.getLogger("thinwire.stores")
 
 
 @dataclass(frozen=True)
@@ -51,6 +64,9 @@ class AuditEntry:
     source: str
     #: The context version the write landed in.
     version: int = 0
+    #: The run that wrote it (None for a write outside a run: an operator's, the
+    #: initial state's).
+    run_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,19 +87,53 @@ class Store(abc.ABC):
 
         return LocalCoordinator(lease_ttl=lease_ttl)
 
+    async def open(self) -> None:  # noqa: B027 - optional for stores with nothing to do
+        """Called once as the server starts, before any request: a store may check or move
+        over what an earlier version stored."""
+
     @abc.abstractmethod
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
         """Store a new context at version 1; `AlreadyExists` if the id is taken."""
 
     @abc.abstractmethod
     async def load(self, context_id: str) -> ContextRecord | None:
-        """The stored record, or None."""
+        """The stored record without its exchanges, or None."""
+
+    @abc.abstractmethod
+    async def load_exchanges(
+        self, context_id: str, positions: Sequence[Position]
+    ) -> list[Exchange]:
+        """The stored exchanges at these positions (those there are), as text."""
+
+    async def load_branch(self, record: ContextRecord, last: int | None = None) -> None:
+        """Bring the exchanges of the record's branch shown (its `last` ones only, when
+        given) that are not in hand, as text (decoded only when read). One the store
+        lost shows as an empty exchange rather than making the conversation unreadable."""
+        missing = record.missing(last)
+        found = await self.load_exchanges(record.id, missing) if missing else []
+        lost = set(missing) - {exchange.position for exchange in found}
+        if lost:
+            logger.error("%s: exchanges missing from the store: %s", record.id, sorted(lost))
+        record.held([*found, *(Exchange(position) for position in lost)], last)
+
+    async def load_whole(self, context_id: str) -> ContextRecord | None:
+        """The stored record with its branch shown in hand, or None."""
+        record = await self.load(context_id)
+        if record is not None:
+            await self.load_branch(record)
+        return record
 
     async def load_transcript(self, context_id: str) -> TranscriptView | None:
-        """The stored transcript and what goes with it, or None. A store may read less
-        than `load` does for it."""
-        record = await self.load(context_id)
+        """The branch shown, as the public transcript, and what goes with it; or None."""
+        record = await self.load_whole(context_id)
         return None if record is None else TranscriptView.of(record)
+
+    @abc.abstractmethod
+    async def list_contexts(
+        self, owner: str, agent: str, limit: int, after: Cursor | None = None
+    ) -> list[Summary]:
+        """`owner`'s conversations of `agent`, the most recently updated first, starting
+        after `after`; at most `limit`."""
 
     @abc.abstractmethod
     async def save(
@@ -99,9 +149,9 @@ class Store(abc.ABC):
         """Replace the record if its stored version is `expected_version` (and, with
         `fence`, a token of this store's coordinator, if that token still holds the
         context's lease; a store one process owns has no one to fence out and ignores
-        it); return the new version.
-        The audit entries and events are appended, and the events before `trim_before`
-        dropped, in the same atomic step."""
+        it); return the new version. With it land the record's changed exchanges (all of
+        its exchanges, the others dropped, when `record.cleared`) and the audit entries
+        and events, and the events before `trim_before` are dropped, in one atomic step."""
 
     @abc.abstractmethod
     async def append_events(self, context_id: str, events: Sequence[Event]) -> None:

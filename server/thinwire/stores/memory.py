@@ -1,25 +1,41 @@
 """An in-memory store for tests and throwaway demos. Nothing survives the process.
 
-Records are kept as JSON text, so the memory store refuses and copies exactly what a
-durable store would: no test passes here only because two objects were aliased.
+Records and exchanges are kept as JSON text, so the memory store refuses and copies
+exactly what a durable store would: no test passes here only because two objects were
+aliased.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
+from thinwire.branches import Position
 from thinwire.errors import AlreadyExists, VersionConflict
+from thinwire.exchanges import Exchange
+from thinwire.jsontext import dumps
 from thinwire.records import ContextRecord
 from thinwire.stores.base import AuditEntry, Event, Store
+from thinwire.stores.listing import Cursor, Summary
 
 __all__ = ["MemoryStore"]
 
 
+@dataclass
+class Stored:
+    agent: str
+    owner: str
+    version: int
+    data: str
+    summary: Summary
+    #: position -> (messages JSON, turns JSON, size)
+    exchanges: dict[Position, tuple[str, str, int]] = field(default_factory=dict)
+
+
 class MemoryStore(Store):
     def __init__(self) -> None:
-        self._records: dict[str, tuple[str, str, int, str]] = {}
+        self._records: dict[str, Stored] = {}
         self._audit: dict[str, list[str]] = {}
         self._events: dict[str, dict[int, Event]] = {}
         self._sends: dict[tuple[str, str], str] = {}
@@ -27,7 +43,7 @@ class MemoryStore(Store):
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
         if record.id in self._records:
             raise AlreadyExists(record.id)
-        self._write(record, 1, audit)
+        self._write(record, 1, audit, {})
         for message_id in record.sends:
             self._sends[record.owner, message_id] = record.id
 
@@ -35,10 +51,37 @@ class MemoryStore(Store):
         stored = self._records.get(context_id)
         if stored is None:
             return None
-        agent, owner, version, data = stored
         return ContextRecord.from_json(
-            id=context_id, agent=agent, owner=owner, version=version, data=json.loads(data)
+            id=context_id,
+            agent=stored.agent,
+            owner=stored.owner,
+            version=stored.version,
+            data=json.loads(stored.data),
         )
+
+    async def load_exchanges(
+        self, context_id: str, positions: Sequence[Position]
+    ) -> list[Exchange]:
+        stored = self._records.get(context_id)
+        kept = stored.exchanges if stored else {}
+        return [
+            Exchange(p, messages_json=kept[p][0], turns_json=kept[p][1], size=kept[p][2])
+            for p in positions
+            if p in kept
+        ]
+
+    async def list_contexts(
+        self, owner: str, agent: str, limit: int, after: Cursor | None = None
+    ) -> list[Summary]:
+        mine = [
+            s.summary
+            for s in self._records.values()
+            if s.owner == owner
+            and s.agent == agent
+            and (after is None or after.before(s.summary.updated_at, s.summary.context_id))
+        ]
+        mine.sort(key=lambda s: (s.updated_at, s.context_id), reverse=True)
+        return mine[:limit]
 
     async def save(
         self,
@@ -51,10 +94,11 @@ class MemoryStore(Store):
         trim_before: int | None = None,
     ) -> int:
         stored = self._records.get(record.id)
-        actual = stored[2] if stored else None
-        if actual != expected_version:
+        actual = stored.version if stored else None
+        if stored is None or actual != expected_version:
             raise VersionConflict(record.id, expected_version, actual)
-        version = self._write(record, expected_version + 1, audit)
+        kept = {} if record.cleared else stored.exchanges
+        version = self._write(record, expected_version + 1, audit, kept)
         self._keep(record.id, events)
         if trim_before is not None:
             await self.trim_events(record.id, trim_before)
@@ -86,11 +130,29 @@ class MemoryStore(Store):
             dropped += len(old)
         return dropped
 
-    def _write(self, record: ContextRecord, version: int, audit: Sequence[AuditEntry]) -> int:
+    def _write(
+        self,
+        record: ContextRecord,
+        version: int,
+        audit: Sequence[AuditEntry],
+        exchanges: dict[Position, tuple[str, str, int]],
+    ) -> int:
         # Serialise everything before changing anything, so a bad value changes nothing.
-        data = record.encode()
+        data = dumps(record.rest_json())
+        changed = {
+            e.position: (e.messages_json(), e.turns_json(), e.size)
+            for e in record.exchanges.values()
+            if e.changed or record.cleared or version == 1
+        }
         entries = [encode_entry(replace(entry, version=version)) for entry in audit]
-        self._records[record.id] = (record.agent, record.owner, version, data)
+        self._records[record.id] = Stored(
+            record.agent,
+            record.owner,
+            version,
+            data,
+            Summary.of(record),
+            {**exchanges, **changed},
+        )
         self._audit.setdefault(record.id, []).extend(entries)
         return version
 
@@ -110,10 +172,10 @@ class MemoryStore(Store):
 
 def encode_entry(entry: AuditEntry) -> str:
     return json.dumps(
-        [entry.key, entry.value, entry.time, entry.source, entry.version], allow_nan=False
+        [entry.key, entry.value, entry.time, entry.source, entry.version, entry.run_id],
+        allow_nan=False,
     )
 
 
 def decode_entry(text: str) -> AuditEntry:
-    key, value, time, source, version = json.loads(text)
-    return AuditEntry(key=key, value=value, time=time, source=source, version=version)
+    return AuditEntry(*json.loads(text))

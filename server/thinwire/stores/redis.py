@@ -4,8 +4,12 @@
 
 Keys, under `prefix`:
 
-    {p}:ctx:{id}      hash: agent, owner, version, history and transcript (JSON arrays),
-                      data (the rest of the record as JSON)
+    {p}:ctx:{id}      hash: agent, owner, version, data (the record but its exchanges, as
+                      JSON), updated and summary (what the list shows)
+    {p}:ex:{id}       hash: an exchange per field "{line}:{depth}", valued
+                      "{messages}\n{turns JSON}\n{messages JSON}"
+    {p}:list:{n}:{owner}:{agent}  sorted set of an owner's conversations of an agent,
+                      scored by when each was updated (n: the owner's length)
     {p}:audit:{id}    list of audit entries (JSON), appended with the save they belong to
     {p}:events:{id}   stream of frames, entry id "{seq}-1", expiring after `event_ttl`
     {p}:send:{owner}:{message}  the context a first send created, expiring after `event_ttl`
@@ -18,7 +22,8 @@ because a fenced save checks the lease in the same script.
 
 A replica caches nothing it relies on: records are read from Redis when used, and a
 save is a compare-and-set on the version (and, fenced, on the lease) run as one script,
-so it lands whole or not at all.
+so it lands whole or not at all. Conversations an earlier version kept whole (history and
+transcript fields in the ctx hash) are moved into exchanges when the store opens.
 """
 
 from __future__ import annotations
@@ -30,10 +35,13 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+from thinwire.branches import Position
 from thinwire.errors import AlreadyExists, LeaseLost, StoreError, VersionConflict
+from thinwire.exchanges import Exchange
 from thinwire.jsontext import dumps
-from thinwire.records import ContextRecord, TranscriptView
+from thinwire.records import ContextRecord
 from thinwire.stores.base import AuditEntry, Event, Store
+from thinwire.stores.listing import Cursor, Summary
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -58,9 +66,12 @@ HEALTH_CHECK_INTERVAL = 5
 CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'agent', ARGV[1], 'owner', ARGV[2], 'version', 1,
-  'data', ARGV[3], 'history', ARGV[4], 'transcript', ARGV[5])
-for i = 3, #KEYS do redis.call('SET', KEYS[i], ARGV[6], 'EX', ARGV[7]) end
-for i = 8, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+  'data', ARGV[3], 'summary', ARGV[4], 'updated', ARGV[5])
+redis.call('ZADD', KEYS[4], ARGV[5], ARGV[6])
+for i = 5, #KEYS do redis.call('SET', KEYS[i], ARGV[6], 'EX', ARGV[7]) end
+local n = tonumber(ARGV[8])
+for i = 0, n - 1 do redis.call('HSET', KEYS[3], ARGV[9 + i * 2], ARGV[10 + i * 2]) end
+for i = 9 + n * 2, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 return 1
 """
 
@@ -72,11 +83,20 @@ if ARGV[6] ~= '' then
   local lease = redis.call('GET', KEYS[4])
   if not lease or string.match(lease, '%S+$') ~= ARGV[6] then return -2 end
 end
-redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3], 'history', ARGV[4],
-  'transcript', ARGV[5])
-local n = tonumber(ARGV[7])
-for i = 1, n do redis.call('RPUSH', KEYS[2], ARGV[7 + i]) end
-local at = 8 + n
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3], 'summary', ARGV[4],
+  'updated', ARGV[5])
+redis.call('ZADD', KEYS[6], ARGV[5], ARGV[8])
+if ARGV[7] ~= '' then
+  redis.call('DEL', KEYS[5])
+  redis.call('HDEL', KEYS[1], 'history', 'transcript')
+end
+local at = 9
+local n = tonumber(ARGV[at])
+for i = 1, n do redis.call('RPUSH', KEYS[2], ARGV[at + i]) end
+at = at + n + 1
+n = tonumber(ARGV[at])
+for i = 0, n - 1 do redis.call('HSET', KEYS[5], ARGV[at + 1 + i * 2], ARGV[at + 2 + i * 2]) end
+at = at + n * 2 + 1
 local events = tonumber(ARGV[at])
 for i = 0, events - 1 do
   local base = at + 1 + i * 4
@@ -125,10 +145,33 @@ def require_redis() -> Any:
     return redis.asyncio
 
 
-def record_parts(record: ContextRecord) -> list[str]:
-    """The record's data, history and transcript fields, serialised before any command:
-    a non-JSON value changes nothing."""
-    return [dumps(record.rest_json()), record.history_json(), record.transcript_json()]
+def record_parts(record: ContextRecord) -> tuple[str, str, str, list[str]]:
+    """The record's data, summary and updated fields and its changed exchanges as field,
+    value pairs, serialised before any command: a non-JSON value changes nothing."""
+    summary = Summary.of(record)
+    exchanges: list[str] = []
+    for exchange in record.changed_exchanges():
+        exchanges += [exchange_field(exchange.position), exchange_value(exchange)]
+    return (
+        dumps(record.rest_json()),
+        dumps(summary.to_json()),
+        repr(summary.updated_at),
+        exchanges,
+    )
+
+
+def exchange_field(position: Position) -> str:
+    return f"{position.line}:{position.depth}"
+
+
+def exchange_value(exchange: Exchange) -> str:
+    # Compact JSON holds no raw newline: it separates the parts unambiguously.
+    return f"{exchange.size}\n{exchange.turns_json()}\n{exchange.messages_json()}"
+
+
+def parse_exchange(position: Position, value: str) -> Exchange:
+    size, turns, messages = value.split("\n", 2)
+    return Exchange(position, messages_json=messages, turns_json=turns, size=int(size))
 
 
 def event_args(events: Sequence[Event]) -> list[Any]:
@@ -187,15 +230,25 @@ class RedisStore(Store):
         return f"{self.prefix}:{kind}:{name}"
 
     def _keys(self, context_id: str) -> list[str]:
-        return [self.key(kind, context_id) for kind in ("ctx", "audit", "events", "lease")]
+        return [self.key(kind, context_id) for kind in ("ctx", "audit", "events", "lease", "ex")]
+
+    def _list_key(self, owner: str, agent: str) -> str:
+        # The owner is free text: its length keeps "a:b" + "c" apart from "a" + "b:c".
+        return self.key("list", f"{len(owner)}:{owner}:{agent}")
 
     @store_errors
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
-        parts = record_parts(record)
+        data, summary, updated, exchanges = record_parts(record)
         entries = [audit_json(entry, 1) for entry in audit]
-        keys = [self.key("ctx", record.id), self.key("audit", record.id)]
+        keys = [
+            self.key("ctx", record.id),
+            self.key("audit", record.id),
+            self.key("ex", record.id),
+            self._list_key(record.owner, record.agent),
+        ]
         keys += [self._send_key(record.owner, message_id) for message_id in record.sends]
-        args = [record.agent, record.owner, *parts, record.id, self.event_ttl, *entries]
+        args = [record.agent, record.owner, data, summary, updated, record.id, self.event_ttl]
+        args += [len(exchanges) // 2, *exchanges, *entries]
         if not await self._create(keys=keys, args=args):
             raise AlreadyExists(record.id)
 
@@ -213,30 +266,65 @@ class RedisStore(Store):
 
     @store_errors
     async def load(self, context_id: str) -> ContextRecord | None:
-        stored = await self.redis.hgetall(self.key("ctx", context_id))
-        if not stored or "data" not in stored:
-            return None
-        # History and transcript stay text until a run uses them (absent: a record
-        # written whole into data by an earlier version).
-        return ContextRecord.from_json(
-            id=context_id,
-            agent=stored["agent"],
-            owner=stored["owner"],
-            version=int(stored["version"]),
-            data=json.loads(stored["data"]),
-            history_json=stored.get("history"),
-            transcript_json=stored.get("transcript"),
-        )
-
-    @store_errors
-    async def load_transcript(self, context_id: str) -> TranscriptView | None:
-        """Reads the transcript field and the small part of the record, not the history."""
-        agent, owner, data, transcript = await self.redis.hmget(
-            self.key("ctx", context_id), ["agent", "owner", "data", "transcript"]
+        agent, owner, version, data, history, transcript = await self.redis.hmget(
+            self.key("ctx", context_id),
+            ["agent", "owner", "version", "data", "history", "transcript"],
         )
         if data is None:
             return None
-        return TranscriptView.stored(agent, owner, data, transcript)
+        fields = json.loads(data)
+        if history is not None:  # kept whole by an earlier version: made exchanges
+            fields["history"] = json.loads(history)
+            fields["transcript"] = json.loads(transcript or "[]")
+        return ContextRecord.from_json(
+            id=context_id, agent=agent, owner=owner, version=int(version), data=fields
+        )
+
+    @store_errors
+    async def load_exchanges(
+        self, context_id: str, positions: Sequence[Position]
+    ) -> list[Exchange]:
+        if not positions:
+            return []
+        values = await self.redis.hmget(
+            self.key("ex", context_id), [exchange_field(p) for p in positions]
+        )
+        return [
+            parse_exchange(position, value)
+            for position, value in zip(positions, values, strict=True)
+            if value is not None
+        ]
+
+    @store_errors
+    async def list_contexts(
+        self, owner: str, agent: str, limit: int, after: Cursor | None = None
+    ) -> list[Summary]:
+        key = self._list_key(owner, agent)
+        found: list[tuple[str, float]] = []
+        if after is None:
+            found = await self.redis.zrevrangebyscore(
+                key, "+inf", "-inf", start=0, num=limit, withscores=True
+            )
+        else:
+            # Ties on the time are ordered by id, as the sorted set orders equal scores.
+            at = repr(after.updated_at)
+            tied = await self.redis.zrangebyscore(key, at, at, withscores=True)
+            found = [(m, t) for m, t in reversed(tied) if m < after.context_id][:limit]
+            if len(found) < limit:
+                found += await self.redis.zrevrangebyscore(
+                    key, f"({at}", "-inf", start=0, num=limit - len(found), withscores=True
+                )
+        if not found:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for context_id, _ in found:
+                pipe.hget(self.key("ctx", context_id), "summary")
+            summaries = await pipe.execute()
+        return [
+            Summary.from_json(context_id, float(updated), json.loads(summary))
+            for (context_id, updated), summary in zip(found, summaries, strict=True)
+            if summary is not None
+        ]
 
     @store_errors
     async def save(
@@ -250,17 +338,37 @@ class RedisStore(Store):
         trim_before: int | None = None,
     ) -> int:
         version = expected_version + 1
-        parts = record_parts(record)
+        data, summary, updated, exchanges = record_parts(record)
         entries = [audit_json(entry, version) for entry in audit]
-        args = [expected_version, version, *parts, "" if fence is None else fence, len(entries)]
-        args += [*entries, len(events), *event_args(events), self.event_ttl]
+        args = [expected_version, version, data, summary, updated]
+        args += ["" if fence is None else fence, "1" if record.cleared else "", record.id]
+        args += [len(entries), *entries, len(exchanges) // 2, *exchanges]
+        args += [len(events), *event_args(events), self.event_ttl]
         args.append("" if trim_before is None else trim_before)
-        result = int(await self._save(keys=self._keys(record.id), args=args))
+        keys = [*self._keys(record.id), self._list_key(record.owner, record.agent)]
+        result = int(await self._save(keys=keys, args=args))
         if result == -2:
             raise LeaseLost(f"{record.id}: the lease of token {fence} is gone")
         if result != 0:
             raise VersionConflict(record.id, expected_version, None if result == -1 else result)
         return version
+
+    @store_errors
+    async def open(self) -> None:
+        """Move conversations an earlier version kept whole into exchanges and the lists
+        (each by a compare-and-set save: one a replica saves meanwhile is left to it)."""
+        async for key in self.redis.scan_iter(match=self.key("ctx", "*"), count=500):
+            if await self.redis.hexists(key, "summary"):
+                continue
+            context_id = key[len(self.key("ctx", "")) :]
+            record = await self.load(context_id)
+            if record is None:
+                continue
+            record.cleared = True  # write every exchange, drop the fields kept whole
+            try:
+                await self.save(record, expected_version=record.version)
+            except VersionConflict:
+                continue
 
     @store_errors
     async def append_events(self, context_id: str, events: Sequence[Event]) -> None:
@@ -312,18 +420,22 @@ class RedisStore(Store):
 
     @store_errors
     async def delete(self, context_id: str) -> bool:
+        agent, owner = await self.redis.hmget(self.key("ctx", context_id), ["agent", "owner"])
         keys = [*self._keys(context_id), self.key("fence", context_id)]
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.exists(self.key("ctx", context_id))
             pipe.delete(*keys)
-            existed, _ = await pipe.execute()
+            if owner is not None:
+                pipe.zrem(self._list_key(owner, agent), context_id)
+            existed = (await pipe.execute())[0]
         return bool(existed)
 
     @store_errors
     async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:
         entries = [
-            AuditEntry(key=k, value=v, time=t, source=s, version=n)
-            for k, v, t, s, n in map(
+            # Entries written before runs were named have five fields.
+            AuditEntry(*fields)
+            for fields in map(
                 json.loads, await self.redis.lrange(self.key("audit", context_id), 0, -1)
             )
         ]
@@ -334,4 +446,7 @@ class RedisStore(Store):
 
 
 def audit_json(entry: AuditEntry, version: int) -> str:
-    return json.dumps([entry.key, entry.value, entry.time, entry.source, version], allow_nan=False)
+    return json.dumps(
+        [entry.key, entry.value, entry.time, entry.source, version, entry.run_id],
+        allow_nan=False,
+    )

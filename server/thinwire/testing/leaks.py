@@ -66,7 +66,9 @@ TAP = """(() => {
   const fetch = window.fetch.bind(window);
   window.fetch = async (...args) => {
     const response = await fetch(...args);
-    if (!response.body) return response;
+    // A null-body status (204, 304…) has nothing to record, and a Response rebuilt
+    // around a stream for one is refused.
+    if (!response.body || [101, 204, 205, 304].includes(response.status)) return response;
     const [mine, theirs] = response.body.tee();
     (async () => {
       const reader = theirs.getReader();

@@ -6,14 +6,23 @@ import type { DemoUser } from "../users";
 interface HeaderProps {
   user: DemoUser;
   status: AgentStatus;
+  /** The conversation's title, when it has one. */
+  title: string | null;
   onUserChange: (user: DemoUser) => void;
   onNewConversation: () => void;
 }
 
-export function Header({ user, status, onUserChange, onNewConversation }: HeaderProps) {
+export function Header({ user, status, title, onUserChange, onNewConversation }: HeaderProps) {
   return (
     <header className="header">
-      <h1 className="header__title">thinwire demo</h1>
+      <div>
+        <h1 className="header__title">thinwire demo</h1>
+        {title ? (
+          <p className="header__conversation" data-testid="conversation-heading">
+            {title}
+          </p>
+        ) : null}
+      </div>
       <div className="header__controls">
         <UserSelect value={user} onChange={onUserChange} />
         <button

@@ -1,3 +1,4 @@
+import { useState, type FormEvent } from "react";
 import type { AgentTurn } from "../agent-types";
 
 const ENDINGS: Partial<Record<NonNullable<AgentTurn["stopReason"]>, string>> = {
@@ -6,14 +7,32 @@ const ENDINGS: Partial<Record<NonNullable<AgentTurn["stopReason"]>, string>> = {
   error: "This reply failed.",
 };
 
+const STATE_LABEL: Record<AgentTurn["activity"][number]["state"], string> = {
+  running: "no result",
+  ok: "done",
+  error: "failed",
+};
+
+export interface TurnActions {
+  /** Nothing streams and no decision waits: a turn can be edited, regenerated or switched. */
+  enabled: boolean;
+  onRegenerate: () => void;
+  onEdit: (turnId: string, text: string) => void;
+  onBranch: (turnId: string, index: number) => void;
+}
+
 interface TurnViewProps {
   turn: AgentTurn;
   /** This reply paused to ask the question that is still pending. */
   awaitingDecision?: boolean;
+  /** The last reply of the conversation: the one a regeneration replaces. */
+  last?: boolean;
+  actions: TurnActions;
 }
 
-export function TurnView({ turn, awaitingDecision = false }: TurnViewProps) {
-  const { role, text, toolCalls, streaming, stopReason } = turn;
+export function TurnView({ turn, awaitingDecision = false, last = false, actions }: TurnViewProps) {
+  const { id, role, text, toolCalls, streaming, stopReason, siblings, siblingIndex } = turn;
+  const [editing, setEditing] = useState(false);
   const ending =
     stopReason === "interrupted" && awaitingDecision
       ? "Waiting for a decision."
@@ -27,13 +46,30 @@ export function TurnView({ turn, awaitingDecision = false }: TurnViewProps) {
       data-testid="turn"
       data-role={role}
       data-streaming={String(streaming)}
+      data-turn-id={id}
+      data-sibling-index={siblingIndex}
+      data-siblings={siblings}
       aria-label={`Message from ${author.toLowerCase()}`}
     >
-      <p className="turn__author">{author}</p>
-      <div className="turn__text" data-testid="turn-text">
-        {text}
-        {streaming ? <span className="turn__cursor" aria-hidden="true" /> : null}
+      <div className="turn__head">
+        <p className="turn__author">{author}</p>
+        {role === "user" && siblings > 1 ? <BranchSwitch turn={turn} actions={actions} /> : null}
       </div>
+      {editing ? (
+        <EditForm
+          initial={text}
+          onCancel={() => setEditing(false)}
+          onSave={(next) => {
+            setEditing(false);
+            actions.onEdit(id, next);
+          }}
+        />
+      ) : (
+        <div className="turn__text" data-testid="turn-text">
+          {text}
+          {streaming ? <span className="turn__cursor" aria-hidden="true" /> : null}
+        </div>
+      )}
       {ending ? (
         <p className="turn__ending" data-testid="turn-ending" data-stop-reason={stopReason}>
           {ending}
@@ -44,6 +80,112 @@ export function TurnView({ turn, awaitingDecision = false }: TurnViewProps) {
           Tools used: {toolCalls.join(", ")}
         </p>
       ) : null}
+      {role === "assistant" && !streaming ? <TurnDetail turn={turn} /> : null}
+      <div className="turn__actions">
+        {role === "user" && !editing ? (
+          <button type="button" className="link-button" data-testid="edit" disabled={!actions.enabled} onClick={() => setEditing(true)}>
+            Edit
+          </button>
+        ) : null}
+        {role === "assistant" && last && !streaming ? (
+          <button type="button" className="link-button" data-testid="regenerate" disabled={!actions.enabled} onClick={actions.onRegenerate}>
+            Regenerate
+          </button>
+        ) : null}
+      </div>
     </article>
+  );
+}
+
+/** ‹ 1/2 ›: which alternative of this exchange is shown (an edited message, a regenerated reply). */
+function BranchSwitch({ turn, actions }: { turn: AgentTurn; actions: TurnActions }) {
+  const { id, siblings, siblingIndex } = turn;
+  return (
+    <nav className="branch" aria-label="Alternatives">
+      <button
+        type="button"
+        className="icon-button"
+        data-testid="branch-prev"
+        aria-label="Previous alternative"
+        disabled={!actions.enabled || siblingIndex === 0}
+        onClick={() => actions.onBranch(id, siblingIndex - 1)}
+      >
+        ‹
+      </button>
+      <span className="branch__position" data-testid="branch-position">
+        {siblingIndex + 1}/{siblings}
+      </span>
+      <button
+        type="button"
+        className="icon-button"
+        data-testid="branch-next"
+        aria-label="Next alternative"
+        disabled={!actions.enabled || siblingIndex >= siblings - 1}
+        onClick={() => actions.onBranch(id, siblingIndex + 1)}
+      >
+        ›
+      </button>
+    </nav>
+  );
+}
+
+/** What a finished reply showed while it streamed — its thinking and its tools — and when it ran. */
+function TurnDetail({ turn }: { turn: AgentTurn }) {
+  const { thinking, activity, meta } = turn;
+  const seconds = meta.startedAt !== null && meta.finishedAt !== null ? meta.finishedAt - meta.startedAt : null;
+  if (!thinking && activity.length === 0 && seconds === null && !meta.model) return null;
+  return (
+    <details className="turn__detail" data-testid="turn-detail">
+      <summary>Details</summary>
+      {thinking ? (
+        <p className="turn__thinking" data-testid="turn-thinking">
+          {thinking}
+        </p>
+      ) : null}
+      {activity.length > 0 ? (
+        <ul className="turn__activity" data-testid="turn-activity">
+          {activity.map((item) => (
+            <li key={item.callId} data-testid="turn-activity-item" data-state={item.state}>
+              🔧 {item.name} — {STATE_LABEL[item.state]}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      <p className="turn__meta" data-testid="turn-meta">
+        {seconds !== null ? `${seconds.toFixed(1)} s` : null}
+        {meta.model ? ` · ${meta.model}` : null}
+        {meta.usage ? ` · ${meta.usage.inputTokens} → ${meta.usage.outputTokens} tokens` : null}
+      </p>
+    </details>
+  );
+}
+
+function EditForm({ initial, onSave, onCancel }: { initial: string; onSave: (text: string) => void; onCancel: () => void }) {
+  const [draft, setDraft] = useState(initial);
+  const blank = draft.trim().length === 0;
+  const handleSubmit = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    if (!blank) onSave(draft);
+  };
+  return (
+    <form className="turn__edit" onSubmit={handleSubmit}>
+      <textarea
+        className="composer__input"
+        data-testid="edit-input"
+        aria-label="Edit message"
+        rows={2}
+        autoFocus
+        value={draft}
+        onChange={(event) => setDraft(event.target.value)}
+      />
+      <div className="turn__edit-buttons">
+        <button type="submit" className="button button--primary" data-testid="edit-save" disabled={blank}>
+          Send
+        </button>
+        <button type="button" className="button button--secondary" data-testid="edit-cancel" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
   );
 }

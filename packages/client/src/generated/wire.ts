@@ -3,6 +3,13 @@
 export const PROTOCOL_VERSION = "1";
 export const PROTOCOL_HEADER = "Thinwire-Protocol";
 
+/** A tool the agent called in a turn: its name and whether it succeeded (null: it did not finish). Never its arguments or output. */
+export interface Activity {
+  callId: string;
+  name: string;
+  ok: boolean | null;
+}
+
 /** WebSocket: follow the latest run of a context, like `GET …/events`. */
 export interface AttachCommand {
   requestId?: string | null;
@@ -10,6 +17,34 @@ export interface AttachCommand {
   contextId: string;
   /** Send only frames with a greater seq. */
   after?: number;
+}
+
+/** Body of `POST …/branch`: show alternative `index` at the turn `turnId`. */
+export interface BranchRequest {
+  /** A turn's id: stable for the life of the conversation. */
+  turnId: string;
+  index: number;
+}
+
+/** Body of `GET /agents/{agent}/contexts`: the caller's conversations, the most recently active first. */
+export interface ConversationPage {
+  conversations: ConversationSummary[];
+  /** Pass as `cursor` for the next page. */
+  nextCursor: string | null;
+}
+
+/** One of the caller's conversations, in `GET /agents/{agent}/contexts`. */
+export interface ConversationSummary {
+  contextId: string;
+  title: string | null;
+  createdAt: number;
+  updatedAt: number;
+  /** Turns on the conversation's current branch. */
+  turnCount: number;
+  /** The start of its latest public text. */
+  preview: string;
+  /** `running`: a reply is streaming; `waiting`: a decision is pending. */
+  status: "idle" | "running" | "waiting";
 }
 
 /** WebSocket: answer a pending interrupt, like `POST …/decisions`. */
@@ -43,6 +78,27 @@ export interface DoneFrame {
   /** Tool names in call order. */
   toolCalls: string[];
   stopReason: "end" | "stopped" | "interrupted" | "error";
+}
+
+/** WebSocket: like `POST …/edits`. */
+export interface EditCommand {
+  requestId?: string | null;
+  type: "edit";
+  contextId: string;
+  /** A turn's id: stable for the life of the conversation. */
+  turnId: string;
+  messageId?: string | null;
+  message: Message;
+  data?: Record<string, unknown> | null;
+}
+
+/** Body of `POST …/edits`: send `message` in place of the user's turn `turnId`, on a new branch; the reply streams as for a send. */
+export interface EditRequest {
+  /** A turn's id: stable for the life of the conversation. */
+  turnId: string;
+  messageId?: string | null;
+  message: Message;
+  data?: Record<string, unknown> | null;
 }
 
 /** Body of every 4xx response. */
@@ -105,18 +161,36 @@ export interface Message {
   text: string;
 }
 
+/** WebSocket: like `POST …/regenerate`. */
+export interface RegenerateCommand {
+  requestId?: string | null;
+  type: "regenerate";
+  contextId: string;
+  messageId?: string | null;
+}
+
+/** Body of `POST …/regenerate`: answer the last message again, on a new branch. */
+export interface RegenerateRequest {
+  messageId?: string | null;
+}
+
 /** WebSocket: a command the server refused — the equivalent of an HTTP 4xx. `no_run` answers an attach when there is nothing to follow. */
 export interface RejectedFrame {
   type: "rejected";
   code: string;
   message: string;
   retryable: boolean;
-  command: "send" | "attach" | "stop" | "decide" | null;
+  command: "send" | "attach" | "stop" | "decide" | "edit" | "regenerate" | null;
   contextId: string | null;
   /** The `requestId` of the refused command. */
   requestId: string | null;
   /** With `decision_pending`: the interrupt to answer first. */
   interruptId: string | null;
+}
+
+/** Body of `PATCH /agents/{agent}/contexts/{contextId}`: at most 200 characters. */
+export interface RenameRequest {
+  title: string;
 }
 
 /** Body of `POST /agents/{agent}/runs`: start a run, in a new or an existing context. */
@@ -128,7 +202,7 @@ export interface RunRequest {
   data?: Record<string, unknown> | null;
 }
 
-/** First frame of every run: announces the context id (minted or given) and run id. */
+/** First frame of every run: announces the context id (minted or given), the run id, and the ids of the turns it writes. */
 export interface RunStartFrame {
   /** The conversation this frame belongs to. */
   contextId: string;
@@ -140,6 +214,10 @@ export interface RunStartFrame {
   agent: string;
   /** The `requestId` of the command that started the run. */
   requestId: string | null;
+  /** The id the reply this run writes has in the transcript. */
+  turnId: string | null;
+  /** The id of the user's turn the run answers; null when it continues one (a decision). */
+  userTurnId: string | null;
 }
 
 /** WebSocket: start a run, like `POST /agents/{agent}/runs`. */
@@ -186,6 +264,18 @@ export interface Ticket {
   expiresIn: number;
 }
 
+/** The agent named the conversation. */
+export interface TitleFrame {
+  /** The conversation this frame belongs to. */
+  contextId: string;
+  /** The run that emitted this frame. */
+  runId: string;
+  /** Monotonic per context; the SSE `id:`. */
+  seq: number;
+  type: "title";
+  title: string;
+}
+
 /** A delta of the reply text. */
 export interface TokenFrame {
   /** The conversation this frame belongs to. */
@@ -229,6 +319,7 @@ export interface ToolResultFrame {
 export interface Transcript {
   contextId: string;
   agent: string;
+  title: string | null;
   turns: TranscriptTurn[];
   /** The run in progress, if any: attach to its events to follow it. */
   activeRunId: string | null;
@@ -236,19 +327,44 @@ export interface Transcript {
   pendingInterrupt: InterruptRequest | null;
 }
 
-/** One public turn of a conversation: what the user said or what the agent replied. */
+/** One public turn of a conversation: what the user said or what the agent replied, with what it showed while it streamed. */
 export interface TranscriptTurn {
+  /** Stable for the life of the conversation. */
+  id: string;
   role: "user" | "assistant";
   text: string;
   /** Tool names the agent called for this reply. */
   toolCalls: string[];
   /** Why the reply ended; null on user turns. */
   stopReason: "end" | "stopped" | "interrupted" | "error" | null;
+  /** The public reasoning the reply showed. */
+  thinking: string;
+  /** The tools the reply called, in order. */
+  activity: Activity[];
+  meta: TurnMeta;
+  /** Alternatives at this point of the conversation (regenerated replies, edited messages); 1 when there are none. */
+  siblings: number;
+  /** Which of them this branch shows. */
+  siblingIndex: number;
+}
+
+/** When a turn started and finished; the model and its tokens only when the agent made them public. */
+export interface TurnMeta {
+  startedAt: number | null;
+  finishedAt: number | null;
+  model: string | null;
+  usage: TurnUsage | null;
+}
+
+export interface TurnUsage {
+  inputTokens: number;
+  outputTokens: number;
 }
 
 /** Every frame the server sends, discriminated by `type`. */
 export type Frame =
   | RunStartFrame
+  | TitleFrame
   | ThinkingFrame
   | ToolCallFrame
   | ToolResultFrame
@@ -259,7 +375,13 @@ export type Frame =
   | RejectedFrame;
 
 /** Every WebSocket command a client sends, discriminated by `type`. */
-export type Command = SendCommand | AttachCommand | StopCommand | DecideCommand;
+export type Command =
+  | SendCommand
+  | AttachCommand
+  | StopCommand
+  | DecideCommand
+  | EditCommand
+  | RegenerateCommand;
 
 export type FrameType = Frame["type"];
 export type StopReason = DoneFrame["stopReason"];
@@ -268,7 +390,7 @@ export type StopReason = DoneFrame["stopReason"];
 export const WEBSOCKET_SUBPROTOCOL = "thinwire.v1";
 
 /** Every frame type of this protocol version; a client ignores any other. */
-export const FRAME_TYPES: readonly FrameType[] = ["run_start", "thinking", "tool_call", "tool_result", "token", "interrupt", "done", "error", "rejected"];
+export const FRAME_TYPES: readonly FrameType[] = ["run_start", "title", "thinking", "tool_call", "tool_result", "token", "interrupt", "done", "error", "rejected"];
 
 export const STOP_REASONS: readonly StopReason[] = ["end", "stopped", "interrupted", "error"];
 
@@ -278,6 +400,7 @@ export type ServerErrorCode =
   | "agent_not_found"
   | "binary_not_supported"
   | "body_too_large"
+  | "branch_not_found"
   | "context_busy"
   | "context_not_found"
   | "data_too_large"
@@ -295,7 +418,9 @@ export type ServerErrorCode =
   | "message_too_large"
   | "method_not_allowed"
   | "no_run"
+  | "not_a_user_turn"
   | "not_found"
+  | "nothing_to_regenerate"
   | "origin_not_allowed"
   | "protocol_mismatch"
   | "rate_limited"
@@ -303,7 +428,9 @@ export type ServerErrorCode =
   | "run_too_long"
   | "store_error"
   | "store_unavailable"
+  | "title_too_long"
   | "too_many_streams"
+  | "turn_not_found"
   | "unauthenticated"
   | "unauthorized"
   | "unsupported_media_type"
@@ -332,6 +459,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   agent_not_found: "No agent of that name is served here.",
   binary_not_supported: "WebSocket messages must be JSON text.",
   body_too_large: "The request body or WebSocket message exceeds the size limit.",
+  branch_not_found: "No alternative of that index at that turn.",
   context_busy: "Another run or change holds the conversation; try again.",
   context_not_found: "No such conversation for this agent and caller.",
   data_too_large: "The data sent with a message exceeds the size limit.",
@@ -353,7 +481,9 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   network_error: "The request or the stream failed below HTTP.",
   no_pending_interrupt: "decide() was called with no decision pending.",
   no_run: "There is no run to attach to.",
+  not_a_user_turn: "Only a user's turn can be edited.",
   not_found: "No such route.",
+  nothing_to_regenerate: "The conversation has no reply to regenerate.",
   origin_not_allowed: "A page of another site may not act with this site's credentials.",
   protocol_error: "The server sent something that is not a frame.",
   protocol_mismatch: "Client and server speak different protocol versions.",
@@ -364,7 +494,9 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   store_error: "The run's reply could not be saved.",
   store_unavailable: "The store did not answer; try again shortly.",
   stream_interrupted: "The stream ended before its done frame.",
+  title_too_long: "A title is at most 200 characters.",
   too_many_streams: "Too many streams open at once.",
+  turn_not_found: "No such turn on the conversation's current branch.",
   unauthenticated: "Sign in to talk to this agent.",
   unauthorized: "The operator API needs its bearer token.",
   unsupported_media_type: "Send the body as application/json.",

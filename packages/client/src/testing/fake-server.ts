@@ -11,16 +11,30 @@
  * run the first one started, from its start. Both wires made from one script
  * are one server and share that memory.
  *
+ * Regenerations and edits are runs too, answered over both wires (`POST
+ * …/regenerate` and `…/edits`, or the `regenerate` and `edit` commands) and
+ * remembered by `messageId` the same way. The conversation routes the client
+ * calls over HTTP — the list (`GET …/contexts`), a rename (`PATCH`), a forget
+ * (`DELETE`) and a branch switch (`POST …/branch`) — are the script's too.
+ * `conversationScript()` (`conversation-script.ts`) is a script that keeps
+ * conversations as the server does, branches and all.
+ *
  * It issues WebSocket tickets too (`POST …/tickets`, from the fake `fetch`):
  * a socket opened at `…/ws?ticket=…` with a ticket it did not issue, or one
  * used before, is closed with 4401 (`unauthenticated`) once open, as the real
  * server does; with `requireTicket`, so is a socket without one.
  */
 import {
+  type BranchRequest,
   type Command,
+  type ConversationPage,
+  type ConversationSummary,
   type DecisionRequest,
+  type EditRequest,
   type Frame,
+  type RegenerateRequest,
   type RejectedFrame,
+  type RenameRequest,
   RETRYABLE_CODES,
   type RunRequest,
   type Transcript,
@@ -41,9 +55,18 @@ export type Reply =
   /** Nothing to follow: HTTP 204, WebSocket `no_run`. */
   | { nothing: true };
 
-/** A refusal of a ticket request. */
-export interface TicketRefusal {
+/** An HTTP refusal of a request answered with JSON: a ticket, a page of the list, a rename, a forget, a branch. */
+export interface Refusal {
   error: { status: number; code: string; message: string; retryable?: boolean };
+}
+
+/** A refusal of a ticket request. */
+export type TicketRefusal = Refusal;
+
+/** The query of `GET …/contexts`. */
+export interface ConversationQuery {
+  limit: number;
+  cursor: string | null;
 }
 
 export interface Script {
@@ -52,8 +75,20 @@ export interface Script {
   attach?(contextId: string, after: number): Reply;
   /** Defaults to `interrupt_not_found`. */
   decide?(contextId: string, decision: DecisionRequest): Reply;
+  /** Defaults to `nothing_to_regenerate`. Not called for a repeat of a `messageId` that started a run. */
+  regenerate?(contextId: string, request: RegenerateRequest): Reply;
+  /** Defaults to `turn_not_found`. Not called for a repeat of a `messageId` that started a run. */
+  edit?(contextId: string, request: EditRequest): Reply;
   stop?(contextId: string): void;
   transcript?(contextId: string): Transcript | undefined;
+  /** `POST …/branch`: the transcript of that branch; defaults to `branch_not_found`. */
+  branch?(contextId: string, request: BranchRequest): Transcript | Refusal;
+  /** `GET …/contexts`: a page of the caller's conversations; defaults to none. */
+  conversations?(query: ConversationQuery): ConversationPage | Refusal;
+  /** `PATCH …/contexts/{id}`; defaults to `context_not_found`. */
+  rename?(contextId: string, request: RenameRequest): ConversationSummary | Refusal;
+  /** `DELETE …/contexts/{id}` (answered with 204); defaults to `context_not_found`. */
+  forget?(contextId: string): Refusal | void;
   /** `POST …/tickets`, with the request's headers: a refusal, or nothing to issue a ticket (the default). */
   ticket?(headers: Headers): TicketRefusal | void;
   /** Refuse a socket without a ticket (4401), as a server that identifies callers by a header must. */
@@ -70,18 +105,44 @@ export interface ServerLog {
   runs: RunRequest[];
   attaches: Array<{ contextId: string; after: number }>;
   decisions: Array<{ contextId: string } & DecisionRequest>;
+  /** Every regeneration and edit as the server got it, repeats included. */
+  regenerations: Array<{ contextId: string } & RegenerateRequest>;
+  edits: Array<{ contextId: string } & EditRequest>;
+  branches: Array<{ contextId: string } & BranchRequest>;
   stops: string[];
   transcripts: string[];
+  /** Every `GET …/contexts`. */
+  listings: ConversationQuery[];
+  renames: Array<{ contextId: string } & RenameRequest>;
+  forgets: string[];
   /** The headers of every ticket request (names in lower case). */
   tickets: Array<Record<string, string>>;
 }
 
 export function newLog(): ServerLog {
-  return { runs: [], attaches: [], decisions: [], stops: [], transcripts: [], tickets: [] };
+  return {
+    runs: [],
+    attaches: [],
+    decisions: [],
+    regenerations: [],
+    edits: [],
+    branches: [],
+    stops: [],
+    transcripts: [],
+    listings: [],
+    renames: [],
+    forgets: [],
+    tickets: [],
+  };
 }
 
 const encoder = new TextEncoder();
 const NOTHING_PENDING: Reply = { error: { status: 404, code: "interrupt_not_found", message: "No such interrupt." } };
+const NOTHING_TO_REGENERATE: Reply = {
+  error: { status: 409, code: "nothing_to_regenerate", message: "The conversation has no reply to regenerate." },
+};
+const NO_TURN: Reply = { error: { status: 404, code: "turn_not_found", message: "No such turn." } };
+const NO_CONTEXT: Refusal = { error: { status: 404, code: "context_not_found", message: "Unknown context." } };
 const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 /** The runs each script (each server) started, by the `messageId` of the send that started them. */
@@ -108,14 +169,28 @@ function admits(script: Script, url: string): boolean {
 
 /** How the server answers a send: the run a known `messageId` started, or what the script says. */
 function answerSend(script: Script, body: RunRequest): Reply {
-  if (typeof body.messageId !== "string") return script.run(body);
+  // Known per conversation; a new conversation's id is known among the server's new conversations.
+  return remembered(script, `${body.contextId ?? ""}|${body.messageId}`, body.messageId, () => script.run(body));
+}
+
+function answerRegenerate(script: Script, contextId: string, body: RegenerateRequest): Reply {
+  const answer = () => script.regenerate?.(contextId, body) ?? NOTHING_TO_REGENERATE;
+  return remembered(script, `regenerate|${contextId}|${body.messageId}`, body.messageId, answer);
+}
+
+function answerEdit(script: Script, contextId: string, body: EditRequest): Reply {
+  const answer = () => script.edit?.(contextId, body) ?? NO_TURN;
+  return remembered(script, `edit|${contextId}|${body.messageId}`, body.messageId, answer);
+}
+
+/** The run a request with a known `messageId` started, replayed from its start; else `answer()`, remembered when it starts a run. */
+function remembered(script: Script, key: string, messageId: string | null | undefined, answer: () => Reply): Reply {
+  if (typeof messageId !== "string") return answer();
   let runs = startedRuns.get(script);
   if (!runs) startedRuns.set(script, (runs = new Map()));
-  // Known per conversation; a new conversation's id is known among the server's new conversations.
-  const key = `${body.contextId ?? ""}|${body.messageId}`;
   const known = runs.get(key);
   if (known) return { frames: known.replay() };
-  const reply = script.run(body);
+  const reply = answer();
   if (!("frames" in reply)) return reply;
   const run = new RecordedRun(reply.frames);
   runs.set(key, run);
@@ -167,6 +242,15 @@ function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 }
 
+/** A JSON answer, or the refusal the script made instead. */
+function answerJson(answer: object): Response {
+  if ("error" in answer) {
+    const { error } = answer as Refusal;
+    return json(error.status, { error: { retryable: RETRYABLE_CODES.has(error.code), ...error } });
+  }
+  return json(200, answer);
+}
+
 /** A `fetch` that serves the script over HTTP + SSE. */
 export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
   return async (input, init) => {
@@ -188,14 +272,33 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
       const body = JSON.parse(String(init?.body)) as RunRequest;
       log.runs.push(body);
       reply = answerSend(script, body);
+    } else if (path === "/contexts" && method === "GET") {
+      const query = { limit: Number(url.searchParams.get("limit") ?? 20), cursor: url.searchParams.get("cursor") };
+      log.listings.push(query);
+      return answerJson(script.conversations?.(query) ?? { conversations: [], nextCursor: null });
     } else {
-      const match = /^\/contexts\/([^/]+)(\/events|\/stop|\/decisions)?$/.exec(path);
+      const match = /^\/contexts\/([^/]+)(\/events|\/stop|\/decisions|\/regenerate|\/edits|\/branch)?$/.exec(path);
       if (!match) return json(404, { error: { code: "not_found", message: "No route." } });
       const contextId = decodeURIComponent(match[1]!);
+      const body = () => JSON.parse(String(init?.body)) as unknown;
       if (match[2] === "/decisions" && method === "POST") {
-        const decision = JSON.parse(String(init?.body)) as DecisionRequest;
+        const decision = body() as DecisionRequest;
         log.decisions.push({ contextId, ...decision });
         reply = script.decide?.(contextId, decision) ?? NOTHING_PENDING;
+      } else if (match[2] === "/regenerate" && method === "POST") {
+        const request = body() as RegenerateRequest;
+        log.regenerations.push({ contextId, ...request });
+        reply = answerRegenerate(script, contextId, request);
+      } else if (match[2] === "/edits" && method === "POST") {
+        const request = body() as EditRequest;
+        log.edits.push({ contextId, ...request });
+        reply = answerEdit(script, contextId, request);
+      } else if (match[2] === "/branch" && method === "POST") {
+        const request = body() as BranchRequest;
+        log.branches.push({ contextId, ...request });
+        return answerJson(
+          script.branch?.(contextId, request) ?? { error: { status: 404, code: "branch_not_found", message: "No such branch." } },
+        );
       } else if (match[2] === "/stop") {
         log.stops.push(contextId);
         script.stop?.(contextId);
@@ -204,6 +307,14 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
         const after = Number(headers.get("Last-Event-ID") ?? url.searchParams.get("after") ?? 0);
         log.attaches.push({ contextId, after });
         reply = script.attach?.(contextId, after) ?? { nothing: true };
+      } else if (method === "PATCH") {
+        const request = body() as RenameRequest;
+        log.renames.push({ contextId, ...request });
+        return answerJson(script.rename?.(contextId, request) ?? NO_CONTEXT);
+      } else if (method === "DELETE") {
+        log.forgets.push(contextId);
+        const refusal = script.forget ? script.forget(contextId) : NO_CONTEXT;
+        return refusal ? answerJson(refusal) : new Response(null, { status: 204 });
       } else {
         log.transcripts.push(contextId);
         const transcript = script.transcript?.(contextId);
@@ -314,6 +425,20 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
           void this.#answer(script.decide?.(command.contextId, decision) ?? NOTHING_PENDING, command);
           break;
         }
+        case "regenerate": {
+          const request: RegenerateRequest = command.messageId == null ? {} : { messageId: command.messageId };
+          log.regenerations.push({ contextId: command.contextId, ...request });
+          void this.#answer(answerRegenerate(script, command.contextId, request), command);
+          break;
+        }
+        case "edit": {
+          const request: EditRequest = { turnId: command.turnId, message: command.message };
+          if (command.messageId != null) request.messageId = command.messageId;
+          if (command.data != null) request.data = command.data;
+          log.edits.push({ contextId: command.contextId, ...request });
+          void this.#answer(answerEdit(script, command.contextId, request), command);
+          break;
+        }
         case "stop":
           log.stops.push(command.contextId);
           script.stop?.(command.contextId);
@@ -364,8 +489,8 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
         this.receive(JSON.stringify(rejected));
         return;
       }
-      // The run_start of the run a send or decide started names the command.
-      let echo = command.type === "send" || command.type === "decide";
+      // The run_start of the run a command started names the command.
+      let echo = command.type !== "attach" && command.type !== "stop";
       let count = 0;
       for await (const frame of reply.frames) {
         if (this.readyState !== 1) return;

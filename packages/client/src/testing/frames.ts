@@ -1,21 +1,41 @@
 /**
- * Frame builders for tests: the frames of one run with consecutive seqs, and
- * a stream the test pushes frames into by hand.
+ * Builders for tests: the frames of one run with consecutive seqs, a stream
+ * the test pushes frames into by hand, and a transcript turn.
  *
  * ```ts
  * const r = runFrames("ctx-1", "run-1");
  * const frames = [r.start(), r.token("Hi!"), r.done("Hi!")];
  * ```
  */
-import type { Frame, InterruptRequest, StopReason } from "../generated/wire.js";
+import type { Frame, InterruptRequest, StopReason, TranscriptTurn } from "../generated/wire.js";
+
+/** The ids a run_start announces. */
+export interface StartIds {
+  turnId?: string | null;
+  userTurnId?: string | null;
+  requestId?: string | null;
+}
 
 /** Builds the frames of one run of `contextId`, seqs counting up from `firstSeq`. */
 export function runFrames(contextId: string, runId: string, firstSeq = 1) {
   let seq = firstSeq;
   const base = () => ({ contextId, runId, seq: seq++ });
   return {
-    /** The run_start; `requestId` is what a WebSocket server echoes of the command that started it. */
-    start: (requestId: string | null = null): Frame => ({ ...base(), type: "run_start", agent: "demo", requestId }),
+    /**
+     * The run_start: `turnId` is the id its reply will have in the transcript,
+     * `userTurnId` the user turn it answers; `requestId` is what a WebSocket
+     * server echoes of the command that started it.
+     */
+    start: ({ turnId = null, userTurnId = null, requestId = null }: StartIds = {}): Frame => ({
+      ...base(),
+      type: "run_start",
+      agent: "demo",
+      requestId,
+      turnId,
+      userTurnId,
+    }),
+    /** The agent named the conversation. */
+    title: (title: string): Frame => ({ ...base(), type: "title", title }),
     thinking: (delta: string): Frame => ({ ...base(), type: "thinking", delta }),
     call: (callId: string, name: string): Frame => ({ ...base(), type: "tool_call", callId, name }),
     result: (callId: string, name: string, ok = true): Frame => ({ ...base(), type: "tool_result", callId, name, ok }),
@@ -63,5 +83,29 @@ export function channel() {
         yield item.frame;
       }
     },
+  };
+}
+
+/**
+ * A transcript turn with the defaults of the wire (no id, thinking, activity or
+ * meta; no siblings), `fields` overriding them.
+ *
+ * ```ts
+ * const turns = [transcriptTurn("user", "hi", { id: "turn-1" }), transcriptTurn("assistant", "Hello!", { id: "turn-2" })];
+ * ```
+ */
+export function transcriptTurn(role: TranscriptTurn["role"], text: string, fields: Partial<TranscriptTurn> = {}): TranscriptTurn {
+  return {
+    id: "",
+    role,
+    text,
+    toolCalls: [],
+    stopReason: role === "assistant" ? "end" : null,
+    thinking: "",
+    activity: [],
+    meta: { startedAt: null, finishedAt: null, model: null, usage: null },
+    siblings: 1,
+    siblingIndex: 0,
+    ...fields,
   };
 }

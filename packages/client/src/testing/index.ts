@@ -1,7 +1,8 @@
 /**
  * `@thinwire/client/testing`: helpers for testing an app or a transport
  * without a server — a mock Transport, a scripted fake server speaking both
- * wires, and frame builders.
+ * wires (and a script that keeps conversations, branches and all), and
+ * builders of frames and transcript turns.
  */
 export {
   MockTransport,
@@ -15,10 +16,13 @@ export {
   fakeFetch,
   fakeWebSocket,
   newLog,
+  type ConversationQuery,
   type FakeSocket,
+  type Refusal,
   type Reply,
   type Script,
   type ServerLog,
   type TicketRefusal,
 } from "./fake-server.js";
-export { channel, runFrames } from "./frames.js";
+export { conversationScript, type Answer, type ConversationScriptOptions } from "./conversation-script.js";
+export { channel, runFrames, transcriptTurn, type StartIds } from "./frames.js";

@@ -9,15 +9,19 @@
  * const transport = new MockTransport(() => [runStart, token, done], {
  *   attach: ({ after }) => remainingFramesAfter(after), // default: nothing to follow
  *   decide: ({ value }) => continuedRun(value), // default: interrupt_not_found
+ *   regenerate: () => anotherReply(), // default: nothing_to_regenerate
+ *   edit: ({ body }) => replyTo(body.message.text), // default: turn_not_found
  * });
  * ```
  */
 import { ThinwireError } from "../errors.js";
-import type { Frame } from "../generated/wire.js";
+import type { ErrorCode, Frame } from "../generated/wire.js";
 import type {
   Transport,
   TransportAttachRequest,
   TransportDecideRequest,
+  TransportEditRequest,
+  TransportRegenerateRequest,
   TransportRunRequest,
   TransportStopRequest,
 } from "../transport.js";
@@ -26,6 +30,8 @@ type Frames = Iterable<Frame> | AsyncIterable<Frame>;
 export type MockRunHandler = (request: TransportRunRequest) => Frames;
 export type MockAttachHandler = (request: TransportAttachRequest) => Frames;
 export type MockDecideHandler = (request: TransportDecideRequest) => Frames;
+export type MockRegenerateHandler = (request: TransportRegenerateRequest) => Frames;
+export type MockEditHandler = (request: TransportEditRequest) => Frames;
 export type MockStopHandler = (request: TransportStopRequest) => void | Promise<void>;
 
 export interface MockTransportHandlers {
@@ -33,6 +39,10 @@ export interface MockTransportHandlers {
   attach?: MockAttachHandler;
   /** Defaults to refusing with `interrupt_not_found`, as a server with nothing pending does. */
   decide?: MockDecideHandler;
+  /** Defaults to refusing with `nothing_to_regenerate`. */
+  regenerate?: MockRegenerateHandler;
+  /** Defaults to refusing with `turn_not_found`. */
+  edit?: MockEditHandler;
   /** Defaults to accepting the stop and doing nothing else. */
   stop?: MockStopHandler;
 }
@@ -42,18 +52,24 @@ export class MockTransport implements Transport {
   readonly requests: TransportRunRequest[] = [];
   readonly attaches: TransportAttachRequest[] = [];
   readonly decisions: TransportDecideRequest[] = [];
+  readonly regenerations: TransportRegenerateRequest[] = [];
+  readonly edits: TransportEditRequest[] = [];
   readonly stops: TransportStopRequest[] = [];
   /** `close()` was called: by the caller that owns the transport, never by a client it was given to. */
   closed = false;
   readonly #run: MockRunHandler;
   readonly #attach: MockAttachHandler;
   readonly #decide: MockDecideHandler;
+  readonly #regenerate: MockRegenerateHandler;
+  readonly #edit: MockEditHandler;
   readonly #stop: MockStopHandler;
 
   constructor(run: MockRunHandler, handlers: MockTransportHandlers = {}) {
     this.#run = run;
     this.#attach = handlers.attach ?? (() => []);
     this.#decide = handlers.decide ?? notFound;
+    this.#regenerate = handlers.regenerate ?? (() => refuse("nothing_to_regenerate", 409, "There is no reply to regenerate."));
+    this.#edit = handlers.edit ?? (({ body }) => refuse("turn_not_found", 404, `No turn ${body.turnId}.`));
     this.#stop = handlers.stop ?? (() => undefined);
   }
 
@@ -72,6 +88,16 @@ export class MockTransport implements Transport {
     return follow(() => this.#decide(request), request.signal);
   }
 
+  regenerate(request: TransportRegenerateRequest): AsyncGenerator<Frame> {
+    this.regenerations.push(request);
+    return follow(() => this.#regenerate(request), request.signal);
+  }
+
+  edit(request: TransportEditRequest): AsyncGenerator<Frame> {
+    this.edits.push(request);
+    return follow(() => this.#edit(request), request.signal);
+  }
+
   async stop(request: TransportStopRequest): Promise<void> {
     this.stops.push(request);
     await this.#stop(request);
@@ -83,7 +109,11 @@ export class MockTransport implements Transport {
 }
 
 function notFound({ interruptId }: TransportDecideRequest): never {
-  throw new ThinwireError("interrupt_not_found", `No pending interrupt ${interruptId}.`, { status: 404 });
+  return refuse("interrupt_not_found", 404, `No pending interrupt ${interruptId}.`);
+}
+
+function refuse(code: ErrorCode, status: number, message: string): never {
+  throw new ThinwireError(code, message, { status });
 }
 
 async function* follow(frames: () => Frames, signal: AbortSignal): AsyncGenerator<Frame> {

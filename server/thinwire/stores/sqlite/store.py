@@ -1,23 +1,27 @@
-"""SQLiteStore: records, audit trails and event logs in one SQLite file.
+"""SQLiteStore: records, exchanges, audit trails and event logs in one SQLite file.
 
 `synchronous=FULL` makes a committed save survive power loss, not only a killed
-process: a save is acknowledged only once it is durable (see `commits.py`).
+process: a save is acknowledged only once it is durable (see `commits.py`). A save
+writes the record and the exchanges that changed; a long conversation's send writes
+one exchange, whatever its length.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from thinwire.branches import Position
 from thinwire.errors import AlreadyExists, VersionConflict
+from thinwire.exchanges import Exchange
 from thinwire.jsontext import dumps
-from thinwire.records import ContextRecord, TranscriptView
+from thinwire.records import ContextRecord
 from thinwire.stores.base import AuditEntry, Event, Store
+from thinwire.stores.listing import Cursor, Summary
 from thinwire.stores.sqlite import spans
 from thinwire.stores.sqlite.commits import Database
-from thinwire.stores.sqlite.parts import list_writes, read_lists, write_lists
 
 __all__ = ["SQLiteStore"]
 
@@ -32,13 +36,22 @@ class SQLiteStore(Store):
         return cls(Path(directory) / "thinwire.sqlite3")
 
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
-        data, lists = dumps(record.rest_json()), list_writes(record)
+        data, summary = dumps(record.rest_json()), Summary.of(record)
+        exchanges = exchange_rows(record, record.exchanges.values())
 
         def create(connection: sqlite3.Connection) -> None:
             try:
                 connection.execute(
-                    "INSERT INTO contexts (id, agent, owner, version, data) VALUES (?, ?, ?, 1, ?)",
-                    (record.id, record.agent, record.owner, data),
+                    "INSERT INTO contexts (id, agent, owner, version, data, updated, summary) "
+                    "VALUES (?, ?, ?, 1, ?, ?, ?)",
+                    (
+                        record.id,
+                        record.agent,
+                        record.owner,
+                        data,
+                        summary.updated_at,
+                        dumps(summary.to_json()),
+                    ),
                 )
             except sqlite3.IntegrityError as exc:
                 raise AlreadyExists(record.id) from exc
@@ -47,53 +60,64 @@ class SQLiteStore(Store):
                 [(record.owner, message_id, record.id) for message_id in record.sends],
             )
             append_audit(connection, record.id, 1, audit)
-            write_lists(connection, record.id, lists)
+            write_exchanges(connection, exchanges)
 
         await self._database.write(create)
-        record.stored = {write.name: write.text for write in lists}
 
     async def load(self, context_id: str) -> ContextRecord | None:
         def load(connection: sqlite3.Connection) -> ContextRecord | None:
             row = connection.execute(
-                "SELECT agent, owner, version, data, history, transcript FROM contexts "
-                "WHERE id = ?",
-                (context_id,),
+                "SELECT agent, owner, version, data FROM contexts WHERE id = ?", (context_id,)
             ).fetchone()
             if row is None:
                 return None
-            agent, owner, version, data, history, transcript = row
-            stored = read_lists(connection, context_id)
-            # History and transcript stay text until a run uses them.
-            record = ContextRecord.from_json(
-                id=context_id,
-                agent=agent,
-                owner=owner,
-                version=version,
-                data=json.loads(data),
-                history_json=stored.get("history", history),
-                transcript_json=stored.get("transcript", transcript),
+            agent, owner, version, data = row
+            return ContextRecord.from_json(
+                id=context_id, agent=agent, owner=owner, version=version, data=json.loads(data)
             )
-            record.stored = stored
-            return record
 
         return await self._database.read(load)
 
-    async def load_transcript(self, context_id: str) -> TranscriptView | None:
-        """The transcript's text as it is stored, with the small part of the record: the
-        history is not read, nothing is parsed but the small part."""
+    async def load_exchanges(
+        self, context_id: str, positions: Sequence[Position]
+    ) -> list[Exchange]:
+        wanted = set(positions)
+        lines: dict[int, tuple[int, int]] = {}
+        for position in wanted:  # one range of depths per line: a handful of queries
+            low, high = lines.get(position.line, (position.depth, position.depth))
+            lines[position.line] = (min(low, position.depth), max(high, position.depth))
 
-        def load(connection: sqlite3.Connection) -> TranscriptView | None:
-            row = connection.execute(
-                "SELECT agent, owner, data, transcript FROM contexts WHERE id = ?",
-                (context_id,),
-            ).fetchone()
-            if row is None:
-                return None
-            agent, owner, data, transcript = row
-            parts = read_lists(connection, context_id, "transcript")
-            return TranscriptView.stored(agent, owner, data, parts.get("transcript", transcript))
+        def load(connection: sqlite3.Connection) -> list[Exchange]:
+            found = []
+            for line, (low, high) in lines.items():
+                for depth, messages, turns, size in connection.execute(
+                    "SELECT depth, messages, turns, size FROM exchanges "
+                    "WHERE context_id = ? AND line = ? AND depth BETWEEN ? AND ?",
+                    (context_id, line, low, high),
+                ):
+                    position = Position(line, depth)
+                    if position in wanted:
+                        found.append(
+                            Exchange(position, messages_json=messages, turns_json=turns, size=size)
+                        )
+            return found
 
         return await self._database.read(load)
+
+    async def list_contexts(
+        self, owner: str, agent: str, limit: int, after: Cursor | None = None
+    ) -> list[Summary]:
+        def page(connection: sqlite3.Connection) -> list[Summary]:
+            query = "SELECT id, updated, summary FROM contexts WHERE owner = ? AND agent = ?"
+            parameters: list[object] = [owner, agent]
+            if after is not None:
+                query += " AND (updated < ? OR (updated = ? AND id < ?))"
+                parameters += [after.updated_at, after.updated_at, after.context_id]
+            query += " ORDER BY updated DESC, id DESC LIMIT ?"
+            rows = connection.execute(query, [*parameters, limit]).fetchall()
+            return [Summary.from_json(i, u, json.loads(s)) for i, u, s in rows]
+
+        return await self._database.read(page)
 
     async def version(self, context_id: str) -> int | None:
         def version(connection: sqlite3.Connection) -> int | None:
@@ -114,14 +138,24 @@ class SQLiteStore(Store):
         fence: int | None = None,
         trim_before: int | None = None,
     ) -> int:
-        data, lists = dumps(record.rest_json()), list_writes(record)
+        data, summary = dumps(record.rest_json()), Summary.of(record)
+        cleared = record.cleared
+        changed = record.exchanges.values() if cleared else record.changed_exchanges()
+        exchanges = exchange_rows(record, changed)
         version = expected_version + 1
 
         def save(connection: sqlite3.Connection) -> int:
             updated = connection.execute(
-                "UPDATE contexts SET data = ?, history = NULL, transcript = NULL, version = ? "
+                "UPDATE contexts SET data = ?, version = ?, updated = ?, summary = ? "
                 "WHERE id = ? AND version = ?",
-                (data, version, record.id, expected_version),
+                (
+                    data,
+                    version,
+                    summary.updated_at,
+                    dumps(summary.to_json()),
+                    record.id,
+                    expected_version,
+                ),
             ).rowcount
             if updated != 1:
                 row = connection.execute(
@@ -129,15 +163,15 @@ class SQLiteStore(Store):
                 ).fetchone()
                 raise VersionConflict(record.id, expected_version, row[0] if row else None)
             append_audit(connection, record.id, version, audit)
-            write_lists(connection, record.id, lists)
+            if cleared:
+                connection.execute("DELETE FROM exchanges WHERE context_id = ?", (record.id,))
+            write_exchanges(connection, exchanges)
             spans.insert(connection, record.id, events)
             if trim_before is not None:
                 spans.trim(connection, record.id, trim_before)
             return version
 
-        saved = await self._database.write(save)
-        record.stored = {write.name: write.text for write in lists}
-        return saved
+        return await self._database.write(save)
 
     async def append_events(self, context_id: str, events: Sequence[Event]) -> None:
         def append(connection: sqlite3.Connection) -> None:
@@ -176,7 +210,7 @@ class SQLiteStore(Store):
 
     async def delete(self, context_id: str) -> bool:
         def delete(connection: sqlite3.Connection) -> bool:
-            for table in ("audit", "spans", "parts", "sends"):
+            for table in ("audit", "spans", "exchanges", "sends"):
                 connection.execute(f"DELETE FROM {table} WHERE context_id = ?", (context_id,))
             deleted = connection.execute(
                 "DELETE FROM contexts WHERE id = ?", (context_id,)
@@ -187,15 +221,17 @@ class SQLiteStore(Store):
 
     async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:
         def audit(connection: sqlite3.Connection) -> list[AuditEntry]:
-            query = "SELECT key, value, time, source, version FROM audit WHERE context_id = ?"
+            query = (
+                "SELECT key, value, time, source, version, run_id FROM audit WHERE context_id = ?"
+            )
             parameters: tuple[str, ...] = (context_id,)
             if key is not None:
                 query += " AND key = ?"
                 parameters += (key,)
             rows = connection.execute(query + " ORDER BY seq", parameters).fetchall()
             return [
-                AuditEntry(key=k, value=json.loads(v), time=t, source=s, version=n)
-                for k, v, t, s, n in rows
+                AuditEntry(key=k, value=json.loads(v), time=t, source=s, version=n, run_id=r)
+                for k, v, t, s, n, r in rows
             ]
 
         return await self._database.read(audit)
@@ -204,12 +240,27 @@ class SQLiteStore(Store):
         await self._database.close()
 
 
+Row = tuple[str, int, int, str, str, int]
+
+
+def exchange_rows(record: ContextRecord, exchanges: Iterable[Exchange]) -> list[Row]:
+    """Serialised before any transaction starts: a non-JSON value changes nothing."""
+    return [
+        (record.id, e.position.line, e.position.depth, e.messages_json(), e.turns_json(), e.size)
+        for e in exchanges
+    ]
+
+
+def write_exchanges(connection: sqlite3.Connection, rows: list[Row]) -> None:
+    connection.executemany("INSERT OR REPLACE INTO exchanges VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+
 def append_audit(
     connection: sqlite3.Connection, context_id: str, version: int, audit: Sequence[AuditEntry]
 ) -> None:
     connection.executemany(
-        "INSERT INTO audit (context_id, key, value, time, source, version) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO audit (context_id, key, value, time, source, version, run_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 context_id,
@@ -218,6 +269,7 @@ def append_audit(
                 entry.time,
                 entry.source,
                 version,
+                entry.run_id,
             )
             for entry in audit
         ],

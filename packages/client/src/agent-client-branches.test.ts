@@ -1,0 +1,363 @@
+/**
+ * Turn ids, per-turn detail, titles, and the branching commands — regenerate,
+ * edit, switchBranch — over every wire: one server that keeps conversations
+ * (`conversationScript`), reached through SSE and through a WebSocket (the
+ * branch switch and the transcripts go over HTTP either way).
+ */
+import { describe, expect, it, vi } from "vitest";
+import { AgentClient, type AgentClientOptions } from "./agent-client.js";
+import { ThinwireError } from "./errors.js";
+import type { InterruptRequest } from "./generated/wire.js";
+import type { Snapshot } from "./snapshot.js";
+import { SseTransport } from "./sse-transport.js";
+import { channel, conversationScript, fakeFetch, fakeWebSocket, newLog, runFrames, type Script, type ServerLog } from "./testing/index.js";
+import type { Transport } from "./transport.js";
+import { WebSocketTransport } from "./websocket-transport.js";
+
+type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
+
+const wires: Array<[string, Wire]> = [
+  ["sse", (script, log) => {
+    const fetch = fakeFetch(script, log);
+    return { transport: new SseTransport({ fetch }), fetch };
+  }],
+  ["websocket", (script, log) => ({
+    transport: new WebSocketTransport({ WebSocket: fakeWebSocket(script, log).WebSocket }),
+    fetch: fakeFetch(script, log),
+  })],
+];
+
+const MESSAGE_ID = /^[A-Za-z0-9_.:-]{8,64}$/;
+
+async function rejection(promise: Promise<unknown>): Promise<ThinwireError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(ThinwireError);
+    return error as ThinwireError;
+  }
+  throw new Error("expected a rejection");
+}
+
+/** The turns as [role, text, siblingIndex/siblings]. */
+function shown(snapshot: Snapshot): Array<[string, string, string]> {
+  return snapshot.turns.map((turn) => [turn.role, turn.text, `${turn.siblingIndex + 1}/${turn.siblings}`]);
+}
+
+/** A demo-like agent: quotes the first message of the branch and counts words; names the conversation. */
+const answer = (text: string, history: readonly { role: string; text: string }[]) => ({
+  text: `“${text}”, ${text.split(/\s+/).length} words; first: “${history[0]?.text ?? text}”.`,
+  thinking: "Counting words.",
+  tools: [{ name: "count_words" }],
+  title: `About ${text}`,
+});
+
+describe.each(wires)("branches over %s", (_name, wire) => {
+  function setup(script: Script = conversationScript({ answer }), options: Partial<AgentClientOptions> = {}) {
+    const log = newLog();
+    const { transport, fetch } = wire(script, log);
+    const make = (more: Partial<AgentClientOptions> = {}) =>
+      new AgentClient({ agent: "demo", baseUrl: "http://server.test", transport, fetch, reconnect: { baseDelayMs: 1 }, ...options, ...more });
+    return { client: make(), make, log, script };
+  }
+
+  it("keeps the server's turn ids from the stream to a reload, with each reply's thinking and tools", async () => {
+    const { client, make } = setup();
+    await client.send("one two");
+    await client.send("three");
+    const streamed = client.getSnapshot();
+    expect(streamed.turns.map((turn) => turn.id)).toEqual([
+      expect.stringMatching(/^turn-.*-u1$/),
+      expect.stringMatching(/^turn-.*-a2$/),
+      expect.stringMatching(/^turn-.*-u3$/),
+      expect.stringMatching(/^turn-.*-a4$/),
+    ]);
+    expect(streamed.turns[3]).toMatchObject({
+      thinking: "Counting words.",
+      activity: [{ callId: "call-1", name: "count_words", state: "ok" }],
+      toolCalls: ["count_words"],
+    });
+    expect(streamed.title).toBe("About one two");
+
+    const reloaded = make({ contextId: streamed.contextId });
+    await reloaded.start();
+    const hydrated = reloaded.getSnapshot();
+    expect(hydrated.turns.map((turn) => turn.id)).toEqual(streamed.turns.map((turn) => turn.id));
+    expect(hydrated.turns.map(({ meta: _meta, ...turn }) => turn)).toEqual(streamed.turns.map(({ meta: _meta, ...turn }) => turn));
+    expect(hydrated.turns[3]!.meta.finishedAt).toEqual(expect.any(Number));
+    expect(hydrated.title).toBe("About one two");
+  });
+
+  it("shows a title frame as the run streams it", async () => {
+    const stream = channel();
+    const r = runFrames("ctx-1", "run-1");
+    const { client } = setup({ run: () => ({ frames: stream.frames() }) });
+    const sent = client.send("hi");
+    stream.push(r.start({ turnId: "turn-a2", userTurnId: "turn-u1" }));
+    stream.push(r.title("Greetings"));
+    await vi.waitFor(() => expect(client.getSnapshot().title).toBe("Greetings"));
+    expect(client.getSnapshot().turns.map((turn) => [turn.id, turn.streaming])).toEqual([
+      ["turn-u1", false],
+      ["turn-a2", true],
+    ]);
+    stream.push(r.done("Hello"));
+    await sent;
+    client.reset();
+    expect(client.getSnapshot().title).toBeNull();
+  });
+
+  it("regenerates the last reply on a new branch, then shows the server's sibling counts", async () => {
+    const { client, log } = setup();
+    await client.send("alpha beta");
+    const [user, reply] = client.getSnapshot().turns;
+    const regenerated = client.regenerate();
+    // The previous reply left the view; the exchange is the newest of two.
+    expect(client.getSnapshot().status).toBe("streaming");
+    expect(shown(client.getSnapshot())).toEqual([
+      ["user", "alpha beta", "2/2"],
+      ["assistant", "", "2/2"],
+    ]);
+    const result = await regenerated;
+    expect(result).toMatchObject({ text: reply!.text, stopReason: "end", contextId: client.getSnapshot().contextId });
+    const after = client.getSnapshot();
+    expect(shown(after)).toEqual([
+      ["user", "alpha beta", "2/2"],
+      ["assistant", reply!.text, "2/2"],
+    ]);
+    expect(after.status).toBe("idle");
+    expect(after.turns[1]!.id).not.toBe(reply!.id);
+    expect(after.turns[1]!.meta.finishedAt).toEqual(expect.any(Number)); // from the transcript
+    expect(log.regenerations).toEqual([{ contextId: after.contextId, messageId: expect.stringMatching(MESSAGE_ID) }]);
+    expect(log.runs).toHaveLength(1);
+
+    // The old reply is a sibling: switch back to it.
+    await client.switchBranch(after.turns[1]!.id, 0);
+    expect(client.getSnapshot().turns.map((turn) => turn.id)).toEqual([user!.id, reply!.id]);
+    expect(shown(client.getSnapshot())[1]).toEqual(["assistant", reply!.text, "1/2"]);
+    expect(log.branches).toEqual([{ contextId: after.contextId, turnId: after.turns[1]!.id, index: 0 }]);
+  });
+
+  it("edits a message on a new branch: the turns after it leave, and switching brings them back", async () => {
+    const { client, log } = setup();
+    await client.send("alpha one");
+    await client.send("beta two");
+    const original = client.getSnapshot().turns;
+    const edited = client.edit(original[0]!.id, "gamma three", { data: { page: "/x" } });
+    expect(shown(client.getSnapshot())).toEqual([
+      ["user", "gamma three", "2/2"],
+      ["assistant", "", "2/2"],
+    ]);
+    const result = await edited;
+    expect(result.text).toBe("“gamma three”, 2 words; first: “gamma three”.");
+    const after = client.getSnapshot();
+    expect(shown(after)).toEqual([
+      ["user", "gamma three", "2/2"],
+      ["assistant", result.text, "2/2"],
+    ]);
+    expect(after.turns[0]!.id).not.toBe(original[0]!.id);
+    expect(log.edits).toEqual([
+      {
+        contextId: after.contextId,
+        turnId: original[0]!.id,
+        message: { text: "gamma three" },
+        data: { page: "/x" },
+        messageId: expect.stringMatching(MESSAGE_ID),
+      },
+    ]);
+
+    await client.switchBranch(after.turns[0]!.id, 0);
+    expect(client.getSnapshot().turns.map((turn) => turn.id)).toEqual(original.map((turn) => turn.id));
+    expect(shown(client.getSnapshot()).map(([, , position]) => position)).toEqual(["1/2", "1/2", "1/1", "1/1"]);
+    await client.switchBranch(original[1]!.id, 1);
+    expect(client.getSnapshot().turns.map((turn) => turn.id)).toEqual(after.turns.map((turn) => turn.id));
+  });
+
+  it("tells onFinish of a regeneration and an edit, and the pending results carry the run", async () => {
+    const onFinish = vi.fn();
+    const { client } = setup(undefined, { onFinish });
+    await client.send("one");
+    await client.regenerate();
+    await client.edit(client.getSnapshot().turns[0]!.id, "two");
+    expect(onFinish.mock.calls.map(([result]) => [result.text, result.stopReason])).toEqual([
+      ["“one”, 1 words; first: “one”.", "end"],
+      ["“one”, 1 words; first: “one”.", "end"],
+      ["“two”, 1 words; first: “two”.", "end"],
+    ]);
+  });
+
+  it("repeats a regeneration and an edit whose answer never started, under the same messageId", async () => {
+    const base = conversationScript({ answer });
+    const started = { regenerate: 0, edit: 0 };
+    const script: Script = {
+      ...base,
+      regenerate: (contextId, request) => {
+        started.regenerate += 1;
+        const reply = base.regenerate!(contextId, request);
+        return "frames" in reply ? { ...reply, cutAfter: 0 } : reply; // the run starts; its answer is lost
+      },
+      edit: (contextId, request) => {
+        started.edit += 1;
+        const reply = base.edit!(contextId, request);
+        return "frames" in reply ? { ...reply, cutAfter: 0 } : reply;
+      },
+    };
+    const { client, log } = setup(script);
+    await client.send("one");
+    await client.regenerate();
+    await client.edit(client.getSnapshot().turns[0]!.id, "two");
+    expect(started).toEqual({ regenerate: 1, edit: 1 });
+    expect(log.regenerations).toHaveLength(2);
+    expect(log.regenerations[1]!.messageId).toBe(log.regenerations[0]!.messageId);
+    expect(log.edits).toHaveLength(2);
+    expect(log.edits[1]!.messageId).toBe(log.edits[0]!.messageId);
+    expect(shown(client.getSnapshot())).toEqual([
+      ["user", "two", "3/3"],
+      ["assistant", "“two”, 1 words; first: “two”.", "3/3"],
+    ]);
+  });
+
+  it("refuses without a request what it can tell is wrong", async () => {
+    const { client, log } = setup();
+    expect((await rejection(client.regenerate())).code).toBe("nothing_to_regenerate");
+    expect((await rejection(client.edit("turn-x", "hi"))).code).toBe("turn_not_found");
+    expect((await rejection(client.switchBranch("turn-x", 0))).code).toBe("branch_not_found");
+    await client.send("one");
+    const [user, reply] = client.getSnapshot().turns;
+    expect((await rejection(client.edit(reply!.id, "hi"))).code).toBe("not_a_user_turn");
+    expect((await rejection(client.edit(user!.id, "  "))).code).toBe("invalid_request");
+    expect((await rejection(client.edit(user!.id, "hi", { data: [] as never }))).code).toBe("invalid_request");
+    expect((await rejection(client.edit("turn-unknown", "hi"))).code).toBe("turn_not_found");
+    expect((await rejection(client.switchBranch(user!.id, -1))).code).toBe("invalid_request");
+    expect((await rejection(client.switchBranch(user!.id, 0.5))).code).toBe("invalid_request");
+    expect(log.regenerations).toEqual([]);
+    expect(log.edits).toEqual([]);
+    expect(log.branches).toEqual([]);
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+  });
+
+  it("brings the turns back when the server refuses, and shows the typed error", async () => {
+    const base = conversationScript({ answer });
+    const busy = { error: { status: 409, code: "context_busy", message: "A run is active." } };
+    const script: Script = {
+      ...base,
+      regenerate: () => busy,
+      edit: () => ({ error: { status: 404, code: "turn_not_found", message: "Not on this branch." } }),
+    };
+    const reported: string[] = [];
+    const { client } = setup(script, { onError: (error) => reported.push(error.code) });
+    await client.send("one");
+    await client.send("two");
+    const before = client.getSnapshot().turns;
+
+    const regenerating = await rejection(client.regenerate());
+    expect(regenerating).toMatchObject({ code: "context_busy", retryable: true });
+    expect(client.getSnapshot().turns).toEqual(before);
+    expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "context_busy" } });
+
+    const editing = await rejection(client.edit(before[0]!.id, "zero"));
+    expect(editing.code).toBe("turn_not_found");
+    expect(client.getSnapshot().turns).toEqual(before);
+    expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "turn_not_found" } });
+
+    const switching = await rejection(client.switchBranch(before[0]!.id, 5));
+    expect(switching.code).toBe("branch_not_found");
+    expect(client.getSnapshot().turns).toEqual(before);
+    expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "branch_not_found" } });
+    expect(reported).toEqual(["context_busy", "turn_not_found", "branch_not_found"]);
+
+    // A success clears the error.
+    await client.switchBranch(before[0]!.id, 0);
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+  });
+
+  it("guards regenerate, edit and switchBranch like send: busy, decision pending, disposed", async () => {
+    const refund: InterruptRequest = { interruptId: "int-1", prompt: "Refund?", options: ["approve"], payload: null, decisionSchema: null };
+    const stream = channel();
+    const base = conversationScript({ answer });
+    let asking = false;
+    const script: Script = {
+      ...base,
+      run: (body) => {
+        if (body.message.text === "slow") return { frames: stream.frames() };
+        if (!asking) return base.run(body);
+        const r = runFrames(body.contextId!, "run-ask", 100);
+        return { frames: [r.start(), r.interrupt(refund), r.done("", [], "interrupted")] };
+      },
+    };
+    const { client, log } = setup(script);
+    await client.send("one");
+    const { contextId, turns } = client.getSnapshot();
+    const [user] = turns;
+
+    const slow = client.send("slow");
+    expect((await rejection(client.regenerate())).code).toBe("context_busy");
+    expect((await rejection(client.edit(user!.id, "x"))).code).toBe("context_busy");
+    expect((await rejection(client.switchBranch(user!.id, 0))).code).toBe("context_busy");
+    const r = runFrames(contextId!, "run-slow", 50);
+    stream.push(r.start());
+    stream.push(r.done("done"));
+    await slow;
+
+    asking = true;
+    await client.send("refund please");
+    expect(client.getSnapshot().interrupt).toEqual(refund);
+    for (const attempt of [client.regenerate(), client.edit(user!.id, "x"), client.switchBranch(user!.id, 0)]) {
+      expect(await rejection(attempt)).toMatchObject({ code: "decision_pending", interruptId: "int-1" });
+    }
+    expect(log.regenerations).toEqual([]);
+    expect(log.edits).toEqual([]);
+    expect(log.branches).toEqual([]);
+
+    client.dispose();
+    for (const attempt of [client.regenerate(), client.edit(user!.id, "x"), client.switchBranch(user!.id, 0)]) {
+      expect((await rejection(attempt)).code).toBe("disposed");
+    }
+  });
+
+  it("opens another conversation, and forgets one the server does not know", async () => {
+    const onContext = vi.fn();
+    const { client, make } = setup(undefined, { onContext });
+    await client.send("first");
+    const first = client.getSnapshot().contextId!;
+    client.reset();
+    await client.send("second");
+    const second = client.getSnapshot().contextId!;
+
+    await client.open(first);
+    expect(client.getSnapshot()).toMatchObject({ contextId: first, status: "idle", title: "About first" });
+    expect(client.getSnapshot().turns.map((turn) => turn.text)[0]).toBe("first");
+    await client.open(first); // the one shown: nothing happens
+    await client.open("ctx-" + "f".repeat(36));
+    expect(client.getSnapshot()).toMatchObject({ contextId: null, turns: [] });
+    expect(onContext.mock.calls.map(([id]) => id)).toEqual([first, null, second, first, "ctx-" + "f".repeat(36), null]);
+
+    // Another client of the same user opens it as well.
+    const other = make({ onContext: undefined });
+    await other.open(second);
+    expect(other.getSnapshot().turns.map((turn) => turn.text)[0]).toBe("second");
+  });
+});
+
+describe("AgentClient.open during a run", () => {
+  it("aborts the send in flight, as reset does, and shows the other conversation", async () => {
+    const stream = channel();
+    const script = conversationScript();
+    const log = newLog();
+    const fetch = fakeFetch(
+      { ...script, run: (body) => (body.message.text === "slow" ? { frames: stream.frames() } : script.run(body)) },
+      log,
+    );
+    const client = new AgentClient({ agent: "demo", fetch });
+    await client.send("kept");
+    const kept = client.getSnapshot().contextId!;
+    client.reset();
+    const sent = client.send("slow");
+    stream.push(runFrames("ctx-slow", "run-1").start());
+    await vi.waitFor(() => expect(client.getSnapshot().contextId).toBe("ctx-slow"));
+    const opened = client.open(kept);
+    expect((await rejection(sent)).code).toBe("aborted");
+    await opened;
+    expect(client.getSnapshot()).toMatchObject({ contextId: kept, status: "idle" });
+    expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["kept", "You said “kept”."]);
+  });
+});

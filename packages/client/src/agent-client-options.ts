@@ -1,0 +1,77 @@
+/** The options of an AgentClient: where it talks to, how, and whom it tells what happened. */
+import type { ThinwireError } from "./errors.js";
+import type { Schedule } from "./notifier.js";
+import type { ReconnectOptions } from "./reconnect.js";
+import type { SendResult } from "./send-result.js";
+import type { AgentErrorInfo } from "./snapshot.js";
+import type { Transport } from "./transport.js";
+
+export interface AgentClientOptions {
+  /** The agent's name, as mounted on the server. */
+  agent: string;
+  /** Prefix of the thinwire routes, e.g. `"/api"`; defaults to the page origin. */
+  baseUrl?: string;
+  /** Resume this conversation: `start()` loads its transcript and follows a run in progress. */
+  contextId?: string | null;
+  /**
+   * How runs are streamed: `"sse"` (the default, over `fetch`), `"websocket"`
+   * (one socket at `{baseUrl}/agents/{agent}/ws`), or a Transport of your own.
+   * A transport the client creates is closed by `dispose()`; one you pass in
+   * is yours to close.
+   */
+  transport?: "sse" | "websocket" | Transport;
+  /** Used for the transcript, by the SSE transport the client creates, and for WebSocket tickets. */
+  fetch?: typeof fetch;
+  /**
+   * fetch's `credentials` for every request the client makes (runs, attaches,
+   * stops, decisions, transcripts, WebSocket tickets) through the transport it
+   * creates: `"same-origin"` (the default), or `"include"` to send cookies to
+   * a server of another origin (which must allow it with CORS).
+   */
+  credentials?: RequestCredentials;
+  /**
+   * Extra request headers (authentication, say); read at request time. Over a
+   * WebSocket, which a browser cannot give headers, they fetch a ticket
+   * (`POST …/tickets`) that opens the socket.
+   */
+  headers?: Record<string, string>;
+  /** Called whenever the conversation id changes: minted by the server, forgotten, reset. */
+  onContext?: (contextId: string | null) => void;
+  /**
+   * Called with the result of every run the client reads to its end — a
+   * send's, a decision's, a regeneration's, an edit's, a run `start()` found
+   * in progress — whatever its stop reason (`end`, `stopped`, `interrupted`,
+   * `error`), before the command's promise resolves.
+   */
+  onFinish?: (result: SendResult) => void;
+  /**
+   * Called when a run or its request failed: with the ThinwireError a
+   * `send()`, `decide()`, `regenerate()`, `edit()` or `switchBranch()`
+   * rejects with, or a resumed run or the transcript `start()` loads failed with; with the run's error (`snapshot.error`, e.g.
+   * `agent_error`) when a run ended with stop reason `error` (then `onFinish`
+   * follows). Not for `aborted` (a reset or dispose), nor for a refusal made
+   * before any request (empty text, a send while another runs).
+   */
+  onError?: (error: ThinwireError | AgentErrorInfo) => void;
+  /** How a broken stream is reattached, and a send whose response never started repeated. */
+  reconnect?: ReconnectOptions;
+  /**
+   * Batches the notifications of streaming frames: called with a `flush` when
+   * a frame changed the view and no flush is scheduled yet; `flush` notifies
+   * once for all changes made since. Without it every change notifies at once.
+   * Other changes (a send, a reset, hydration) and any change of `status` (so
+   * the end of a run) always notify at once, carrying what was batched.
+   *
+   * ```ts
+   * new AgentClient({ agent: "demo", schedule: (flush) => requestAnimationFrame(flush) });
+   * ```
+   */
+  schedule?: Schedule;
+  /**
+   * With `schedule`: milliseconds a batched notification keeps from the one
+   * before it (immediate ones included); a flush that comes sooner waits for
+   * the next `schedule`. `useAgent` sets it so a view commits at most 60 times
+   * a second, whatever the display's refresh rate.
+   */
+  minNotifyInterval?: number;
+}

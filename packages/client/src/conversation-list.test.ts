@@ -1,0 +1,314 @@
+/**
+ * ConversationList: pages and their cursor, refresh, rename, remove, and the
+ * selection it shares with an AgentClient — whose runs, over either wire,
+ * refresh the list.
+ */
+import { describe, expect, it, vi } from "vitest";
+import { AgentClient } from "./agent-client.js";
+import { ConversationList, type ConversationListOptions } from "./conversation-list.js";
+import { ThinwireError } from "./errors.js";
+import type { ConversationSummary } from "./generated/wire.js";
+import { SseTransport } from "./sse-transport.js";
+import { conversationScript, fakeFetch, fakeWebSocket, newLog, type Script, type ServerLog } from "./testing/index.js";
+import type { Transport } from "./transport.js";
+import { WebSocketTransport } from "./websocket-transport.js";
+
+async function rejection(promise: Promise<unknown>): Promise<ThinwireError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(ThinwireError);
+    return error as ThinwireError;
+  }
+  throw new Error("expected a rejection");
+}
+
+/** A server with `count` conversations, the first one the least recently active. */
+async function serverWith(count: number, script: Script = conversationScript()) {
+  const log = newLog();
+  const fetch = fakeFetch(script, log);
+  const seed = new AgentClient({ agent: "demo", fetch });
+  const ids: string[] = [];
+  for (let index = 0; index < count; index++) {
+    seed.reset();
+    await seed.send(`message ${index}`);
+    ids.push(seed.getSnapshot().contextId!);
+  }
+  seed.dispose();
+  log.runs.length = 0;
+  return { script, log, fetch, ids };
+}
+
+const titles = (list: ConversationList) => list.getSnapshot().conversations.map((item) => item.preview);
+
+describe("ConversationList", () => {
+  it("loads the caller's conversations a page at a time, with the server's cursor", async () => {
+    const { fetch, log, ids } = await serverWith(5);
+    const list = new ConversationList({ agent: "demo", baseUrl: "http://server.test/tw/", pageSize: 2, fetch });
+    expect(list.getSnapshot()).toEqual({ conversations: [], loading: false, error: null, hasMore: false, selected: null });
+    const started = list.start();
+    expect(list.getSnapshot().loading).toBe(true);
+    expect(list.start()).toBe(started);
+    await started;
+    expect(list.getSnapshot()).toMatchObject({ loading: false, hasMore: true, error: null });
+    expect(list.getSnapshot().conversations.map((item) => item.contextId)).toEqual([ids[4], ids[3]]);
+
+    const more = list.loadMore();
+    expect(list.loadMore()).toBe(more); // one page at a time
+    await more;
+    await list.loadMore();
+    expect(list.getSnapshot().conversations.map((item) => item.contextId)).toEqual([...ids].reverse());
+    expect(list.getSnapshot().hasMore).toBe(false);
+    await list.loadMore(); // nothing left: no request
+    expect(log.listings).toEqual([
+      { limit: 2, cursor: null },
+      { limit: 2, cursor: expect.any(String) },
+      { limit: 2, cursor: expect.any(String) },
+    ]);
+
+    // A refresh loads from the top as many as are shown.
+    const before = list.getSnapshot();
+    await list.refresh();
+    expect(log.listings.at(-1)).toEqual({ limit: 5, cursor: null });
+    expect(list.getSnapshot().conversations).toEqual(before.conversations);
+    expect(list.getSnapshot().conversations).not.toBe(before.conversations);
+  });
+
+  it("sends the protocol header, the app's headers (read at each request) and its credentials", async () => {
+    const { fetch } = await serverWith(1);
+    const seen: Array<[string, Headers, RequestCredentials | undefined]> = [];
+    const spy: typeof globalThis.fetch = async (input, init) => {
+      seen.push([String(input), new Headers(init?.headers), init?.credentials]);
+      return fetch(input, init);
+    };
+    let token = "one";
+    const list = new ConversationList({
+      agent: "demo bot",
+      baseUrl: "https://api.test",
+      fetch: spy,
+      credentials: "include",
+      get headers() {
+        return { authorization: `Bearer ${token}` };
+      },
+    });
+    await list.start();
+    token = "two";
+    await list.refresh();
+    expect(seen.map(([url]) => url)).toEqual([
+      "https://api.test/agents/demo%20bot/contexts?limit=20",
+      "https://api.test/agents/demo%20bot/contexts?limit=20",
+    ]);
+    expect(seen.map(([, headers]) => [headers.get("authorization"), headers.get("Thinwire-Protocol")])).toEqual([
+      ["Bearer one", "1"],
+      ["Bearer two", "1"],
+    ]);
+    expect(seen.map(([, , credentials]) => credentials)).toEqual(["include", "include"]);
+  });
+
+  it("shows a page that failed as error, and clears it with the next that loads", async () => {
+    let fail = true;
+    const base = conversationScript();
+    const { fetch } = await serverWith(1, {
+      ...base,
+      conversations: (query) => (fail ? { error: { status: 503, code: "store_unavailable", message: "Down." } } : base.conversations!(query)),
+    });
+    const list = new ConversationList({ agent: "demo", fetch });
+    await list.start();
+    expect(list.getSnapshot()).toMatchObject({ loading: false, conversations: [], error: { code: "store_unavailable", retryable: true } });
+    fail = false;
+    await list.refresh();
+    expect(list.getSnapshot()).toMatchObject({ error: null, conversations: [{ preview: "You said “message 0”." }] });
+  });
+
+  it("drops a page a later refresh made stale", async () => {
+    const { fetch, ids } = await serverWith(2);
+    let hold: (() => void) | null = null;
+    const slow: typeof globalThis.fetch = async (input, init) => {
+      if (hold === null && String(input).includes("cursor")) await new Promise<void>((resolve) => (hold = resolve));
+      return fetch(input, init);
+    };
+    const list = new ConversationList({ agent: "demo", pageSize: 1, fetch: slow });
+    await list.start();
+    const more = list.loadMore();
+    await vi.waitFor(() => expect(hold).not.toBeNull());
+    await list.refresh();
+    hold!();
+    await more;
+    expect(list.getSnapshot().conversations.map((item) => item.contextId)).toEqual([ids[1]]);
+    expect(list.getSnapshot()).toMatchObject({ loading: false, hasMore: true });
+  });
+
+  it("renames a conversation, refusing a blank or too long title without a request", async () => {
+    const { fetch, log, ids } = await serverWith(2);
+    const list = new ConversationList({ agent: "demo", fetch });
+    await list.start();
+    const summary = await list.rename(ids[0]!, "Order 1234");
+    expect(summary).toMatchObject({ contextId: ids[0], title: "Order 1234" });
+    expect(list.getSnapshot().conversations.find((item) => item.contextId === ids[0])?.title).toBe("Order 1234");
+    expect(log.renames).toEqual([{ contextId: ids[0], title: "Order 1234" }]);
+
+    expect((await rejection(list.rename(ids[0]!, "   "))).code).toBe("invalid_request");
+    expect((await rejection(list.rename(ids[0]!, "x".repeat(201)))).code).toBe("title_too_long");
+    await list.rename(ids[0]!, "🙂".repeat(200)); // 200 characters, 400 UTF-16 units
+    expect(log.renames).toHaveLength(2);
+
+    const unknown = await rejection(list.rename("ctx-" + "f".repeat(36), "Hi"));
+    expect(unknown).toMatchObject({ code: "context_not_found", status: 404 });
+    expect(list.getSnapshot().error).toMatchObject({ code: "context_not_found" });
+  });
+
+  it("removes a conversation; one the server no longer knows is gone all the same", async () => {
+    const { fetch, log, ids, script } = await serverWith(3);
+    const list = new ConversationList({ agent: "demo", fetch });
+    await list.start();
+    await list.remove(ids[1]!);
+    expect(list.getSnapshot().conversations.map((item) => item.contextId)).toEqual([ids[2], ids[0]]);
+    expect(script.transcript!(ids[1]!)).toBeUndefined();
+    await list.remove(ids[1]!);
+    expect(log.forgets).toEqual([ids[1], ids[1]]);
+    expect(list.getSnapshot().error).toBeNull();
+  });
+
+  it("keeps a selection of its own without a client", async () => {
+    const { fetch, ids } = await serverWith(2);
+    const list = new ConversationList({ agent: "demo", fetch });
+    await list.start();
+    await list.select(ids[0]!);
+    expect(list.getSnapshot().selected).toBe(ids[0]);
+    await list.remove(ids[0]!);
+    expect(list.getSnapshot().selected).toBeNull();
+    await list.select(ids[1]!);
+    list.create();
+    expect(list.getSnapshot().selected).toBeNull();
+  });
+
+  it("is done after dispose: no change, no request", async () => {
+    const { fetch, log } = await serverWith(1);
+    const list = new ConversationList({ agent: "demo", fetch });
+    const listener = vi.fn();
+    list.subscribe(listener);
+    list.dispose();
+    await list.start();
+    await list.refresh();
+    expect((await rejection(list.rename("ctx-1", "x"))).code).toBe("disposed");
+    expect(listener).not.toHaveBeenCalled();
+    expect(log.listings).toEqual([]);
+  });
+});
+
+type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
+
+const wires: Array<[string, Wire]> = [
+  ["sse", (script, log) => {
+    const fetch = fakeFetch(script, log);
+    return { transport: new SseTransport({ fetch }), fetch };
+  }],
+  ["websocket", (script, log) => ({
+    transport: new WebSocketTransport({ WebSocket: fakeWebSocket(script, log).WebSocket }),
+    fetch: fakeFetch(script, log),
+  })],
+];
+
+describe.each(wires)("ConversationList sharing a client over %s", (_name, wire) => {
+  function setup(options: Partial<ConversationListOptions> = {}) {
+    const script = conversationScript({ answer: (text) => ({ text: `Re: ${text}`, title: text.toUpperCase() }) });
+    const log = newLog();
+    const { transport, fetch } = wire(script, log);
+    const onContext = vi.fn();
+    const client = new AgentClient({ agent: "demo", baseUrl: "http://server.test", transport, fetch, onContext });
+    const list = new ConversationList({ agent: "demo", baseUrl: "http://server.test", fetch, client, ...options });
+    return { client, list, log, onContext };
+  }
+
+  it("refreshes after every run the client finishes, and selects the conversation the client shows", async () => {
+    const { client, list, log } = setup();
+    await list.start();
+    expect(list.getSnapshot()).toMatchObject({ conversations: [], selected: null });
+    await client.send("first");
+    const first = client.getSnapshot().contextId!;
+    await vi.waitFor(() => expect(titles(list)).toEqual(["Re: first"]));
+    expect(list.getSnapshot().selected).toBe(first);
+    expect(list.getSnapshot().conversations[0]!.title).toBe("FIRST");
+
+    list.create();
+    expect(client.getSnapshot()).toMatchObject({ contextId: null, turns: [] });
+    expect(list.getSnapshot().selected).toBeNull();
+    await client.send("second");
+    await vi.waitFor(() => expect(titles(list)).toEqual(["Re: second", "Re: first"]));
+    await client.regenerate();
+    await vi.waitFor(() => expect(list.getSnapshot().loading).toBe(false));
+    // A refresh when the new conversation appeared, one per run that ended.
+    expect(log.listings.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it("select opens the conversation in the client; create starts a new one", async () => {
+    const { client, list, onContext } = setup();
+    await list.start();
+    await client.send("first");
+    const first = client.getSnapshot().contextId!;
+    list.create();
+    await client.send("second");
+    await vi.waitFor(() => expect(list.getSnapshot().conversations).toHaveLength(2));
+
+    await list.select(first);
+    expect(client.getSnapshot()).toMatchObject({ contextId: first, status: "idle", title: "FIRST" });
+    expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["first", "Re: first"]);
+    expect(list.getSnapshot().selected).toBe(first);
+    expect(onContext.mock.calls.at(-1)).toEqual([first]);
+    list.create();
+    expect(onContext.mock.calls.at(-1)).toEqual([null]);
+    expect(list.getSnapshot().selected).toBeNull();
+  });
+
+  it("shows a rename in the client that shows the conversation, and a title the client learns in the list", async () => {
+    const { client, list } = setup();
+    await list.start();
+    await client.send("first");
+    await vi.waitFor(() => expect(list.getSnapshot().conversations).toHaveLength(1));
+    const id = client.getSnapshot().contextId!;
+    await list.rename(id, "Renamed");
+    expect(client.getSnapshot().title).toBe("Renamed");
+    expect(list.getSnapshot().conversations[0]!.title).toBe("Renamed");
+  });
+
+  it("resets the client when the conversation it shows is removed, and only then", async () => {
+    const { client, list } = setup();
+    await list.start();
+    await client.send("first");
+    const first = client.getSnapshot().contextId!;
+    list.create();
+    await client.send("second");
+    const second = client.getSnapshot().contextId!;
+    await vi.waitFor(() => expect(list.getSnapshot().conversations).toHaveLength(2));
+
+    await list.remove(first);
+    expect(client.getSnapshot().contextId).toBe(second);
+    await list.remove(second);
+    expect(client.getSnapshot()).toMatchObject({ contextId: null, turns: [] });
+    expect(list.getSnapshot()).toMatchObject({ conversations: [], selected: null });
+  });
+
+  it("stops following the client once disposed", async () => {
+    const { client, list, log } = setup();
+    await list.start();
+    list.dispose();
+    await client.send("first");
+    expect(log.listings).toHaveLength(1);
+    expect(list.getSnapshot().selected).toBeNull();
+  });
+});
+
+describe("ConversationList summaries", () => {
+  it("keeps only what has an id, from a tolerant reading of the page", async () => {
+    const page = {
+      conversations: [{ contextId: "ctx-1", title: null, preview: "hi" }, { title: "no id" }, null],
+      nextCursor: "",
+      extra: true,
+    };
+    const fetch: typeof globalThis.fetch = async () => new Response(JSON.stringify(page), { headers: { "content-type": "application/json" } });
+    const list = new ConversationList({ agent: "demo", fetch });
+    await list.start();
+    expect(list.getSnapshot().conversations).toEqual([{ contextId: "ctx-1", title: null, preview: "hi" } as unknown as ConversationSummary]);
+    expect(list.getSnapshot().hasMore).toBe(false);
+  });
+});

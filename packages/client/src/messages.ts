@@ -1,0 +1,176 @@
+/**
+ * Messages: the runs a person starts — a send, a regeneration, an edit. Each
+ * shows its turns at once (the view changes before any answer), streams its
+ * run into a fresh reply, and carries a `messageId`, new for each, the same
+ * for every try of it: a request whose answer never started is sent again
+ * under it (see `run-reader.ts`), which the server answers with the run the
+ * first try started, if it did.
+ *
+ * A regeneration and an edit fork the conversation: the reply shown (for an
+ * edit, everything after the edited turn) leaves the view, and the new
+ * exchange is numbered as the last of its alternatives until the run is over;
+ * then the transcript is loaded again, so the sibling counts and the turns'
+ * meta are the server's. A request refused before its run began leaves no
+ * trace but the error: the turns shown before it come back.
+ */
+import { aborted, toThinwireError, withInterruptId } from "./errors.js";
+import type { EditRequest, Frame, RunRequest } from "./generated/wire.js";
+import type { Job } from "./job.js";
+import { newMessageId } from "./message-id.js";
+import type { RunReader } from "./run-reader.js";
+import type { SendResult } from "./send-result.js";
+import type { Turn } from "./snapshot.js";
+import type { TranscriptLoader } from "./transcript-loader.js";
+import type { Transport, TransportTarget } from "./transport.js";
+import type { View } from "./view.js";
+
+export interface MessagesOptions {
+  transport: Transport;
+  /** Read at each request, so changed headers are picked up. */
+  target: () => TransportTarget;
+  view: View;
+  reader: RunReader;
+  transcripts: TranscriptLoader;
+}
+
+/** What a message shows while its run streams, and how it asks for the run. */
+interface Plan {
+  /** The conversation, when it exists already. */
+  contextId: string | null;
+  /** The turns shown before the fresh reply. */
+  turns: readonly Turn[];
+  /** The reply's place among the alternatives of its exchange. */
+  exchange?: Pick<Turn, "siblings" | "siblingIndex">;
+  /** The request, with the message's `messageId` (null where the platform has no randomness). */
+  open: (messageId: string | null, signal: AbortSignal) => AsyncIterable<Frame>;
+  /** Load the transcript once the run is over (the conversation forked). */
+  forks: boolean;
+}
+
+export class Messages {
+  readonly #transport: Transport;
+  readonly #target: () => TransportTarget;
+  readonly #view: View;
+  readonly #reader: RunReader;
+  readonly #transcripts: TranscriptLoader;
+
+  constructor(options: MessagesOptions) {
+    this.#transport = options.transport;
+    this.#target = options.target;
+    this.#view = options.view;
+    this.#reader = options.reader;
+    this.#transcripts = options.transcripts;
+  }
+
+  /** Shows the message as a new user turn and streams the run it starts into a fresh reply. */
+  send(request: RunRequest, job: Job): Promise<SendResult> {
+    const { contextId, turns } = this.#view.snapshot;
+    const user = this.#view.turn("user", request.message.text);
+    let body: RunRequest | null = null;
+    return this.#stream(
+      {
+        contextId,
+        turns: [...turns, user],
+        forks: false,
+        open: (messageId, signal) => {
+          // One body for every try of the message.
+          if (body === null) {
+            body = { ...request };
+            if (contextId !== null) body.contextId = contextId;
+            if (messageId !== null) body.messageId = messageId;
+          }
+          return this.#transport.run({ ...this.#target(), body, signal });
+        },
+      },
+      job,
+    );
+  }
+
+  /** Answers the last user message again: the replies after it leave the view for a fresh one. */
+  regenerate(contextId: string, job: Job): Promise<SendResult> {
+    const { turns } = this.#view.snapshot;
+    const last = findLastIndex(turns, (turn) => turn.role === "user");
+    const user = turns[last];
+    const exchange = user ? nextAlternative(user) : undefined;
+    return this.#stream(
+      {
+        contextId,
+        turns: user ? [...turns.slice(0, last), { ...user, ...exchange }] : turns,
+        ...(exchange ? { exchange } : {}),
+        forks: true,
+        open: (messageId, signal) =>
+          this.#transport.regenerate({
+            ...this.#target(),
+            contextId,
+            body: messageId === null ? {} : { messageId },
+            signal,
+          }),
+      },
+      job,
+    );
+  }
+
+  /**
+   * Sends `text` in place of the user turn `turn`: the turns after it leave
+   * the view, and the turn shows the new text, as the newest alternative.
+   */
+  edit(contextId: string, turn: Turn, request: Pick<EditRequest, "message" | "data">, job: Job): Promise<SendResult> {
+    const { turns } = this.#view.snapshot;
+    const index = turns.findIndex((shown) => shown.id === turn.id);
+    const exchange = nextAlternative(turn);
+    return this.#stream(
+      {
+        contextId,
+        turns: [...turns.slice(0, index), { ...turn, text: request.message.text, ...exchange }],
+        exchange,
+        forks: true,
+        open: (messageId, signal) => {
+          const body: EditRequest = { turnId: turn.id, ...request };
+          if (messageId !== null) body.messageId = messageId;
+          return this.#transport.edit({ ...this.#target(), contextId, body, signal });
+        },
+      },
+      job,
+    );
+  }
+
+  async #stream(plan: Plan, job: Job): Promise<SendResult> {
+    const view = this.#view;
+    const signal = job.signal;
+    const before = view.snapshot.turns;
+    const reply = view.openReply(plan.turns, { runId: null }, plan.exchange);
+    // One key for every try of this message: a repeat after a cut response is then safe.
+    const messageId = newMessageId();
+    let result: SendResult;
+    try {
+      result = await this.#reader.follow(() => plan.open(messageId, signal), job, { repeatable: messageId !== null });
+    } catch (caught) {
+      if (signal.aborted) throw aborted(caught);
+      let error = toThinwireError(caught);
+      view.failRun(error, reply.id, job.runKnown ? {} : { restore: before });
+      if (error.code === "decision_pending" && plan.contextId !== null) {
+        // The conversation waits for a decision this client did not know of (another tab, say): show it.
+        const interrupt = await this.#transcripts.refresh(plan.contextId, signal);
+        if (signal.aborted) throw aborted(caught);
+        if (error.interruptId === undefined && interrupt) error = withInterruptId(error, interrupt.interruptId);
+      }
+      throw error;
+    }
+    if (plan.forks) {
+      // The server's numbering of the alternatives, and the turns' meta; best effort.
+      await this.#transcripts.refresh(result.contextId, signal);
+      if (signal.aborted) throw aborted();
+    }
+    return result;
+  }
+}
+
+/** The numbers of a new alternative at the exchange of `turn`: the last of one more. */
+function nextAlternative(turn: Turn): Pick<Turn, "siblings" | "siblingIndex"> {
+  return { siblings: turn.siblings + 1, siblingIndex: turn.siblings };
+}
+
+function findLastIndex<T>(items: readonly T[], test: (item: T) => boolean): number {
+  for (let index = items.length - 1; index >= 0; index--) if (test(items[index]!)) return index;
+  return -1;
+}

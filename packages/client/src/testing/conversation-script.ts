@@ -1,0 +1,235 @@
+/**
+ * A fake server's script that keeps conversations as a thinwire server does:
+ * turns with stable ids, a tree of exchanges (a user turn and its reply) where
+ * a regeneration or an edit adds a sibling and a branch switch picks one, a
+ * title, and the caller's conversations listed most recently active first
+ * with a keyset cursor. Serve it with `fakeFetch` / `fakeWebSocket`; both wires
+ * made from one script are one server.
+ *
+ * ```ts
+ * const script = conversationScript({ answer: (text) => ({ text: `Echo: ${text}`, title: "Echoes" }) });
+ * const client = new AgentClient({ agent: "demo", fetch: fakeFetch(script, newLog()) });
+ * ```
+ *
+ * Every run ends at once, with stop reason `end`; a regenerated exchange gets
+ * a new user turn (a copy of the one it answers) as well as a new reply.
+ */
+import type {
+  Activity,
+  ConversationPage,
+  ConversationSummary,
+  Frame,
+  Transcript,
+  TranscriptTurn,
+  TurnMeta,
+} from "../generated/wire.js";
+import type { ConversationQuery, Refusal, Reply, Script } from "./fake-server.js";
+import { runFrames } from "./frames.js";
+
+/** What the agent shows for a message: its reply, and what it streams before it. */
+export interface Answer {
+  text: string;
+  thinking?: string;
+  /** Tools it calls, in order (`ok` defaults to true). */
+  tools?: Array<{ name: string; ok?: boolean }>;
+  /** Names the conversation (a `title` frame) when it has no title yet. */
+  title?: string;
+}
+
+export interface ConversationScriptOptions {
+  /** The answer to `text`, after the turns of the branch before it; by default `You said “text”.` */
+  answer?: (text: string, history: readonly TranscriptTurn[]) => Answer | string;
+  /** The clock, in seconds: the turns' meta and the conversations' times. By default 1, 2, 3… */
+  now?: () => number;
+}
+
+interface Node {
+  children: Exchange[];
+  /** The child the current branch goes on with. */
+  active: number;
+}
+
+interface Exchange extends Node {
+  user: TranscriptTurn;
+  reply: TranscriptTurn;
+}
+
+interface Conversation extends Node {
+  contextId: string;
+  title: string | null;
+  createdAt: number;
+  updatedAt: number;
+  /** The last seq sent, and the frames of the latest run (for an attach). */
+  seq: number;
+  runs: number;
+  turns: number;
+  lastRun: Frame[];
+}
+
+const refusal = (status: number, code: string, message: string): Refusal => ({ error: { status, code, message } });
+const NO_CONTEXT = refusal(404, "context_not_found", "No such conversation.");
+
+export function conversationScript(options: ConversationScriptOptions = {}): Script {
+  const conversations = new Map<string, Conversation>();
+  let tick = 0;
+  const now = options.now ?? (() => ++tick);
+  let minted = 0;
+
+  /** The exchanges of the current branch, each with the node it hangs from. */
+  function branch(conversation: Conversation): Array<{ exchange: Exchange; parent: Node }> {
+    const path: Array<{ exchange: Exchange; parent: Node }> = [];
+    for (let parent: Node = conversation; parent.children.length > 0; ) {
+      const exchange = parent.children[parent.active]!;
+      path.push({ exchange, parent });
+      parent = exchange;
+    }
+    return path;
+  }
+
+  function turns(conversation: Conversation): TranscriptTurn[] {
+    return branch(conversation).flatMap(({ exchange, parent }) => {
+      const numbers = { siblings: parent.children.length, siblingIndex: parent.children.indexOf(exchange) };
+      return [
+        { ...exchange.user, ...numbers },
+        { ...exchange.reply, ...numbers },
+      ];
+    });
+  }
+
+  function transcript(conversation: Conversation): Transcript {
+    const { contextId, title } = conversation;
+    return { contextId, agent: "demo", title, turns: turns(conversation), activeRunId: null, pendingInterrupt: null };
+  }
+
+  function summary(conversation: Conversation): ConversationSummary {
+    const shown = turns(conversation);
+    return {
+      contextId: conversation.contextId,
+      title: conversation.title,
+      createdAt: conversation.createdAt,
+      updatedAt: conversation.updatedAt,
+      turnCount: shown.length,
+      preview: (shown[shown.length - 1]?.text ?? "").slice(0, 80),
+      status: "idle",
+    };
+  }
+
+  function turn(conversation: Conversation, role: "user" | "assistant", text: string): TranscriptTurn {
+    conversation.turns += 1;
+    const id = `turn-${conversation.contextId.slice(-12)}-${role === "user" ? "u" : "a"}${conversation.turns}`;
+    const meta: TurnMeta = { startedAt: now(), finishedAt: null, model: null, usage: null };
+    const stopReason = role === "user" ? null : "end";
+    return { id, role, text, toolCalls: [], stopReason, thinking: "", activity: [], meta, siblings: 1, siblingIndex: 0 };
+  }
+
+  /** Adds an exchange for `text` under `parent`, as the alternative the branch shows, and runs its reply. */
+  function exchange(conversation: Conversation, parent: Node, text: string): Reply {
+    const history = branch(conversation);
+    const cut = history.findIndex((step) => step.parent === parent);
+    const before = turns(conversation).slice(0, cut < 0 ? undefined : 2 * cut);
+    const answered = options.answer?.(text, before) ?? `You said “${text}”.`;
+    const answer = typeof answered === "string" ? { text: answered } : answered;
+    const user = turn(conversation, "user", text);
+    const reply = turn(conversation, "assistant", answer.text);
+    parent.children.push({ user, reply, children: [], active: 0 });
+    parent.active = parent.children.length - 1;
+
+    conversation.runs += 1;
+    const r = runFrames(conversation.contextId, `run-${conversation.runs}`, conversation.seq + 1);
+    const frames = [r.start({ turnId: reply.id, userTurnId: user.id })];
+    if (answer.title !== undefined && conversation.title === null) {
+      conversation.title = answer.title;
+      frames.push(r.title(answer.title));
+    }
+    if (answer.thinking) frames.push(r.thinking(answer.thinking));
+    const activity: Activity[] = (answer.tools ?? []).map(({ name, ok = true }, index) => {
+      const callId = `call-${index + 1}`;
+      frames.push(r.call(callId, name), r.result(callId, name, ok));
+      return { callId, name, ok };
+    });
+    const toolCalls = activity.map((call) => call.name);
+    frames.push(r.token(answer.text), r.done(answer.text, toolCalls));
+    Object.assign(reply, { thinking: answer.thinking ?? "", activity, toolCalls });
+    user.meta = { ...user.meta, finishedAt: user.meta.startedAt };
+    reply.meta = { ...reply.meta, finishedAt: now() };
+    conversation.seq += frames.length;
+    conversation.lastRun = frames;
+    conversation.updatedAt = now();
+    return { frames };
+  }
+
+  function find(contextId: string): Conversation | Refusal {
+    return conversations.get(contextId) ?? NO_CONTEXT;
+  }
+
+  return {
+    run(body) {
+      let conversation: Conversation | Refusal;
+      if (body.contextId == null) {
+        minted += 1;
+        const contextId = `ctx-${minted.toString(16).padStart(36, "0")}`;
+        const time = now();
+        conversation = { contextId, title: null, createdAt: time, updatedAt: time, seq: 0, runs: 0, turns: 0, lastRun: [], children: [], active: 0 };
+        conversations.set(contextId, conversation);
+      } else {
+        conversation = find(body.contextId);
+      }
+      if ("error" in conversation) return conversation;
+      const path = branch(conversation);
+      return exchange(conversation, path[path.length - 1]?.exchange ?? conversation, body.message.text);
+    },
+    regenerate(contextId) {
+      const conversation = find(contextId);
+      if ("error" in conversation) return conversation;
+      const last = branch(conversation).pop();
+      if (!last) return refusal(409, "nothing_to_regenerate", "There is no reply to regenerate.");
+      return exchange(conversation, last.parent, last.exchange.user.text);
+    },
+    edit(contextId, { turnId, message }) {
+      const conversation = find(contextId);
+      if ("error" in conversation) return conversation;
+      const path = branch(conversation);
+      const step = path.find(({ exchange }) => exchange.user.id === turnId);
+      if (!step) {
+        return path.some(({ exchange }) => exchange.reply.id === turnId)
+          ? refusal(400, "not_a_user_turn", "Only a user's turn can be edited.")
+          : refusal(404, "turn_not_found", "No such turn on the current branch.");
+      }
+      return exchange(conversation, step.parent, message.text);
+    },
+    branch(contextId, { turnId, index }) {
+      const conversation = find(contextId);
+      if ("error" in conversation) return conversation;
+      const step = branch(conversation).find(({ exchange }) => exchange.user.id === turnId || exchange.reply.id === turnId);
+      if (!step || index >= step.parent.children.length) return refusal(404, "branch_not_found", "No such branch.");
+      step.parent.active = index;
+      return transcript(conversation);
+    },
+    attach(contextId, after) {
+      const frames = conversations.get(contextId)?.lastRun.filter((frame) => "seq" in frame && frame.seq > after) ?? [];
+      return frames.length > 0 ? { frames } : { nothing: true };
+    },
+    transcript(contextId) {
+      const conversation = conversations.get(contextId);
+      return conversation && transcript(conversation);
+    },
+    conversations({ limit, cursor }: ConversationQuery): ConversationPage {
+      const key = (conversation: Conversation) => `${String(conversation.updatedAt).padStart(16, "0")}|${conversation.contextId}`;
+      const ordered = [...conversations.values()].sort((a, b) => (key(a) < key(b) ? 1 : -1));
+      const rest = cursor === null ? ordered : ordered.filter((conversation) => key(conversation) < cursor);
+      const page = rest.slice(0, limit);
+      const more = rest.length > page.length;
+      return { conversations: page.map(summary), nextCursor: more ? key(page[page.length - 1]!) : null };
+    },
+    rename(contextId, { title }) {
+      const conversation = find(contextId);
+      if ("error" in conversation) return conversation;
+      if ([...title].length > 200) return refusal(400, "title_too_long", "A title is at most 200 characters.");
+      conversation.title = title;
+      return summary(conversation);
+    },
+    forget(contextId) {
+      if (!conversations.delete(contextId)) return NO_CONTEXT;
+    },
+  };
+}

@@ -1,0 +1,188 @@
+"""Branches and exchanges: the stored form of a conversation, checked against a plain
+tree of messages, and the history a run reads."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from thinwire.branches import Lines, Position, parse_turn_id, turn_id
+from thinwire.errors import NotFound
+from thinwire.exchanges import Exchange, History
+from thinwire.records import ContextRecord
+
+
+@dataclass
+class Node:
+    """The plain model: an exchange knows its parent and children; `next` is the child
+    a send made after it (the rest are forks)."""
+
+    text: str
+    parent: Node | None
+    children: list[Node] = field(default_factory=list)
+    next: Node | None = None
+
+    def path(self) -> list[Node]:
+        node: Node | None = self
+        path = []
+        while node is not None:
+            path.append(node)
+            node = node.parent
+        return path[::-1]
+
+
+# An operation: ("send",), ("fork", which exchange of the branch), ("show", which
+# exchange, which sibling).
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("send")),
+        st.tuples(st.just("fork"), st.integers(0, 50)),
+        st.tuples(st.just("show"), st.integers(0, 50), st.integers(0, 5)),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(OPERATIONS)
+def test_a_record_shows_what_a_plain_tree_would(operations: list[tuple[int | str, ...]]) -> None:
+    record = ContextRecord(id="ctx-1", agent="a", owner="o", preamble=[{"role": "system"}])
+    roots: list[Node] = []
+    leaf: Node | None = None
+
+    def siblings_of(node: Node) -> list[Node]:
+        return node.parent.children if node.parent else roots
+
+    for n, operation in enumerate(operations):
+        text = f"m{n}"
+        path = leaf.path() if leaf else []
+        if operation[0] == "show" and path:
+            at = int(operation[1]) % len(path)
+            siblings = siblings_of(path[at])
+            which = int(operation[2]) % len(siblings)
+            record.show(record.lines.siblings(list(record.lines.positions())[at])[which])
+            leaf = siblings[which]
+            while leaf.next is not None:  # the branch shown ends at its line's tail
+                leaf = leaf.next
+            record.recount()
+        else:
+            forking = operation[0] == "fork" and bool(path)
+            at = int(operation[1]) % len(path) if forking else len(path)
+            beside = list(record.lines.positions())[at] if forking else None
+            record.start_run(f"r{n}", text, fork=beside)
+            record.end_turn("end", text.upper())
+            parent = path[at].parent if forking else leaf
+            node = Node(text, parent)
+            (parent.children if parent else roots).append(node)
+            if parent is not None and not forking:
+                parent.next = node
+            leaf = node
+        expected = leaf.path() if leaf else []
+        turns = record.transcript
+        shown = [t["text"] for t in turns if t["role"] == "user"]
+        assert shown == [node.text for node in expected]
+        assert [m["content"] for m in record.history if m["role"] == "user"] == shown
+        forks = [(len(siblings_of(node)), siblings_of(node).index(node)) for node in expected]
+        assert [(t["siblings"], t["siblingIndex"]) for t in turns[::2]] == forks
+        assert record.turn_count == len(turns) == 2 * len(expected)
+        ids = [t["id"] for t in turns]
+        assert len(set(ids)) == len(ids)
+
+
+def test_turn_ids_name_their_exchange() -> None:
+    position = Position(0x12, 0x3456)
+    assert turn_id(position, "user", 0) == "turn-001200003456-u0"
+    assert turn_id(position, "assistant", 3) == "turn-001200003456-a3"
+    assert parse_turn_id("turn-001200003456-a3") == (position, "a", 3)
+    for bad in ("turn-1", "turn-001200003456-x0", "turn-00120000345g-u0", ""):
+        with pytest.raises(NotFound):
+            parse_turn_id(bad)
+
+
+def test_lines_store_a_fork_without_copying_its_parents() -> None:
+    lines = Lines()
+    for _ in range(1000):
+        lines.append()
+    lines.fork_beside(Position(0, 500))
+    assert len(lines.lines) == 2 and len(lines.path()) == 2  # two segments, not 501 rows
+    assert lines.depth == 501
+    restored = Lines.from_json(json.loads(json.dumps(lines.to_json())))
+    assert list(restored.positions()) == list(lines.positions())
+
+
+def history_of(*exchanges: list[dict[str, str]]) -> History:
+    held = [
+        Exchange(Position(0, n), messages_json=json.dumps(messages), size=len(messages))
+        for n, messages in enumerate(exchanges)
+    ]
+    return History([{"role": "system", "content": "s"}], held)
+
+
+def test_a_history_reads_from_the_end_without_decoding_the_rest() -> None:
+    history = history_of(
+        *(
+            [{"role": "user", "content": f"q{n}"}, {"role": "assistant", "content": f"a{n}"}]
+            for n in range(100)
+        )
+    )
+    assert len(history) == 201
+    assert history[-1]["content"] == "a99" and history[-3]["content"] == "a98"
+    assert next(m for m in reversed(history) if m["content"] == "q97")
+    decoded = [e.position.depth for e in history.exchanges if e._messages is not None]
+    assert decoded == [97, 98, 99]
+    assert history[0]["content"] == "s" and history[1]["content"] == "q0"
+    assert history[49:51] == [
+        {"role": "user", "content": "q24"},
+        {"role": "assistant", "content": "a24"},
+    ]
+
+
+def test_only_the_running_exchange_of_a_history_changes() -> None:
+    history = history_of([{"role": "user", "content": "old"}], [{"role": "user", "content": "new"}])
+    history.append({"role": "tool", "content": "t"})
+    history.insert(len(history) - 1, {"role": "note", "content": "n"})
+    del history[-1]
+    assert [m["content"] for m in history] == ["s", "old", "new", "n"]
+    assert history.exchanges[1].changed and not history.exchanges[0].changed
+    for change in (
+        lambda: history.__setitem__(1, {"role": "user", "content": "rewritten"}),
+        lambda: history.__delitem__(0),
+        lambda: history.insert(1, {"role": "user"}),
+        lambda: history.__setitem__(slice(0, 1), []),
+    ):
+        with pytest.raises(TypeError):
+            change()
+    assert [m["content"] for m in history] == ["s", "old", "new", "n"]
+
+
+def test_a_record_counts_turns_and_weighs_what_it_holds_without_decoding() -> None:
+    record = ContextRecord(id="ctx-1", agent="a", owner="o")
+    for n in range(50):
+        record.start_run(f"r{n}", f'question {n} with "role":"quotes"')
+        record.end_turn("end", f"answer {n}")
+    record.saved()
+    light = record.weight
+    assert all(e._turns is None for e in record.exchanges.values())
+    record.recount()
+    assert record.turn_count == 100 and record.preview == "answer 49"
+    assert sum(e._turns is not None for e in record.exchanges.values()) == 1  # the last
+    record.start_run("r-big", "x" * 100_000)
+    record.end_turn("end", "ok")
+    record.saved()
+    assert record.weight - light >= 100_000
+
+
+def test_titles_rank_user_over_agent_over_the_first_message() -> None:
+    record = ContextRecord(id="ctx-1", agent="a", owner="o")
+    record.start_run("r1", "the first message")
+    assert (record.title, record.title_source) == ("the first message", "auto")
+    record.name("the agent's", "agent")
+    record.name("another first message", "auto")
+    assert record.title == "the agent's"
+    record.name("the user's", "user")
+    record.name("the agent's again", "agent")
+    assert (record.title, record.title_source) == ("the user's", "user")

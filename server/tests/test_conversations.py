@@ -1,0 +1,446 @@
+"""A principal's conversations: the list, titles, regenerate, edit and branches."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pytest
+from starlette.testclient import TestClient
+
+from conftest import app_for, parse_sse, server_context
+from thinwire import Agent, Run
+from thinwire.demo import DemoAgent
+
+ADA = {"x-user": "ada"}
+EVE = {"x-user": "eve"}
+
+
+def by_header(connection: Any) -> str | None:
+    return connection.headers.get("x-user")
+
+
+class Numbered(Agent):
+    """Answers "<text> #<n>", n counting every run; remembers the history it was given
+    and writes AgentState, so a test sees what each run read and wrote."""
+
+    system_prompt = "number the replies"
+    runs = 0
+    seen: ClassVar[list[list[str]]] = []
+
+    async def run(self, run: Run, text: str) -> None:
+        type(self).runs += 1
+        type(self).seen.append([str(m["content"]) for m in run.history])
+        run.state["last"] = text
+        if text.startswith("name it "):
+            run.set_title(text.removeprefix("name it "))
+        await run.think(f"numbering {text}")
+        await run.say(f"{text} #{type(self).runs}")
+        run.record_usage("stub-model", 7, 3, public=text == "public usage")
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    Numbered.runs, Numbered.seen = 0, []
+    app = app_for({"chat": Numbered, "demo": DemoAgent}, identify=by_header)
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def send(
+    client: TestClient,
+    text: str,
+    context_id: str | None = None,
+    headers: dict[str, str] = ADA,
+    agent: str = "chat",
+) -> list[dict[str, Any]]:
+    body: dict[str, Any] = {"message": {"text": text}}
+    if context_id is not None:
+        body["contextId"] = context_id
+    response = client.post(f"/agents/{agent}/runs", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return parse_sse(response.text)
+
+
+def url(context_id: str, tail: str = "", agent: str = "chat") -> str:
+    return f"/agents/{agent}/contexts/{context_id}{tail}"
+
+
+def turns(client: TestClient, context_id: str) -> list[dict[str, Any]]:
+    response = client.get(url(context_id), headers=ADA)
+    assert response.status_code == 200, response.text
+    return list(response.json()["turns"])
+
+
+def texts(client: TestClient, context_id: str) -> list[str]:
+    return [turn["text"] for turn in turns(client, context_id)]
+
+
+def conversation(client: TestClient, *messages: str, headers: dict[str, str] = ADA) -> str:
+    context_id = str(send(client, messages[0], headers=headers)[0]["contextId"])
+    for text in messages[1:]:
+        send(client, text, context_id, headers=headers)
+    return context_id
+
+
+def listed(client: TestClient, headers: dict[str, str] = ADA, **query: Any) -> dict[str, Any]:
+    response = client.get("/agents/chat/contexts", params=query, headers=headers)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def error(response: Any) -> tuple[int, str]:
+    return response.status_code, response.json()["error"]["code"]
+
+
+# --- the list ---------------------------------------------------------------------------
+
+
+def test_the_list_shows_the_callers_conversations_most_recent_first(client: TestClient) -> None:
+    first = conversation(client, "first topic")
+    second = conversation(client, "second topic", "more on it")
+    third = conversation(client, "third topic")
+    send(client, "back to the first", first)  # now the most recently active
+    conversation(client, "eve's own", headers=EVE)
+
+    page = listed(client)
+    ids = [c["contextId"] for c in page["conversations"]]
+    assert ids == [first, third, second] and page["nextCursor"] is None
+    top = page["conversations"][0]
+    assert top["title"] == "first topic" and top["status"] == "idle"
+    assert top["turnCount"] == 4 and top["preview"] == "back to the first #5"
+    assert top["createdAt"] <= top["updatedAt"]
+    # Another principal sees only their own; another agent's list is its own too.
+    assert [c["title"] for c in listed(client, EVE)["conversations"]] == ["eve's own"]
+    assert client.get("/agents/demo/contexts", headers=ADA).json()["conversations"] == []
+
+
+def test_the_list_pages_with_an_opaque_cursor(client: TestClient) -> None:
+    made = [conversation(client, f"topic {n}") for n in range(5)]
+    seen: list[str] = []
+    query: dict[str, Any] = {"limit": 2}
+    while True:
+        page = listed(client, **query)
+        seen += [c["contextId"] for c in page["conversations"]]
+        if page["nextCursor"] is None:
+            break
+        query = {"limit": 2, "cursor": page["nextCursor"]}
+    assert seen == made[::-1]
+    for bad in ({"limit": 0}, {"limit": 101}, {"limit": "ten"}, {"cursor": "not-ours"}):
+        response = client.get("/agents/chat/contexts", params=bad, headers=ADA)
+        assert error(response) == (400, "invalid_request"), bad
+    assert client.get("/agents/chat/contexts").status_code == 401
+
+
+def test_the_list_says_which_conversation_waits_for_a_decision(client: TestClient) -> None:
+    context_id = send(client, "hello", agent="demo")[0]["contextId"]
+    frames = send(client, "refund please", context_id, agent="demo")
+    assert frames[-2]["type"] == "interrupt"
+    [waiting] = client.get("/agents/demo/contexts", headers=ADA).json()["conversations"]
+    assert waiting["status"] == "waiting"
+
+
+# --- titles -----------------------------------------------------------------------------
+
+
+def test_titles_come_from_the_first_message_the_agent_and_the_user(client: TestClient) -> None:
+    long = "a rather long first message " * 5
+    context_id = conversation(client, long, "second")
+    title = listed(client)["conversations"][0]["title"]
+    assert title.endswith("…") and len(title) <= 60 and long.startswith(title[:-1])
+
+    frames = send(client, "name it Travel plans", context_id)
+    assert [f["title"] for f in frames if f["type"] == "title"] == ["Travel plans"]
+    assert client.get(url(context_id), headers=ADA).json()["title"] == "Travel plans"
+
+    renamed = client.patch(url(context_id), json={"title": "  Mine  "}, headers=ADA)
+    assert renamed.status_code == 200 and renamed.json()["title"] == "Mine"
+    assert renamed.json()["contextId"] == context_id
+    # The user's name stays: the agent's next title is not used, nor announced.
+    frames = send(client, "name it Agent's idea", context_id)
+    assert "title" not in [f["type"] for f in frames]
+    assert listed(client)["conversations"][0]["title"] == "Mine"
+
+
+def test_a_rename_is_checked(client: TestClient) -> None:
+    context_id = conversation(client, "hello")
+    for body, expected in (
+        ({"title": "x" * 201}, (400, "title_too_long")),
+        ({"title": "   "}, (400, "invalid_request")),
+        ({"title": ""}, (400, "invalid_request")),
+        ({}, (400, "invalid_request")),
+    ):
+        assert error(client.patch(url(context_id), json=body, headers=ADA)) == expected
+    ok = client.patch(url(context_id), json={"title": "x" * 200}, headers=ADA)
+    assert ok.status_code == 200
+    assert error(client.patch(url(context_id), json={"title": "x"}, headers=EVE)) == (
+        404,
+        "context_not_found",
+    )
+
+
+# --- regenerate, edit, branches -----------------------------------------------------------
+
+
+def test_regenerate_answers_again_and_keeps_the_old_reply_as_a_sibling(
+    client: TestClient,
+) -> None:
+    context_id = conversation(client, "one", "two")
+    before = turns(client, context_id)
+    frames = parse_sse(client.post(url(context_id, "/regenerate"), json={}, headers=ADA).text)
+    assert frames[-1]["text"] == "two #3"
+    after = turns(client, context_id)
+    assert [t["text"] for t in after] == ["one", "one #1", "two", "two #3"]
+    assert [(t["siblings"], t["siblingIndex"]) for t in after] == [(1, 0)] * 2 + [(2, 1)] * 2
+    assert frames[0]["turnId"] == after[-1]["id"] != before[-1]["id"]
+    assert after[:2] == before[:2]  # the shared turns, unchanged
+    # The new run read the history up to the message, not the reply it replaces.
+    assert Numbered.seen[-1] == ["number the replies", "one", "one #1", "two"]
+
+    shown = client.post(
+        url(context_id, "/branch"), json={"turnId": after[-1]["id"], "index": 0}, headers=ADA
+    )
+    assert shown.status_code == 200
+    assert [t["text"] for t in shown.json()["turns"]] == ["one", "one #1", "two", "two #2"]
+    assert texts(client, context_id) == ["one", "one #1", "two", "two #2"]
+    # A send continues the branch shown.
+    send(client, "three", context_id)
+    assert Numbered.seen[-1][-3:] == ["two", "two #2", "three"]
+
+
+def test_edit_forks_at_the_users_turn_with_only_the_history_before_it(
+    client: TestClient,
+) -> None:
+    context_id = conversation(client, "one", "two", "three")
+    original = turns(client, context_id)
+    body = {"turnId": original[2]["id"], "message": {"text": "TWO"}}
+    frames = parse_sse(client.post(url(context_id, "/edits"), json=body, headers=ADA).text)
+    assert frames[-1]["text"] == "TWO #4"
+    edited = turns(client, context_id)
+    assert [t["text"] for t in edited] == ["one", "one #1", "TWO", "TWO #4"]
+    assert (edited[2]["siblings"], edited[2]["siblingIndex"]) == (2, 1)
+    assert frames[0]["userTurnId"] == edited[2]["id"]
+    # Never the later turns of the other branch, nor the message it replaces.
+    assert Numbered.seen[-1] == ["number the replies", "one", "one #1", "TWO"]
+    history = [m["content"] for m in server_context(client, context_id, "chat").history]
+    assert history == ["number the replies", "one", "one #1", "TWO", "TWO #4"]
+
+    back = client.post(
+        url(context_id, "/branch"), json={"turnId": edited[2]["id"], "index": 0}, headers=ADA
+    )
+    assert [t["text"] for t in back.json()["turns"]] == [t["text"] for t in original]
+    assert back.json()["turns"][2]["siblings"] == 2
+    assert listed(client)["conversations"][0]["turnCount"] == 6
+
+
+def test_agent_state_is_per_conversation_and_its_audit_names_each_run(
+    client: TestClient,
+) -> None:
+    context_id = conversation(client, "one")
+    first = send(client, "two", context_id)[0]["runId"]
+    again = parse_sse(client.post(url(context_id, "/regenerate"), json={}, headers=ADA).text)
+    context = server_context(client, context_id, "chat")
+    assert context.state["last"] == "two"  # one state, whichever branch wrote it last
+    store = client.app.state.thinwire.store  # type: ignore[attr-defined]
+    assert client.portal is not None
+    audit = client.portal.call(store.audit, context_id)
+    runs = [(entry.value, entry.run_id) for entry in audit if entry.key == "last"]
+    assert runs[-2:] == [("two", first), ("two", again[0]["runId"])]
+
+
+def test_branch_and_edit_errors_are_typed(client: TestClient) -> None:
+    context_id = conversation(client, "one", "two")
+    shown = turns(client, context_id)
+    edits = url(context_id, "/edits")
+    missing = "turn-00ff00000000-u0"
+
+    def edit(turn_id: str, text: str = "x") -> tuple[int, str]:
+        body = {"turnId": turn_id, "message": {"text": text}}
+        return error(client.post(edits, json=body, headers=ADA))
+
+    assert edit(shown[1]["id"]) == (400, "not_a_user_turn")
+    assert edit(missing) == (404, "turn_not_found")
+    assert edit("turn-1") == (400, "invalid_request")
+    assert edit(shown[0]["id"], " ") == (400, "invalid_request")
+    client.post(url(context_id, "/regenerate"), json={}, headers=ADA)
+    off_branch = shown[2]["id"]  # the user's turn of the branch no longer shown
+    assert edit(off_branch) == (404, "turn_not_found")
+
+    branch = url(context_id, "/branch")
+    current = turns(client, context_id)
+    assert error(
+        client.post(branch, json={"turnId": current[2]["id"], "index": 2}, headers=ADA)
+    ) == (404, "branch_not_found")
+    assert error(client.post(branch, json={"turnId": missing, "index": 0}, headers=ADA)) == (
+        404,
+        "turn_not_found",
+    )
+    assert error(
+        client.post(branch, json={"turnId": current[0]["id"], "index": -1}, headers=ADA)
+    ) == (400, "invalid_request")
+    # Nothing of that changed the conversation.
+    assert turns(client, context_id) == current
+
+    cleared = client.post(url(context_id, "/clear"), headers=ADA)
+    assert cleared.status_code == 200
+    assert error(client.post(url(context_id, "/regenerate"), json={}, headers=ADA)) == (
+        409,
+        "nothing_to_regenerate",
+    )
+
+
+def test_regenerate_and_edit_wait_for_a_pending_decision(client: TestClient) -> None:
+    context_id = send(client, "hello", agent="demo")[0]["contextId"]
+    send(client, "refund please", context_id, agent="demo")
+    user = client.get(url(context_id, agent="demo"), headers=ADA).json()["turns"][0]
+    for tail, body in (
+        ("/regenerate", {}),
+        ("/edits", {"turnId": user["id"], "message": {"text": "hi"}}),
+        ("/branch", {"turnId": user["id"], "index": 0}),
+    ):
+        response = client.post(url(context_id, tail, agent="demo"), json=body, headers=ADA)
+        assert error(response) == (409, "decision_pending"), tail
+
+
+def test_a_repeated_regenerate_replays_the_run_it_started(client: TestClient) -> None:
+    context_id = conversation(client, "one")
+    body = {"messageId": "msg-regen-0001"}
+    first = parse_sse(client.post(url(context_id, "/regenerate"), json=body, headers=ADA).text)
+    again = parse_sse(client.post(url(context_id, "/regenerate"), json=body, headers=ADA).text)
+    assert first[0]["runId"] == again[0]["runId"] and Numbered.runs == 2
+    assert turns(client, context_id)[-1]["siblings"] == 2
+
+
+def test_another_principal_cannot_reach_any_of_it(client: TestClient) -> None:
+    context_id = conversation(client, "private")
+    turn_id = turns(client, context_id)[0]["id"]
+    unknown = "ctx-" + "0" * 36
+    for target in (context_id, unknown):
+        for method, tail, body in (
+            ("PATCH", "", {"title": "mine now"}),
+            ("POST", "/regenerate", {}),
+            ("POST", "/edits", {"turnId": turn_id, "message": {"text": "x"}}),
+            ("POST", "/branch", {"turnId": turn_id, "index": 0}),
+        ):
+            response = client.request(method, url(target, tail), json=body, headers=EVE)
+            assert error(response) == (404, "context_not_found"), (target, tail)
+    assert texts(client, context_id) == ["private", "private #1"]
+    assert listed(client)["conversations"][0]["title"] == "private"
+
+
+# --- what each turn showed --------------------------------------------------------------
+
+
+def test_turns_keep_their_thinking_and_public_usage_only_when_marked(client: TestClient) -> None:
+    context_id = conversation(client, "quiet", "public usage")
+    quiet, public = turns(client, context_id)[1], turns(client, context_id)[3]
+    assert quiet["thinking"] == "numbering quiet"
+    assert quiet["meta"]["model"] is None and quiet["meta"]["usage"] is None
+    assert public["meta"]["model"] == "stub-model"
+    assert public["meta"]["usage"] == {"inputTokens": 7, "outputTokens": 3}
+
+
+# --- the same over a WebSocket ------------------------------------------------------------
+
+
+def until_done(socket: Any) -> list[dict[str, Any]]:
+    frames: list[dict[str, Any]] = []
+    while not frames or frames[-1]["type"] not in ("done", "rejected"):
+        frames.append(json.loads(socket.receive_text()))
+    return frames
+
+
+def test_edit_and_regenerate_over_a_websocket(client: TestClient) -> None:
+    context_id = conversation(client, "one", "two")
+    user = turns(client, context_id)[2]["id"]
+    with client.websocket_connect(
+        "/agents/chat/ws", subprotocols=["thinwire.v1"], headers=ADA
+    ) as socket:
+        socket.send_text(
+            json.dumps(
+                {
+                    "type": "edit",
+                    "contextId": context_id,
+                    "turnId": user,
+                    "message": {"text": "TWO"},
+                    "requestId": "r-edit",
+                }
+            )
+        )
+        edited = until_done(socket)
+        assert edited[0]["requestId"] == "r-edit" and edited[-1]["text"] == "TWO #3"
+        command = {"type": "regenerate", "contextId": context_id, "requestId": "r-again"}
+        socket.send_text(json.dumps(command))
+        again = until_done(socket)
+        assert again[0]["requestId"] == "r-again" and again[-1]["text"] == "TWO #4"
+        reply = turns(client, context_id)[1]["id"]
+        socket.send_text(
+            json.dumps(
+                {
+                    "type": "edit",
+                    "contextId": context_id,
+                    "turnId": reply,
+                    "message": {"text": "x"},
+                    "requestId": "r-bad",
+                }
+            )
+        )
+        [rejected] = until_done(socket)
+        assert (rejected["type"], rejected["code"], rejected["command"]) == (
+            "rejected",
+            "not_a_user_turn",
+            "edit",
+        )
+        assert rejected["requestId"] == "r-bad"
+    assert texts(client, context_id) == ["one", "one #1", "TWO", "TWO #4"]
+
+
+# --- long conversations ----------------------------------------------------------------
+
+
+class Recent(Numbered):
+    """Reads only the latest messages, and says so."""
+
+    history_window = 4
+
+
+def test_an_agent_with_a_window_loads_only_the_latest_exchanges() -> None:
+    from thinwire import MemoryStore
+
+    class Counting(MemoryStore):
+        loaded: ClassVar[list[int]] = []
+
+        async def load_exchanges(self, context_id: str, positions: Any) -> Any:
+            type(self).loaded.append(len(positions))
+            return await super().load_exchanges(context_id, positions)
+
+    Numbered.runs, Numbered.seen = 0, []
+    store = Counting()
+    app = app_for({"chat": Recent}, identify=by_header, store=store)
+    with TestClient(app) as client:
+        context_id = conversation(client, *(f"m{n}" for n in range(12)))
+        registry = client.app.state.thinwire.contexts  # type: ignore[attr-defined]
+        registry.forget_cached(server_context(client, context_id, "chat"))  # a cold send
+        Counting.loaded.clear()
+        send(client, "m12", context_id)
+        assert Counting.loaded == [4]  # of twelve exchanges
+        assert Numbered.seen[-1] == [
+            "number the replies",
+            "m8",
+            "m8 #9",
+            "m9",
+            "m9 #10",
+            "m10",
+            "m10 #11",
+            "m11",
+            "m11 #12",
+            "m12",
+        ]
+        assert len(turns(client, context_id)) == 26  # a read is the whole branch
+        first = turns(client, context_id)[0]["id"]  # long out of the window
+        body = {"turnId": first, "message": {"text": "M0"}}
+        edited = parse_sse(client.post(url(context_id, "/edits"), json=body, headers=ADA).text)
+        assert edited[-1]["text"] == "M0 #14"
+        assert texts(client, context_id) == ["M0", "M0 #14"]

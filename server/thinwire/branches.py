@@ -1,0 +1,194 @@
+"""A conversation's branches: exchanges in lines, and the path from the first to the one
+shown.
+
+An *exchange* is one user message and what answered it (the run's messages, its public
+turns). Exchanges form a tree: regenerating a reply or editing a message adds a sibling
+beside an exchange instead of changing it. The tree is stored as *lines*: a line is a run
+of exchanges at consecutive depths, each the parent of the next; every fork starts a new
+line, whose first exchange's parent is in its parent line. So an exchange is addressed
+by `(line, depth)`, appending is adding to the line's tail, a fork copies nothing, and
+the path of a branch is a handful of line segments however long the conversation:
+
+    line 0: d0 ─ d1 ─ d2 ─ d3 ─ d4           the first branch
+    line 1:            └ d2 ─ d3             an edit of the message at depth 2
+    line 2:                       └ d4       a regenerated last reply of line 0
+
+The branch shown ends at the tail of one line (`leaf`). Turn ids name their exchange:
+`turn-{line:04x}{depth:08x}-u0` for the user's turn, `-a0`, `-a1`… for the replies.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from thinwire.errors import BadRequest, NotFound
+
+__all__ = ["Line", "Lines", "Position", "Segment", "parse_turn_id", "turn_id"]
+
+TURN_ID = re.compile(r"turn-([0-9a-f]{4})([0-9a-f]{8})-([ua])([0-9]{1,4})")
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """An exchange: its line and its depth (0 for the first exchange)."""
+
+    line: int
+    depth: int
+
+
+@dataclass(frozen=True)
+class Line:
+    #: The line of the first exchange's parent; None for a line starting at depth 0.
+    parent: int | None
+    start: int
+    #: The depth of its last exchange.
+    tail: int
+
+    def to_json(self) -> list[int | None]:
+        return [self.parent, self.start, self.tail]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Depths `start` to `end` (both included) of `line`, on a path."""
+
+    line: int
+    start: int
+    end: int
+
+
+def turn_id(position: Position, role: str, index: int) -> str:
+    return f"turn-{position.line:04x}{position.depth:08x}-{role[0]}{index}"
+
+
+def parse_turn_id(value: str) -> tuple[Position, str, int]:
+    """The exchange a turn id names, its role ("u" or "a") and index; `turn_not_found`
+    for anything else."""
+    match = TURN_ID.fullmatch(value)
+    if match is None:
+        raise NotFound("turn_not_found", "no such turn")
+    line, depth, role, index = match.groups()
+    return Position(int(line, 16), int(depth, 16)), role, int(index)
+
+
+class Lines:
+    """The lines of one conversation and the branch shown: small, kept in its record."""
+
+    def __init__(self, lines: Mapping[int, Line] | None = None, leaf: Position | None = None):
+        self.lines: dict[int, Line] = dict(lines or {})
+        #: The last exchange of the branch shown; None while the conversation is empty.
+        self.leaf = leaf
+
+    # --- the path ---------------------------------------------------------------------
+
+    def path(self, leaf: Position | None = None) -> list[Segment]:
+        """The segments from depth 0 to `leaf` (the branch shown by default), in order."""
+        leaf = leaf or self.leaf
+        segments: list[Segment] = []
+        line: int | None = None if leaf is None else leaf.line
+        end = -1 if leaf is None else leaf.depth
+        while line is not None:
+            spec = self.lines[line]
+            segments.append(Segment(line, spec.start, end))
+            line, end = spec.parent, spec.start - 1
+        return segments[::-1]
+
+    def positions(self, leaf: Position | None = None, *, start: int = 0) -> Iterator[Position]:
+        """The exchanges from depth 0 (or `start`) to `leaf` (the branch shown by default),
+        in order."""
+        for segment in self.path(leaf):
+            for depth in range(max(start, segment.start), segment.end + 1):
+                yield Position(segment.line, depth)
+
+    @property
+    def depth(self) -> int:
+        """Exchanges on the branch shown."""
+        return 0 if self.leaf is None else self.leaf.depth + 1
+
+    def on_branch(self, position: Position) -> bool:
+        return any(
+            s.line == position.line and s.start <= position.depth <= s.end for s in self.path()
+        )
+
+    def parent_line(self, position: Position) -> int | None:
+        """The line holding the parent of the exchange at `position`."""
+        spec = self.lines[position.line]
+        return position.line if position.depth > spec.start else spec.parent
+
+    # --- siblings ---------------------------------------------------------------------
+
+    def siblings(self, position: Position) -> list[Position]:
+        """The exchanges sharing `position`'s parent, in the order they were made (the
+        order of their lines) — `position` among them."""
+        parent = self.parent_line(position)
+        return [
+            Position(line, position.depth)
+            for line, spec in sorted(self.lines.items())
+            if spec.start <= position.depth <= spec.tail
+            and self.parent_line(Position(line, position.depth)) == parent
+        ]
+
+    def forks(self) -> dict[int, tuple[int, int]]:
+        """For each depth of the branch shown with siblings: (how many, which one)."""
+        found: dict[int, tuple[int, int]] = {}
+        if len(self.lines) < 2:
+            return found
+        for position in self.positions():
+            siblings = self.siblings(position)
+            if len(siblings) > 1:
+                found[position.depth] = (len(siblings), siblings.index(position))
+        return found
+
+    # --- changes ----------------------------------------------------------------------
+
+    def append(self) -> Position:
+        """A new exchange after the leaf; it becomes the leaf."""
+        if self.leaf is None:
+            return self.fork(0, None)
+        line = self.leaf.line
+        spec = self.lines[line]
+        assert spec.tail == self.leaf.depth, "the leaf is its line's tail"
+        position = Position(line, spec.tail + 1)
+        self.lines[line] = Line(spec.parent, spec.start, position.depth)
+        self.leaf = position
+        return position
+
+    def fork(self, depth: int, parent: int | None) -> Position:
+        """A new exchange at `depth` whose parent is in line `parent`, on a new line; it
+        becomes the leaf."""
+        line = max(self.lines, default=-1) + 1
+        if line > 0xFFFF:
+            raise BadRequest("invalid_request", "this conversation has too many branches")
+        self.lines[line] = Line(parent, depth, depth)
+        self.leaf = Position(line, depth)
+        return self.leaf
+
+    def fork_beside(self, position: Position) -> Position:
+        """A sibling of the exchange at `position` (a regenerated reply, an edit)."""
+        return self.fork(position.depth, self.parent_line(position))
+
+    def show(self, position: Position) -> None:
+        """Show the branch through `position`: its line's tail becomes the leaf."""
+        self.leaf = Position(position.line, self.lines[position.line].tail)
+
+    def clear(self) -> None:
+        self.lines, self.leaf = {}, None
+
+    # --- storage ----------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lines": {str(line): spec.to_json() for line, spec in self.lines.items()},
+            "leaf": None if self.leaf is None else [self.leaf.line, self.leaf.depth],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Lines:
+        if not data:
+            return cls()
+        lines = {int(line): Line(*spec) for line, spec in data["lines"].items()}
+        leaf = data["leaf"]
+        return cls(lines, None if leaf is None else Position(*leaf))

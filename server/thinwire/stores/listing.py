@@ -1,0 +1,101 @@
+"""A principal's conversations, most recently active first: what each store indexes per
+owner and agent, and the opaque cursor of its pages (keyset: `updatedAt`, then id)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from thinwire import wire
+from thinwire.errors import BadRequest
+from thinwire.records import ContextRecord
+
+__all__ = ["Cursor", "Summary", "decode_cursor", "encode_cursor"]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One conversation as the list shows it (`wire.ConversationSummary`)."""
+
+    context_id: str
+    title: str | None
+    created_at: float
+    updated_at: float
+    turn_count: int
+    preview: str
+    status: wire.ConversationStatus
+
+    @classmethod
+    def of(cls, record: ContextRecord) -> Summary:
+        return cls(
+            context_id=record.id,
+            title=record.title,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+            turn_count=record.turn_count,
+            preview=record.preview,
+            status=record.status,
+        )
+
+    def to_wire(self) -> wire.ConversationSummary:
+        return wire.ConversationSummary(
+            context_id=self.context_id,
+            title=self.title,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            turn_count=self.turn_count,
+            preview=self.preview,
+            status=self.status,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "createdAt": self.created_at,
+            "turnCount": self.turn_count,
+            "preview": self.preview,
+            "status": self.status,
+        }
+
+    @classmethod
+    def from_json(cls, context_id: str, updated_at: float, data: dict[str, Any]) -> Summary:
+        return cls(
+            context_id=context_id,
+            title=data["title"],
+            created_at=data["createdAt"],
+            updated_at=updated_at,
+            turn_count=data["turnCount"],
+            preview=data["preview"],
+            status=data["status"],
+        )
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a page ends: the next starts after this `(updated_at, context_id)`."""
+
+    updated_at: float
+    context_id: str
+
+    def before(self, updated_at: float, context_id: str) -> bool:
+        """Whether a conversation comes after the cursor, newest first."""
+        return (updated_at, context_id) < (self.updated_at, self.context_id)
+
+
+def encode_cursor(summary: Summary) -> str:
+    raw = json.dumps([summary.updated_at, summary.context_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(value: str) -> Cursor:
+    try:
+        updated_at, context_id = json.loads(
+            base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+        )
+        if not isinstance(updated_at, int | float) or not isinstance(context_id, str):
+            raise ValueError(value)
+    except (ValueError, TypeError) as exc:
+        raise BadRequest("invalid_request", "cursor: not one this server gave") from exc
+    return Cursor(float(updated_at), context_id)
