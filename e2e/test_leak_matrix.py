@@ -58,6 +58,10 @@ def test_no_canary_reaches_any_channel_on_any_path(
     assert reference is not None
     turns += 2
 
+    send(page, "call this conversation Canary-free")  # the agent names it: a title frame
+    wait_for_reply(page, turns // 2 + 1)
+    turns += 2
+
     send(page, "a refund please")  # approve
     page.get_by_test_id("decide-approve").click()
     turns += 3
@@ -102,6 +106,8 @@ def test_no_canary_reaches_any_channel_on_any_path(
         assert demo.canaries[place] not in stored, place
 
     # ...the recorder really saw the wire...
+    titled = [*recorder.fetched.values(), *recorder.websocket_frames]
+    assert any('"type":"title","title":"Canary-free"' in text for text in titled)
     if transport == "sse":
         assert any('"type":"interrupt"' in text for text in recorder.fetched.values())
     else:

@@ -68,6 +68,8 @@ CANARIES = {
 }
 logger = logging.getLogger("thinwire.demo")
 DEMO_USERS = ("alice", "bob", "carol")
+#: A message starting so names the conversation (the agent's title).
+NAMING = "call this conversation "
 COOKIE = "thinwire_demo_user"
 
 
@@ -157,6 +159,8 @@ class DemoAgent(Agent):
         if "explode" in text.lower():
             await run.say("Something is about to go wrong. ")
             raise RuntimeError(f"internal failure {CANARIES['exception']}")
+        if text.lower().startswith(NAMING):  # "call this conversation Trip plans"
+            run.set_title(text[len(NAMING) :].strip() or "Untitled")
         for piece in words("Reading the message, counting its words, recalling what came before."):
             await run.think(piece)
             await self.pause()

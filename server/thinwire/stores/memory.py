@@ -8,6 +8,7 @@ aliased.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, insort
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -39,6 +40,9 @@ class MemoryStore(Store):
         self._audit: dict[str, list[str]] = {}
         self._events: dict[str, dict[int, Event]] = {}
         self._sends: dict[tuple[str, str], str] = {}
+        #: Per owner and agent, `(updated_at, context_id)` of each conversation, sorted:
+        #: the list's index, so a page costs the same with ten conversations or 10,000.
+        self._lists: dict[tuple[str, str], list[tuple[float, str]]] = {}
 
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
         if record.id in self._records:
@@ -73,15 +77,13 @@ class MemoryStore(Store):
     async def list_contexts(
         self, owner: str, agent: str, limit: int, after: Cursor | None = None
     ) -> list[Summary]:
-        mine = [
-            s.summary
-            for s in self._records.values()
-            if s.owner == owner
-            and s.agent == agent
-            and (after is None or after.before(s.summary.updated_at, s.summary.context_id))
-        ]
-        mine.sort(key=lambda s: (s.updated_at, s.context_id), reverse=True)
-        return mine[:limit]
+        index = self._lists.get((owner, agent), [])
+        end = (
+            len(index)
+            if after is None
+            else bisect_left(index, (after.updated_at, after.context_id))
+        )
+        return [self._records[key[1]].summary for key in reversed(index[max(0, end - limit) : end])]
 
     async def save(
         self,
@@ -145,6 +147,10 @@ class MemoryStore(Store):
             if e.changed or record.cleared or version == 1
         }
         entries = [encode_entry(replace(entry, version=version)) for entry in audit]
+        self._unlist(record.id)
+        insort(
+            self._lists.setdefault((record.owner, record.agent), []), (record.updated_at, record.id)
+        )
         self._records[record.id] = Stored(
             record.agent,
             record.owner,
@@ -160,7 +166,14 @@ class MemoryStore(Store):
         context_id = self._sends.get((owner, message_id))
         return context_id if context_id in self._records else None
 
+    def _unlist(self, context_id: str) -> None:
+        stored = self._records.get(context_id)
+        if stored is not None:
+            index = self._lists[stored.owner, stored.agent]
+            del index[bisect_left(index, (stored.summary.updated_at, context_id))]
+
     async def delete(self, context_id: str) -> bool:
+        self._unlist(context_id)
         self._audit.pop(context_id, None)
         self._events.pop(context_id, None)
         return self._records.pop(context_id, None) is not None
