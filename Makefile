@@ -53,6 +53,32 @@ $(STAMPS)/web: $(STAMPS)/react $(WEB_SRC)
 .PHONY: build
 build: $(STAMPS)/web ## build the TypeScript packages and the demo page
 
+# --- packages, as users get them -------------------------------------------------------
+
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+npm_version = $(shell sed -n 's/^  "version": "\(.*\)",/\1/p' packages/$(1)/package.json)
+WHEEL := dist/thinwire-$(VERSION)-py3-none-any.whl
+CLIENT_TGZ := dist/thinwire-client-$(call npm_version,client).tgz
+REACT_TGZ := dist/thinwire-react-$(call npm_version,react).tgz
+PY_SRC := $(shell find server/thinwire -type f \( -name '*.py' -o -name py.typed \) -not -path '*/__pycache__/*')
+EXAMPLES_SRC := $(shell find examples -type f -not -path '*/node_modules/*' -not -path '*/dist/*' -not -path '*/.thinwire/*' -not -path '*/__pycache__/*')
+
+# The wheel ships the built demo page (hatch_build.py); pip builds it as it would for a user.
+$(WHEEL): $(STAMPS)/python $(STAMPS)/web $(PY_SRC) pyproject.toml hatch_build.py README.md LICENSE
+	@rm -f dist/thinwire-*.whl
+	$(BIN)/python -m pip wheel . --no-deps --quiet --wheel-dir dist
+
+$(CLIENT_TGZ): $(STAMPS)/client $(addprefix packages/client/,package.json README.md LICENSE)
+	@mkdir -p dist && rm -f dist/thinwire-client-*.tgz
+	npm pack --workspace @thinwire/client --pack-destination dist --silent >/dev/null
+
+$(REACT_TGZ): $(STAMPS)/react $(addprefix packages/react/,package.json README.md LICENSE)
+	@mkdir -p dist && rm -f dist/thinwire-react-*.tgz
+	npm pack --workspace @thinwire/react --pack-destination dist --silent >/dev/null
+
+.PHONY: dist
+dist: $(WHEEL) $(CLIENT_TGZ) $(REACT_TGZ) ## build the wheel and the npm tarballs into dist/
+
 # --- run ------------------------------------------------------------------------------
 
 .PHONY: run
@@ -73,9 +99,10 @@ check-schema: $(STAMPS)/python ## fail when the generated wire types drift from 
 
 .PHONY: lint
 lint: $(STAMPS)/python $(STAMPS)/client ## ruff, mypy --strict and tsc --noEmit
-	$(BIN)/ruff check server e2e
-	$(BIN)/ruff format --check server e2e
+	$(BIN)/ruff check server e2e examples
+	$(BIN)/ruff format --check server e2e examples
 	$(BIN)/mypy
+	$(BIN)/mypy examples/vite-app/agents.py examples/fastapi-mount/main.py
 	npm run typecheck
 
 .PHONY: test-py
@@ -89,7 +116,19 @@ test-ts: $(STAMPS)/client ## TypeScript client and hook tests (vitest)
 .PHONY: e2e
 e2e: $(STAMPS)/python $(STAMPS)/web ## Playwright end-to-end tests in Chromium
 	THINWIRE_CHROMIUM="$$(e2e/find-chromium)" \
-	THINWIRE_REDIS_SERVER="$$(server/tests/find-redis-server)" $(BIN)/pytest e2e
+	THINWIRE_REDIS_SERVER="$$(server/tests/find-redis-server)" $(BIN)/pytest e2e --ignore=e2e/examples
+
+# The users' path: the wheel and the tarballs installed outside the checkout (a venv and
+# copies of examples/ under $TMPDIR, kept while their inputs' hashes hold), the examples
+# built and driven in Chromium, the docs' TypeScript compiled. Skipped when nothing changed.
+$(STAMPS)/examples: $(STAMPS)/python $(WHEEL) $(CLIENT_TGZ) $(REACT_TGZ) $(EXAMPLES_SRC) \
+		$(wildcard e2e/examples/*.py) e2e/conftest.py README.md $(wildcard docs/*.md)
+	$(BIN)/python e2e/examples/userland.py
+	THINWIRE_CHROMIUM="$$(e2e/find-chromium)" $(BIN)/pytest e2e/examples
+	@touch $@
+
+.PHONY: test-examples
+test-examples: $(STAMPS)/examples ## examples/ and the docs' TypeScript, from the wheel and npm tarballs as users install them
 
 .PHONY: test
 test: ## install what is missing, then run every check and suite
@@ -98,6 +137,7 @@ test: ## install what is missing, then run every check and suite
 	$(MAKE) test-py
 	$(MAKE) test-ts
 	$(MAKE) e2e
+	$(MAKE) test-examples
 
 # --- benchmarks -----------------------------------------------------------------------
 
@@ -120,8 +160,9 @@ chaos: $(STAMPS)/python ## fault drills: SIGKILL, SIGTERM, full disk, Redis and 
 
 .PHONY: clean
 clean: ## remove builds and stamps (keeps installs)
-	rm -rf $(STAMPS) packages/*/dist web/dist
+	rm -rf $(STAMPS) packages/*/dist web/dist dist
 
 .PHONY: distclean
 distclean: clean ## also remove installed dependencies
+	[ ! -x $(BIN)/python ] || $(BIN)/python e2e/examples/userland.py --remove
 	rm -rf $(VENV) node_modules packages/*/node_modules web/node_modules
