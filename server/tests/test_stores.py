@@ -514,6 +514,7 @@ async def test_branches_keep_every_exchange_and_show_one(store: Store) -> None:
 async def test_a_clear_drops_every_exchange(store: Store) -> None:
     made = conversation(turns=2)
     await saved(store, made)
+    before = {turn["id"] for turn in made.transcript}
     made.clear()
     await saved(store, made)
     assert await store.load_exchanges("ctx-1", [Position(0, 0), Position(0, 1)]) == []
@@ -521,10 +522,12 @@ async def test_a_clear_drops_every_exchange(store: Store) -> None:
     assert loaded is not None and list(loaded.history) == [
         {"role": "system", "content": "be brief"}
     ]
-    reply(loaded, "fresh", "start")  # numbering starts again: nothing old shows through
+    reply(loaded, "fresh", "start")
     await saved(store, loaded)
     again = await store.load_whole("ctx-1")
     assert again is not None and [t["text"] for t in again.transcript] == ["fresh", "start"]
+    # A turn id names one turn for the life of the conversation: none is given again.
+    assert not before & {turn["id"] for turn in again.transcript}
 
 
 async def test_lists_page_an_owners_conversations_newest_first(store: Store) -> None:

@@ -77,10 +77,18 @@ def parse_turn_id(value: str) -> tuple[Position, str, int]:
 class Lines:
     """The lines of one conversation and the branch shown: small, kept in its record."""
 
-    def __init__(self, lines: Mapping[int, Line] | None = None, leaf: Position | None = None):
+    def __init__(
+        self,
+        lines: Mapping[int, Line] | None = None,
+        leaf: Position | None = None,
+        next_line: int | None = None,
+    ):
         self.lines: dict[int, Line] = dict(lines or {})
         #: The last exchange of the branch shown; None while the conversation is empty.
         self.leaf = leaf
+        #: The number the next line gets. Never reused, not even after a clear: a turn id
+        #: names one turn for the life of the conversation.
+        self.next_line = max(self.lines, default=-1) + 1 if next_line is None else next_line
 
     # --- the path ---------------------------------------------------------------------
 
@@ -159,9 +167,10 @@ class Lines:
     def fork(self, depth: int, parent: int | None) -> Position:
         """A new exchange at `depth` whose parent is in line `parent`, on a new line; it
         becomes the leaf."""
-        line = max(self.lines, default=-1) + 1
+        line = self.next_line
         if line > 0xFFFF:
             raise BadRequest("invalid_request", "this conversation has too many branches")
+        self.next_line += 1
         self.lines[line] = Line(parent, depth, depth)
         self.leaf = Position(line, depth)
         return self.leaf
@@ -175,7 +184,7 @@ class Lines:
         self.leaf = Position(position.line, self.lines[position.line].tail)
 
     def clear(self) -> None:
-        self.lines, self.leaf = {}, None
+        self.lines, self.leaf = {}, None  # next_line goes on
 
     # --- storage ----------------------------------------------------------------------
 
@@ -183,6 +192,7 @@ class Lines:
         return {
             "lines": {str(line): spec.to_json() for line, spec in self.lines.items()},
             "leaf": None if self.leaf is None else [self.leaf.line, self.leaf.depth],
+            "next": self.next_line,
         }
 
     @classmethod
@@ -191,4 +201,4 @@ class Lines:
             return cls()
         lines = {int(line): Line(*spec) for line, spec in data["lines"].items()}
         leaf = data["leaf"]
-        return cls(lines, None if leaf is None else Position(*leaf))
+        return cls(lines, None if leaf is None else Position(*leaf), data.get("next"))
