@@ -103,6 +103,7 @@ lint: $(STAMPS)/python $(STAMPS)/client ## ruff, mypy --strict and tsc --noEmit
 	$(BIN)/ruff format --check server e2e examples
 	$(BIN)/mypy
 	$(BIN)/mypy examples/vite-app/agents.py examples/fastapi-mount/main.py
+	$(BIN)/mypy examples/ai-sdk-usechat/agents.py  # another agents.py: a run of its own
 	npm run typecheck
 
 .PHONY: test-py

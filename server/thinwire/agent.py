@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Awaitable, Callable, Mapping, MutableSequence
+from collections.abc import Awaitable, Callable, Mapping, MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -39,6 +39,7 @@ from thinwire.records import TITLE_LENGTH, Shown, shortened
 from thinwire.state import AgentState, check_json
 
 if TYPE_CHECKING:
+    from thinwire.a2a.card import Skill
     from thinwire.runlog import RunLog
 
 __all__ = ["Agent", "Run"]
@@ -61,6 +62,10 @@ class Agent:
     #: loads only the exchanges that hold them, however long the conversation: its
     #: `run.history` is the system prompt and the latest `history_window` exchanges.
     history_window: ClassVar[int | None] = None
+    #: What the agent does, in a sentence: public, its A2A agent card shows it.
+    description: ClassVar[str] = ""
+    #: What it can be asked to do, for its A2A agent card (public; `thinwire.a2a.Skill`).
+    skills: ClassVar[Sequence[Skill]] = ()
 
     async def run(self, run: Run, text: str) -> None:
         raise NotImplementedError

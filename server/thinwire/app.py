@@ -23,8 +23,10 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute, Mount
 
 from thinwire import wire
+from thinwire.a2a import A2A, a2a_routes
 from thinwire.admin import operator_routes
 from thinwire.agent import Agent
+from thinwire.aisdk import ai_sdk_routes
 from thinwire.boundary import EXCEPTION_HANDLERS
 from thinwire.browser import BrowserGuard
 from thinwire.contexts import DEFAULT_CACHE_BYTES, AgentFactory
@@ -69,6 +71,7 @@ def create_app(
     max_streams: int = 32,
     web_dir: Path | str | None = None,
     routes: Sequence[BaseRoute] = (),
+    a2a: A2A | None = None,
     debug: bool = False,
 ) -> Starlette:
     """A Starlette app serving `agents` (name -> the Agent class, or any function of no
@@ -95,6 +98,9 @@ def create_app(
     `max_streams` streams open (SSE responses, WebSockets and the runs they follow; 0
     turns it off). `web_dir` is a built page to serve at `/` (see `thinwire.web`);
     `routes` are the app's own, served alongside.
+
+    Every agent is also an A2A agent at `/a2a/{name}` (see `thinwire.a2a`); `a2a` says
+    what its card tells A2A clients, such as the credential `identify` reads.
     """
     check_agents(agents)
     if not callable(identify):
@@ -129,6 +135,8 @@ def create_app(
 
     all_routes = [*http_routes(server), *routes]
     # Other protocols' faces of the same agents and memory (docs/interop.md).
+    all_routes += a2a_routes(server, a2a or A2A())
+    all_routes += ai_sdk_routes(server)
     if operator_token:
         server.operator_token = operator_token
         all_routes.append(Mount("/admin", routes=operator_routes(server.contexts, operator_token)))
@@ -191,6 +199,7 @@ def cors_middleware(origins: Sequence[str]) -> Middleware:
             "content-type",
             "last-event-id",
             wire.PROTOCOL_HEADER.lower(),
+            "a2a-version",  # what an A2A client sends with every request
         ],
         expose_headers=[wire.PROTOCOL_HEADER, "Retry-After"],
         max_age=86400,

@@ -179,12 +179,12 @@ class ContextRegistry:
         if self._live.get(context.id) is context:
             self._drop(context)
 
-    def create(self, agent_name: str, owner: str) -> Context:
-        """A new conversation, stored by its first save (the start of its first run, so
-        the context and the user's first message land in one step). Until then it is
-        nowhere but in the hands of its caller."""
+    def create(self, agent_name: str, owner: str, context_id: str | None = None) -> Context:
+        """A new conversation (under `context_id`, or a new id), stored by its first save
+        (the start of its first run, so the context and the user's first message land in
+        one step). Until then it is nowhere but in the hands of its caller."""
         agent = self._new_agent(agent_name)
-        record = new_record(new_context_id(), agent_name, agent, owner)
+        record = new_record(context_id or new_context_id(), agent_name, agent, owner)
         context = Context(record=record, agent=agent, state=self._state(record, agent))
         now = record.created_at
         context.initial_audit = [

@@ -133,10 +133,13 @@ class AgentServer:
         data: dict[str, Any] | None = None,
         message_id: str | None = None,
         request_id: str | None = None,
+        new_context_id: str | None = None,
     ) -> FrameSource:
         """A user's message: the frames of the run it starts — or, sent again with the
         same `message_id` (a retry of a send whose answer was lost), of the run the first
-        one started, from its `run_start`, which then names this `request_id`."""
+        one started, from its `run_start`, which then names this `request_id`. Without a
+        `context_id` it starts a conversation, under `new_context_id` when given (an id
+        another protocol derived; taken already, the start is refused)."""
         if message_id is not None:
             repeated = await self._repeated(agent_name, principal, context_id, message_id)
             if repeated is not None:
@@ -149,6 +152,7 @@ class AgentServer:
             data=data,
             message_id=message_id,
             request_id=request_id,
+            new_context_id=new_context_id,
         )
         return log.follow(0, self.heartbeat_interval)
 
@@ -184,12 +188,13 @@ class AgentServer:
         data: dict[str, Any] | None = None,
         message_id: str | None = None,
         request_id: str | None = None,
+        new_context_id: str | None = None,
     ) -> RunLog:
         """Start a run; it goes on whether or not anyone follows it."""
         if self.limiter is not None:
             self.limiter.take(principal)
         if context_id is None:
-            context = self.contexts.create(agent_name, principal)
+            context = self.contexts.create(agent_name, principal, new_context_id)
         else:
             context = await self.context(agent_name, context_id, principal)
         return await self._run(context, text, data, message_id, request_id)

@@ -1,0 +1,88 @@
+import { useEffect, useState, type FormEvent } from "react";
+import { useChat } from "@ai-sdk/react";
+import { lastAssistantMessageIsCompleteWithToolCalls } from "ai";
+import { loadMessages, saveContextId, savedContextId, stopOnServer, transport, type ChatMessage } from "./chat.ts";
+import { MessageView } from "./MessageView.tsx";
+
+export default function App() {
+  // A conversation this browser had: its messages come from the server, then useChat
+  // resumes the reply still streaming, if one is.
+  const [contextId] = useState(savedContextId);
+  const [messages, setMessages] = useState<ChatMessage[] | null>(contextId ? null : []);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    if (contextId) loadMessages(contextId).then(setMessages, (e: Error) => setError(e.message));
+  }, [contextId]);
+  if (error) return <p role="alert">{error}</p>;
+  if (messages === null) return <p role="status">loading</p>;
+  return <Chat id={contextId ?? undefined} initialMessages={messages} />;
+}
+
+function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessage[] }) {
+  const { id: chatId, messages, sendMessage, status, error, stop, addToolOutput, clearError } = useChat<ChatMessage>({
+    id,
+    messages: initialMessages,
+    transport,
+    resume: true,
+    // An answered `interrupt` goes to the server as soon as it has its output.
+    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithToolCalls,
+  });
+  const [draft, setDraft] = useState("");
+
+  // Keep the conversation's id as soon as the server names it (the first reply's start).
+  const contextId = messages.findLast((message) => message.metadata?.contextId)?.metadata?.contextId;
+  useEffect(() => {
+    if (contextId) saveContextId(contextId);
+  }, [contextId]);
+
+  const busy = status === "submitted" || status === "streaming";
+
+  function submit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    sendMessage({ text: draft }).catch(() => {}); // a failure shows in `error`
+    setDraft("");
+  }
+
+  async function stopReply() {
+    // useChat's stop() only aborts the fetch: thinwire would go on with a run nobody
+    // watches (a reload could resume it). Stopped on the server, the run's stream ends by
+    // itself, with the last words and the server's finish; stop() is for when it could not be.
+    if (!(await stopOnServer(chatId))) await stop();
+  }
+
+  return (
+    <main>
+      <header>
+        <h1>Orders assistant</h1>
+        <span role="status">{status}</span>
+      </header>
+      <ol aria-label="Conversation">
+        {messages.map((message) => (
+          <MessageView
+            key={message.id}
+            message={message}
+            busy={busy}
+            answer={(toolCallId, output) => addToolOutput({ tool: "interrupt", toolCallId, output })}
+          />
+        ))}
+      </ol>
+      {error && (
+        <p role="alert">
+          {error.message} <button onClick={clearError}>Dismiss</button>
+        </p>
+      )}
+      <form onSubmit={submit}>
+        <input
+          aria-label="Message"
+          placeholder="Ask about order 1234, or for a refund"
+          value={draft}
+          onChange={(event) => setDraft(event.target.value)}
+        />
+        <button disabled={busy || draft.trim() === ""}>Send</button>
+        <button type="button" disabled={!busy} onClick={() => void stopReply()}>
+          Stop
+        </button>
+      </form>
+    </main>
+  );
+}

@@ -1,0 +1,55 @@
+import type { ChatMessage } from "./chat.ts";
+
+type Props = {
+  message: ChatMessage;
+  busy: boolean;
+  answer: (toolCallId: string, output: string) => void;
+};
+
+/** One message: its text, the agent's thinking, its tools (name and state: thinwire keeps
+ * their arguments and outputs), and a question the agent waits on, one button per answer. */
+export function MessageView({ message, busy, answer }: Props) {
+  return (
+    <li className={message.role}>
+      {message.parts.map((part, index) => {
+        switch (part.type) {
+          case "text":
+            return <p key={index}>{part.text}</p>;
+          case "reasoning":
+            return (
+              <details key={index} open>
+                <summary>Thinking</summary>
+                {part.text}
+              </details>
+            );
+          case "dynamic-tool":
+            return (
+              <p key={index} className="tool">
+                {part.toolName}: {part.state}
+              </p>
+            );
+          case "tool-interrupt":
+            if (part.state !== "input-available") {
+              return (
+                <p key={index} className="tool">
+                  {part.input?.prompt} {part.state === "output-available" ? part.output : ""}
+                </p>
+              );
+            }
+            return (
+              <section key={index} aria-label="Approval">
+                <p>{part.input.prompt}</p>
+                {part.input.options?.map((option) => (
+                  <button key={option} disabled={busy} onClick={() => answer(part.toolCallId, option)}>
+                    {option}
+                  </button>
+                ))}
+              </section>
+            );
+          default:
+            return null;
+        }
+      })}
+    </li>
+  );
+}

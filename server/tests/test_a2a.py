@@ -1,0 +1,381 @@
+"""The A2A face, driven by the official `a2a-sdk` client over real HTTP to a real server
+process: the card, sends, streams, follow-ups, cancel, resubscribe, interrupts, who may
+see what, and that nothing server-only reaches any response."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, A2AClientError
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+)
+from a2a.utils.errors import (
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from a2a_helpers import (
+    Recorder,
+    a2a_client,
+    as_json,
+    collect,
+    http_client,
+    reply_of,
+    states,
+    streamed_reply,
+    user_message,
+)
+
+from conftest import assert_no_canary
+from thinwire.testing import ServerProcess, serve
+
+HERE = Path(__file__).resolve().parent
+COUNTED = "a0 a1 a2 a3 a4 b0 b1 b2 b3 b4 "
+BEFORE_THE_GATE = "a0 a1 a2 a3 a4 "
+ABSENT_CONTEXT = "ctx-" + "0" * 36
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerProcess]:
+    env = {"PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    with serve("serve", "a2a_helpers:app", env=env) as process:
+        yield process
+
+
+async def release(server: ServerProcess) -> int:
+    """Open the paced agent's gate: how many runs were waiting at it."""
+    async with httpx.AsyncClient() as http:
+        response = await http.post(f"{server.url}/test/release")
+    released: int = response.json()["released"]
+    return released
+
+
+async def effects(server: ServerProcess) -> list[str]:
+    async with httpx.AsyncClient() as http:
+        found: list[str] = (await http.get(f"{server.url}/test/effects")).json()["effects"]
+    return found
+
+
+async def until_said(events: AsyncIterator[StreamResponse], said: str) -> list[dict[str, Any]]:
+    """Events from the stream until the reply reads `said`."""
+    seen = []
+    with anyio.fail_after(10):
+        async for event in events:
+            seen.append(as_json(event))
+            if streamed_reply(seen) == said:
+                return seen
+    raise AssertionError(f"the stream ended before saying {said!r}: {seen}")
+
+
+@pytest.mark.anyio
+async def test_the_card_names_the_agent_its_endpoint_and_its_security(
+    server: ServerProcess,
+) -> None:
+    async with http_client(None) as http:
+        card = await A2ACardResolver(http, f"{server.url}/a2a/paced").get_agent_card()
+    assert card.name == "paced"
+    assert card.description == "Counts to five, waits for the test's gate, then counts on."
+    assert [(s.id, s.name, list(s.tags), list(s.examples)) for s in card.skills] == [
+        ("count", "Count", ["test"], ["go"])
+    ]
+    assert card.capabilities.streaming
+    [interface] = card.supported_interfaces
+    assert interface.url == f"{server.url}/a2a/paced"
+    assert (interface.protocol_binding, interface.protocol_version) == ("JSONRPC", "1.0")
+    scheme = card.security_schemes["thinwire"].http_auth_security_scheme
+    assert (scheme.scheme, scheme.bearer_format) == ("Bearer", "user name")
+    assert list(card.security_requirements[0].schemes) == ["thinwire"]
+
+
+@pytest.mark.anyio
+async def test_a_send_answers_with_the_finished_task_and_a_follow_up_remembers(
+    server: ServerProcess,
+) -> None:
+    async with http_client("alice") as http:
+        client = await a2a_client(server.url, "demo", http, streaming=False)
+        [first] = await collect(client.send_message(user_message("hello there")))
+        task = first["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert re.fullmatch(r"ctx-[0-9a-f]{36}", task["contextId"])  # minted by the server
+        assert reply_of(task).startswith("You said “hello there” — 2 words.")
+        [second] = await collect(
+            client.send_message(user_message("again", context_id=task["contextId"]))
+        )
+    again = second["task"]
+    assert again["contextId"] == task["contextId"] and again["id"] != task["id"]
+    assert reply_of(again).endswith("Earlier you told me “hello there”.")
+
+
+@pytest.mark.anyio
+async def test_a_streaming_send_streams_the_reply_and_ends_with_all_of_it(
+    server: ServerProcess,
+) -> None:
+    async with http_client("alice") as http:
+        client = await a2a_client(server.url, "paced", http)
+        async with aclosing(client.send_message(user_message("go"))) as events:
+            seen = await until_said(events, BEFORE_THE_GATE)
+            assert await release(server) == 1
+            seen += await collect(events)
+    assert "task" in seen[0] and seen[0]["task"]["status"]["state"] == "TASK_STATE_WORKING"
+    assert states(seen)[-1] == "TASK_STATE_COMPLETED"
+    chunks = [e["artifactUpdate"] for e in seen if "artifactUpdate" in e]
+    assert len(chunks) >= 5  # the reply came a piece at a time...
+    assert chunks[-1]["lastChunk"] and not chunks[-1].get("append")  # ...and then whole
+    assert reply_of({"artifacts": [chunks[-1]["artifact"]]}) == COUNTED
+    assert streamed_reply(seen) == COUNTED
+    tools = [e["statusUpdate"]["metadata"] for e in seen if "metadata" in e.get("statusUpdate", {})]
+    assert tools == [{"thinwire": {"tool": "tally"}}]  # its name, never its input or output
+    assert "counted" not in str(seen)
+
+
+@pytest.mark.anyio
+async def test_subscribing_again_after_a_dropped_stream_loses_and_repeats_nothing(
+    server: ServerProcess,
+) -> None:
+    async with http_client("alice") as http:
+        client = await a2a_client(server.url, "paced", http)
+        async with aclosing(client.send_message(user_message("three parts"))) as events:
+            before = await until_said(events, BEFORE_THE_GATE)
+        task_id = before[0]["task"]["id"]  # the stream is gone; the run goes on...
+        assert await release(server) == 1  # ...and says the b words to nobody
+        subscription = client.subscribe(SubscribeToTaskRequest(id=task_id))
+        async with aclosing(subscription) as events:
+            after = await until_said(events, COUNTED)
+            assert "task" in after[0]  # first, the task as it stands: the reply so far
+            assert await release(server) == 1
+            after += await collect(events)
+        with pytest.raises(UnsupportedOperationError):  # nothing more to follow
+            await collect(client.subscribe(SubscribeToTaskRequest(id=task_id)))
+    # Every word once: none lost, none twice.
+    assert streamed_reply(after) == COUNTED + "c0 c1 c2 c3 c4 "
+    assert states(after)[-1] == "TASK_STATE_COMPLETED"
+
+
+@pytest.mark.anyio
+async def test_cancel_stops_the_server_work_and_keeps_the_partial_reply(
+    server: ServerProcess,
+) -> None:
+    async with http_client("alice") as http:
+        client = await a2a_client(server.url, "paced", http)
+        async with aclosing(client.send_message(user_message("cancel me"))) as events:
+            seen = await until_said(events, BEFORE_THE_GATE)
+            task_id = seen[0]["task"]["id"]
+            canceled = as_json(await client.cancel_task(CancelTaskRequest(id=task_id)))
+            seen += await collect(events)
+        assert canceled["status"]["state"] == "TASK_STATE_CANCELED"
+        assert reply_of(canceled) == BEFORE_THE_GATE
+        assert states(seen)[-1] == "TASK_STATE_CANCELED"
+        assert streamed_reply(seen) == BEFORE_THE_GATE
+        assert await release(server) == 0  # no run was left at the gate...
+        assert "cancel me: b" not in await effects(server)  # ...to do what comes after it
+        kept = as_json(await client.get_task(GetTaskRequest(id=task_id)))
+        assert (kept["status"]["state"], reply_of(kept)) == ("TASK_STATE_CANCELED", BEFORE_THE_GATE)
+        with pytest.raises(TaskNotCancelableError) as again:
+            await client.cancel_task(CancelTaskRequest(id=task_id))
+    assert again.value.data == {"code": "no_run", "retryable": "false"}
+
+
+@pytest.mark.anyio
+async def test_an_interrupt_asks_for_input_and_the_next_message_answers_it(
+    server: ServerProcess,
+) -> None:
+    async with http_client("alice") as http:
+        client = await a2a_client(server.url, "demo", http, streaming=False)
+        [asked] = await collect(client.send_message(user_message("a refund, please")))
+        task = asked["task"]
+        status = task["status"]
+        assert status["state"] == "TASK_STATE_INPUT_REQUIRED"
+        prompt, request = status["message"]["parts"]
+        assert prompt == {"text": "Refund $40 on order 1234?"}
+        assert request["data"]["options"] == ["approve", "reject"]
+        assert request["data"]["payload"] == {"order": "1234", "amount": "$40"}
+        assert reply_of(task) == "Order 1234 was $40. "
+        with pytest.raises(UnsupportedOperationError) as pending:  # answer it first
+            await collect(client.send_message(user_message("hi", context_id=task["contextId"])))
+        assert pending.value.data == {"code": "decision_pending", "retryable": "false"}
+        with pytest.raises(InvalidParamsError) as refused:  # validated as decisions are
+            await collect(client.send_message(user_message("maybe", task_id=task["id"])))
+        assert refused.value.data == {"code": "invalid_decision", "retryable": "false"}
+        still = as_json(await client.get_task(GetTaskRequest(id=task["id"])))
+        assert still["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        answer = user_message("approve", task_id=task["id"], context_id=task["contextId"])
+        [done] = await collect(client.send_message(answer))
+        with pytest.raises(UnsupportedOperationError):  # the task is over
+            await collect(client.send_message(user_message("approve", task_id=task["id"])))
+        [again] = await collect(client.send_message(user_message("another refund")))
+        canceled = as_json(await client.cancel_task(CancelTaskRequest(id=again["task"]["id"])))
+    finished = done["task"]
+    assert (finished["id"], finished["status"]["state"]) == (task["id"], "TASK_STATE_COMPLETED")
+    assert reply_of(finished) == "Order 1234 was $40. Done — $40 is on its way back for order 1234."
+    # A task that waits for a person can be canceled too: it ends with what it said.
+    assert (canceled["status"]["state"], reply_of(canceled)) == (
+        "TASK_STATE_CANCELED",
+        "Order 1234 was $40. ",
+    )
+
+
+@pytest.mark.anyio
+async def test_another_principal_is_answered_as_for_a_task_that_does_not_exist(
+    server: ServerProcess,
+) -> None:
+    async with http_client("alice") as alice_http, http_client("bob") as bob_http:
+        alice = await a2a_client(server.url, "demo", alice_http, streaming=False)
+        bob = await a2a_client(server.url, "demo", bob_http, streaming=False)
+        [sent] = await collect(alice.send_message(user_message("mine")))
+        task_id, context_id = sent["task"]["id"], sent["task"]["contextId"]
+        absent_id = task_id.replace(context_id, ABSENT_CONTEXT)
+
+        async def refusal(call: Any, *ids: str) -> tuple[type, str, Any]:
+            with pytest.raises(Exception) as caught:
+                await call
+            error = caught.value
+            message = str(error)
+            for given in ids:
+                message = message.replace(given, "<id>")
+            return type(error), message, getattr(error, "data", None)
+
+        for make in (
+            lambda c, t, x: c.get_task(GetTaskRequest(id=t)),
+            lambda c, t, x: c.cancel_task(CancelTaskRequest(id=t)),
+            lambda c, t, x: collect(c.send_message(user_message("hi", context_id=x))),
+            lambda c, t, x: collect(c.send_message(user_message("approve", task_id=t))),
+        ):
+            theirs = await refusal(make(bob, task_id, context_id), task_id, context_id)
+            nobodys = await refusal(make(bob, absent_id, ABSENT_CONTEXT), absent_id, ABSENT_CONTEXT)
+            assert theirs == nobodys
+            assert theirs[0] is TaskNotFoundError
+            assert theirs[2] == {"code": "context_not_found", "retryable": "false"}
+        streaming_bob = await a2a_client(server.url, "demo", bob_http)
+        with pytest.raises(TaskNotFoundError):
+            await collect(streaming_bob.subscribe(SubscribeToTaskRequest(id=task_id)))
+        # Alice's conversation is untouched.
+        kept = as_json(await alice.get_task(GetTaskRequest(id=task_id)))
+        assert kept["status"]["state"] == "TASK_STATE_COMPLETED"
+    async with http_client(None) as anonymous_http:
+        nobody = await a2a_client(server.url, "demo", anonymous_http, streaming=False)
+        with pytest.raises(A2AClientError, match="401"):
+            await nobody.get_task(GetTaskRequest(id=task_id))
+        raw = await anonymous_http.post(
+            f"{server.url}/a2a/demo",
+            json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}},
+        )
+    assert raw.status_code == 401 and raw.headers["www-authenticate"] == "Bearer"
+    assert raw.json()["error"]["data"][0]["metadata"]["code"] == "unauthenticated"
+
+
+@pytest.mark.anyio
+async def test_list_tasks_lists_the_callers_own_tasks_only(server: ServerProcess) -> None:
+    async with http_client("alice") as alice_http, http_client("bob") as bob_http:
+        alice = await a2a_client(server.url, "demo", alice_http, streaming=False)
+        bob = await a2a_client(server.url, "demo", bob_http, streaming=False)
+        [one] = await collect(alice.send_message(user_message("one")))
+        context_id = one["task"]["contextId"]
+        [two] = await collect(alice.send_message(user_message("two", context_id=context_id)))
+        [theirs] = await collect(bob.send_message(user_message("bob's")))
+
+        listed = as_json(await alice.list_tasks(ListTasksRequest(page_size=100)))
+        ids = [task["id"] for task in listed["tasks"]]
+        assert two["task"]["id"] in ids and theirs["task"]["id"] not in ids
+        assert all("artifacts" not in task for task in listed["tasks"])
+
+        request = ListTasksRequest(context_id=context_id, include_artifacts=True, page_size=1)
+        first_page = as_json(await alice.list_tasks(request))
+        assert [t["id"] for t in first_page["tasks"]] == [two["task"]["id"]]  # newest first
+        assert reply_of(first_page["tasks"][0]) == reply_of(two["task"])
+        request.page_token = first_page["nextPageToken"]
+        second_page = as_json(await alice.list_tasks(request))
+        assert [t["id"] for t in second_page["tasks"]] == [one["task"]["id"]]
+        assert second_page.get("nextPageToken", "") == ""
+
+        bobs = as_json(await bob.list_tasks(ListTasksRequest(page_size=100)))
+        assert [task["id"] for task in bobs["tasks"]] == [theirs["task"]["id"]]
+        with pytest.raises(TaskNotFoundError):
+            await bob.list_tasks(ListTasksRequest(context_id=context_id))
+
+
+@pytest.mark.anyio
+async def test_no_canary_reaches_any_a2a_response(server: ServerProcess) -> None:
+    recorder = Recorder()
+    async with http_client("alice", recorder) as http:
+        streaming = await a2a_client(server.url, "demo", http)
+        blocking = await a2a_client(server.url, "demo", http, streaming=False)
+        events = await collect(streaming.send_message(user_message("count these words")))
+        context_id = events[0]["task"]["contextId"]
+        assert states(events)[-1] == "TASK_STATE_COMPLETED"
+        await collect(blocking.send_message(user_message("again", context_id=context_id)))
+        [asked] = await collect(
+            blocking.send_message(user_message("refund", context_id=context_id))
+        )
+        task_id = asked["task"]["id"]
+        await streaming.get_task(GetTaskRequest(id=task_id))
+        await collect(streaming.subscribe(SubscribeToTaskRequest(id=task_id)))
+        await collect(streaming.send_message(user_message("approve", task_id=task_id)))
+        failed = await collect(
+            streaming.send_message(user_message("explode", context_id=context_id))
+        )
+        assert states(failed)[-1] == "TASK_STATE_FAILED"
+        await blocking.list_tasks(ListTasksRequest(context_id=context_id, include_artifacts=True))
+        await blocking.list_tasks(ListTasksRequest(include_artifacts=True))
+    seen = recorder.text()
+    assert "“count these words” — 3 words" in seen and "Reference: err-" in seen  # all public
+    assert_no_canary(seen)
+
+
+@pytest.mark.anyio
+async def test_bad_input_gets_a_typed_json_rpc_error_never_a_500(server: ServerProcess) -> None:
+    url = f"{server.url}/a2a/demo"
+    alice = {"authorization": "Bearer alice"}
+    headers = {"A2A-Version": "1.0", **alice}
+
+    def call(method: str, params: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": "x", "method": method, "params": params}
+
+    def send(**fields: Any) -> dict[str, Any]:
+        message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}], **fields}
+        return call("SendMessage", {"message": message})
+
+    json_rpc = headers | {"content-type": "application/json"}
+    cases: list[tuple[dict[str, Any], int, str]] = [
+        ({"content": b"{", "headers": json_rpc}, -32700, "invalid_json"),
+        ({"content": b"{}", "headers": headers}, -32600, "unsupported_media_type"),
+        ({"json": [call("GetTask", {})]}, -32600, "invalid_request"),
+        ({"json": {**call("GetTask", {}), "id": True}}, -32600, "invalid_request"),
+        ({"json": call("message/send", {})}, -32601, "invalid_request"),
+        ({"json": call("GetTask", {"id": 7})}, -32602, "invalid_request"),
+        ({"json": call("GetTask", {"id": "ctx-1.turn-2"})}, -32602, "invalid_request"),
+        ({"json": send(parts=[])}, -32602, "invalid_request"),
+        ({"json": send(parts=[{"url": "http://x/y"}])}, -32005, "invalid_request"),
+        ({"json": send(parts=[{"text": " "}])}, -32602, "invalid_request"),
+        ({"json": send(contextId="../etc")}, -32602, "invalid_context_id"),
+        ({"json": send(), "headers": alice}, -32009, "protocol_mismatch"),
+        ({"json": call("CreateTaskPushNotificationConfig", {})}, -32003, "invalid_request"),
+    ]
+    async with httpx.AsyncClient(timeout=10) as http:
+        for request, code, thinwire_code in cases:
+            response = await http.post(url, **{"headers": headers, **request})
+            assert response.status_code == 200, (request, response.text)
+            error = response.json()["error"]
+            assert error["code"] == code, request
+            assert error["data"][0]["metadata"]["code"] == thinwire_code, request
+        unknown_agent = await http.post(f"{server.url}/a2a/nobody", json=call("GetTask", {}))
+        assert unknown_agent.status_code == 404
+    assert server.process.poll() is None

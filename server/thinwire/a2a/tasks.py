@@ -1,0 +1,211 @@
+"""A2A tasks over thinwire's exchanges, and how a run's frames become task events.
+
+A task is one user message and what answers it: the run the message starts, and one
+more run for each decision that resumes it after an interrupt. Its id names the
+conversation and the user's turn, `{contextId}.{userTurnId}`, so it stays the same across
+those runs and finds its conversation (whose owner is checked) without a table of its
+own. Its state is folded from the frames of its current run (`TaskView`), on top of what
+its earlier runs said, which the public transcript keeps.
+
+    frame                        A2A
+    run_start                    (the task's ids)
+    token                        artifactUpdate: the "reply" artifact, appended to
+    thinking                     statusUpdate working, an agent message holding the delta
+                                 (its metadata {"thinwire": {"kind": "thinking"}})
+    tool_call                    statusUpdate working, metadata {"thinwire": {"tool": name}}
+    interrupt + done interrupted statusUpdate input-required, an agent message holding
+                                 the public request (prompt as text, the rest as data)
+    error + done error           artifactUpdate (the whole reply), statusUpdate failed
+    done end / stopped           artifactUpdate (the whole reply), statusUpdate
+                                 completed / canceled
+    title, tool_result           nothing
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from thinwire.a2a import models
+from thinwire.a2a.errors import INVALID_PARAMS, RpcError
+from thinwire.branches import TURN_ID
+from thinwire.ids import CONTEXT_ID
+
+__all__ = ["TaskView", "parse_task_id", "task_id_of", "timestamp"]
+
+TASK_ID = re.compile(rf"({CONTEXT_ID.pattern})\.(turn-[0-9a-f]{{12}}-u0)")
+#: The artifact that holds the reply.
+REPLY = "reply"
+#: How a run that ended without asking anything leaves its task.
+ENDED_AS: dict[str, models.TaskState] = {
+    "end": "TASK_STATE_COMPLETED",
+    "stopped": "TASK_STATE_CANCELED",
+    "error": "TASK_STATE_FAILED",
+    "interrupted": "TASK_STATE_FAILED",  # its process stopped or died mid-run
+}
+
+
+def task_id_of(context_id: str, turn_id: str) -> str:
+    """The task of a turn: its exchange's user turn, in its conversation."""
+    match = TURN_ID.fullmatch(turn_id)
+    assert match is not None, "turn ids are minted by the server"
+    return f"{context_id}.turn-{match[1]}{match[2]}-u0"
+
+
+def parse_task_id(task_id: str) -> tuple[str, str]:
+    """The conversation and the user turn a task id names."""
+    match = TASK_ID.fullmatch(task_id)
+    if match is None:
+        raise RpcError(INVALID_PARAMS, "invalid_request", "id: not a task id this server gave")
+    return match[1], match[2]
+
+
+def timestamp(seconds: float | None = None) -> str:
+    moment = datetime.fromtimestamp(time.time() if seconds is None else seconds, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class TaskView:
+    """One task as its A2A client sees it, kept current frame by frame (`apply`)."""
+
+    def __init__(self, context_id: str = "", task_id: str = "", said: str = "") -> None:
+        self.context_id = context_id
+        self.task_id = task_id
+        #: The whole reply so far: what the task's earlier runs said, then this one.
+        self.text = said
+        self.state: models.TaskState = "TASK_STATE_WORKING"
+        self.message: models.Message | None = None
+        self.interrupt: dict[str, Any] | None = None
+        self.failure: dict[str, Any] | None = None
+        self.updated = timestamp()
+
+    @classmethod
+    def settled(
+        cls,
+        context_id: str,
+        task_id: str,
+        turns: Sequence[dict[str, Any]],
+        waiting_for: dict[str, Any] | None,
+    ) -> TaskView:
+        """A task no run is working on, from its exchange's public turns; `waiting_for`
+        the pending interrupt if the task waits for it."""
+        replies = [turn for turn in turns if turn["role"] == "assistant"]
+        view = cls(context_id, task_id, "".join(turn["text"] for turn in replies))
+        last = replies[-1] if replies else turns[0]
+        meta = last.get("meta") or {}
+        view.updated = timestamp(meta.get("finishedAt") or meta.get("startedAt"))
+        if waiting_for is not None:
+            view.ask(waiting_for)
+        elif replies:
+            view.state = ENDED_AS[replies[-1]["stopReason"] or "end"]
+        else:
+            view.state = "TASK_STATE_COMPLETED"  # the agent said nothing
+        return view
+
+    def task(self, *, artifacts: bool = True) -> models.Task:
+        return models.Task(
+            id=self.task_id,
+            context_id=self.context_id,
+            status=self.status(),
+            artifacts=[self.artifact(self.text)] if artifacts and self.text else None,
+        )
+
+    def status(self) -> models.TaskStatus:
+        return models.TaskStatus(state=self.state, message=self.message, timestamp=self.updated)
+
+    def artifact(self, text: str) -> models.Artifact:
+        return models.Artifact(artifact_id=REPLY, name=REPLY, parts=[models.Part(text=text)])
+
+    def agent_message(
+        self, suffix: str, parts: list[models.Part], metadata: dict[str, Any] | None = None
+    ) -> models.Message:
+        return models.Message(
+            message_id=f"{self.task_id}.{suffix}",
+            context_id=self.context_id,
+            task_id=self.task_id,
+            parts=parts,
+            metadata=metadata,
+        )
+
+    def ask(self, request: dict[str, Any]) -> None:
+        """The task waits for a person: the public request is its status message."""
+        self.state = "TASK_STATE_INPUT_REQUIRED"
+        self.interrupt = request
+        asked = {k: v for k, v in request.items() if k != "prompt" and v is not None}
+        self.message = self.agent_message(
+            str(request["interruptId"]),
+            [
+                models.Part(text=request["prompt"]),
+                models.Part(data=asked, media_type="application/json"),
+            ],
+        )
+
+    # --- frames in, events out ---------------------------------------------------------
+
+    def apply(self, frame: dict[str, Any]) -> list[dict[str, Any]]:
+        """Take one frame in; the stream events (`StreamResponse` JSON) it makes."""
+        self.updated = timestamp()
+        kind = frame["type"]
+        if kind == "run_start":
+            self.context_id = self.context_id or frame["contextId"]
+            self.task_id = self.task_id or task_id_of(frame["contextId"], frame["turnId"])
+        elif kind == "token":
+            append = bool(self.text)
+            self.text += frame["delta"]
+            return [self.artifact_update(frame["delta"], append=append, last=False)]
+        elif kind == "thinking":
+            part = models.Part(text=frame["delta"])
+            metadata = {"thinwire": {"kind": "thinking"}}
+            said = self.agent_message(f"s{frame['seq']}", [part], metadata)
+            return [self.status_update(said)]
+        elif kind == "tool_call":
+            return [self.status_update(metadata={"thinwire": {"tool": frame["name"]}})]
+        elif kind == "interrupt":
+            self.interrupt = frame["interrupt"]
+        elif kind == "error":
+            self.failure = frame
+        elif kind == "done":
+            return self.end(frame["stopReason"])
+        return []
+
+    def end(self, stop_reason: str) -> list[dict[str, Any]]:
+        if stop_reason == "interrupted" and self.interrupt is not None:
+            self.ask(self.interrupt)  # the reply goes on once it is answered
+            return [self.status_update(self.message)]
+        events = [self.artifact_update(self.text, append=False, last=True)] if self.text else []
+        self.state = ENDED_AS[stop_reason]
+        if self.failure is not None:
+            failure = self.failure
+            detail = {"code": failure["code"], "retryable": failure["retryable"]}
+            part = models.Part(text=failure["message"])
+            self.message = self.agent_message("failure", [part], {"thinwire": detail})
+        events.append(self.status_update(self.message))
+        return events
+
+    def status_update(
+        self, message: models.Message | None = None, metadata: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        status = models.TaskStatus(state=self.state, message=message, timestamp=self.updated)
+        event = models.TaskStatusUpdateEvent(
+            task_id=self.task_id, context_id=self.context_id, status=status, metadata=metadata
+        )
+        return {"statusUpdate": event.json_body()}
+
+    def artifact_update(self, text: str, *, append: bool, last: bool) -> dict[str, Any]:
+        event = models.TaskArtifactUpdateEvent(
+            task_id=self.task_id,
+            context_id=self.context_id,
+            artifact=self.artifact(text),
+            append=append,
+            last_chunk=last,
+        )
+        return {"artifactUpdate": event.json_body()}
+
+    def fold(self, frames: Sequence[tuple[int, str]]) -> None:
+        """Take frames in, for a snapshot: their events are not sent."""
+        for _, data in frames:
+            self.apply(json.loads(data))

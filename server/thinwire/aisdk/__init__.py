@@ -1,0 +1,16 @@
+"""The AI SDK's UI message stream: `useChat` (`ai` 7, `@ai-sdk/react` 4) over thinwire.
+
+    all_routes += ai_sdk_routes(server)    # create_app does this
+
+A React app keeps `useChat` and the SDK's own `DefaultChatTransport`, pointed at
+`/ai-sdk/{agent}/chat`; the agent, its memory and its rules are thinwire's. The request
+carries the new message only (the server reads nothing else: see `chat_request`), the
+chat id names one of the caller's conversations (`chats`), and the run's public frames
+stream as UI message chunks (`chunks`). docs/interop.md has the recipe.
+"""
+
+from __future__ import annotations
+
+from thinwire.aisdk.routes import ai_sdk_routes
+
+__all__ = ["ai_sdk_routes"]

@@ -1,0 +1,132 @@
+"""The routes `useChat` calls, with `DefaultChatTransport({api: "/ai-sdk/{agent}/chat"})`:
+
+    POST {api}                      send, answer an interrupt, regenerate: a UI message stream
+    GET  {api}/{chatId}/stream      the SDK's resume: the run in progress, replayed from its
+                                    start (the SDK's default, `resumeStreamIsReplay`); 204
+                                    when nothing runs
+    POST {api}/{chatId}/stop        thinwire's stop: the SDK's `stop()` only aborts its fetch
+    GET  {api}/{chatId}/messages    the conversation so far, as `UIMessage`s (a reload)
+
+Every route acts for the principal `identify` finds, as thinwire's own routes do, and
+every refusal is thinwire's typed JSON error. An aborted fetch stops nothing: the run
+goes on and the page can resume it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from thinwire.aisdk.chat_request import Answer, Regenerate, read_chat_request
+from thinwire.aisdk.chats import (
+    context_id_of,
+    find_chat,
+    not_started,
+    owned_chat,
+    send_to_chat,
+)
+from thinwire.aisdk.chunks import Chunks
+from thinwire.aisdk.messages import ui_messages
+from thinwire.aisdk.stream import ui_message_stream
+from thinwire.boundary import PROTOCOL_HEADERS
+from thinwire.contexts import Context
+from thinwire.errors import NotFound
+from thinwire.parsing import check_protocol
+from thinwire.runlog import FrameSource
+from thinwire.server import AgentServer, active_run_id
+
+__all__ = ["ai_sdk_routes"]
+
+
+def ai_sdk_routes(server: AgentServer) -> list[BaseRoute]:
+    async def caller(request: Request) -> tuple[str, str]:
+        check_protocol(request)
+        agent_name = server.agent_name(request.path_params["agent"])
+        return agent_name, await server.principal(request)
+
+    async def stream(
+        principal: str,
+        frames: Callable[[], Awaitable[FrameSource | None]],
+        chunks: Chunks | None = None,
+    ) -> Response:
+        """As thinwire's own streams: counted among the principal's open streams from
+        before the work starts until the response ends."""
+        close = server.streams.open(principal)
+        try:
+            source = await frames()
+        except BaseException:
+            close()
+            raise
+        if source is None:
+            close()
+            return Response(status_code=204, headers=PROTOCOL_HEADERS)
+        return ui_message_stream(
+            source, chunks or Chunks(), send_timeout=server.send_timeout, on_close=close
+        )
+
+    async def chat(request: Request) -> Response:
+        agent_name, principal = await caller(request)
+        chat_id, asks = await read_chat_request(
+            request,
+            max_body_bytes=server.max_body_bytes,
+            max_message_bytes=server.max_message_bytes,
+        )
+        if isinstance(asks, Answer):
+            context = await owned_chat(server, agent_name, principal, chat_id)
+            return await stream(
+                principal,
+                lambda: server.decide(context, asks.interrupt_id, asks.value),
+                Chunks(continues_message=True),
+            )
+        if isinstance(asks, Regenerate):
+            context = await owned_chat(server, agent_name, principal, chat_id)
+            return await stream(principal, lambda: server.regenerate(context))
+        return await stream(
+            principal,
+            lambda: send_to_chat(
+                server, agent_name, principal, chat_id, asks.text, asks.message_id
+            ),
+        )
+
+    async def resume(request: Request) -> Response:
+        agent_name, principal = await caller(request)
+        context = await find_chat(server, agent_name, principal, request.path_params["chat_id"])
+        if context is None:
+            return Response(status_code=204, headers=PROTOCOL_HEADERS)
+        return await stream(principal, lambda: follow_running(server, context))
+
+    async def stop(request: Request) -> Response:
+        agent_name, principal = await caller(request)
+        context = await owned_chat(server, agent_name, principal, request.path_params["chat_id"])
+        return JSONResponse(await server.stop(context), headers=PROTOCOL_HEADERS)
+
+    async def messages(request: Request) -> Response:
+        agent_name, principal = await caller(request)
+        chat_id = request.path_params["chat_id"]
+        context_id = context_id_of(agent_name, principal, chat_id)
+        try:
+            transcript = await server.read_transcript(agent_name, context_id, principal)
+        except NotFound as exc:
+            if not not_started(exc, context_id, chat_id):
+                raise
+            return JSONResponse([], headers=PROTOCOL_HEADERS)
+        return JSONResponse(ui_messages(json.loads(transcript)), headers=PROTOCOL_HEADERS)
+
+    api = "/ai-sdk/{agent}/chat"
+    return [
+        Route(api, chat, methods=["POST"]),
+        Route(f"{api}/{{chat_id}}/stream", resume, methods=["GET"]),
+        Route(f"{api}/{{chat_id}}/stop", stop, methods=["POST"]),
+        Route(f"{api}/{{chat_id}}/messages", messages, methods=["GET"]),
+    ]
+
+
+async def follow_running(server: AgentServer, context: Context) -> FrameSource | None:
+    """The run in progress from its first frame; None when none is (a finished run is
+    in the messages already, and replaying it would show it twice)."""
+    run_id = active_run_id(context)
+    return None if run_id is None else await server.follow(context, 0, run_id=run_id)
