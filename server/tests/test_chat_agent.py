@@ -325,3 +325,12 @@ def test_token_usage_is_kept_for_the_operator_and_not_sent(stub: OpenAIStub) -> 
     assert seen["total"] == {"stub-model": counts}
     assert seen["runs"][0]["runId"] == frames[0]["runId"]
     assert "inputTokens" not in json.dumps(frames) + transcript
+
+
+def test_an_agent_may_show_each_replys_model_and_tokens(stub: OpenAIStub) -> None:
+    stub.push(Stream([*text("done"), usage(130, 2)]))
+    with client_for(librarian(stub, public_usage=True)) as client:
+        context_id = run(client, "hi")[0]["contextId"]
+        reply = client.get(f"/agents/lib/contexts/{context_id}").json()["turns"][-1]
+    assert reply["meta"]["model"] == "stub-model"
+    assert reply["meta"]["usage"] == {"inputTokens": 130, "outputTokens": 2}

@@ -10,7 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from conftest import app_for, parse_sse, server_context
-from thinwire import Agent, Run
+from thinwire import Agent, Run, wire
 from thinwire.demo import DemoAgent
 
 ADA = {"x-user": "ada"}
@@ -106,6 +106,8 @@ def test_the_list_shows_the_callers_conversations_most_recent_first(client: Test
     conversation(client, "eve's own", headers=EVE)
 
     page = listed(client)
+    # Built without the wire model, for speed: it must still be exactly its shape.
+    assert wire.ConversationPage.model_validate(page).model_dump(by_alias=True) == page
     ids = [c["contextId"] for c in page["conversations"]]
     assert ids == [first, third, second] and page["nextCursor"] is None
     top = page["conversations"][0]
@@ -157,6 +159,7 @@ def test_titles_come_from_the_first_message_the_agent_and_the_user(client: TestC
 
     renamed = client.patch(url(context_id), json={"title": "  Mine  "}, headers=ADA)
     assert renamed.status_code == 200 and renamed.json()["title"] == "Mine"
+    wire.ConversationSummary.model_validate(renamed.json())
     assert renamed.json()["contextId"] == context_id
     # The user's name stays: the agent's next title is not used, nor announced.
     frames = send(client, "name it Agent's idea", context_id)

@@ -62,6 +62,9 @@ class Agent:
     #: loads only the exchanges that hold them, however long the conversation: its
     #: `run.history` is the system prompt and the latest `history_window` exchanges.
     history_window: ClassVar[int | None] = None
+    #: Show each reply's model and tokens with it in the transcript (`meta`); by default
+    #: they are counted on the server only (the operator API reads them).
+    public_usage: ClassVar[bool] = False
     #: What the agent does, in a sentence: public, its A2A agent card shows it.
     description: ClassVar[str] = ""
     #: What it can be asked to do, for its A2A agent card (public; `thinwire.a2a.Skill`).
@@ -119,6 +122,8 @@ class Run:
         self._activity: list[dict[str, Any]] = []
         #: The model and tokens the agent made public (`record_usage(…, public=True)`).
         self.public_usage: dict[str, Any] = {}
+        #: Whether `record_usage` makes them public by default (`Agent.public_usage`).
+        self.usage_public = False
         #: The title the agent gave the conversation in this run, if any.
         self.title: str | None = None
         #: What this run did that a resume must not do again (see `thinwire.interrupts`).
@@ -146,6 +151,7 @@ class Run:
         other._thinking = self._thinking
         other._activity = self._activity
         other.public_usage = self.public_usage
+        other.usage_public = self.usage_public
         other._journal = self._journal
         other.replayed_text = self.replayed_text
         other.usage = self.usage
@@ -340,16 +346,17 @@ class Run:
         return result
 
     def record_usage(
-        self, model: str, input_tokens: int, output_tokens: int, *, public: bool = False
+        self, model: str, input_tokens: int, output_tokens: int, *, public: bool | None = None
     ) -> None:
         """Count a model call's tokens towards this run's usage: kept on the server (the
-        operator API reads it). With `public`, the model's name and the reply's tokens
-        are shown with the reply in the transcript too; by default no client sees them."""
+        operator API reads it). With `public` (by default the agent's `public_usage`),
+        the model's name and the reply's tokens are shown with the reply in the
+        transcript too; otherwise no client sees them."""
         usage = self.usage.setdefault(model, {"calls": 0, "inputTokens": 0, "outputTokens": 0})
         usage["calls"] += 1
         usage["inputTokens"] += input_tokens
         usage["outputTokens"] += output_tokens
-        if public:
+        if self.usage_public if public is None else public:
             shown = self.public_usage
             shown["model"] = model
             shown["inputTokens"] = shown.get("inputTokens", 0) + input_tokens

@@ -189,6 +189,7 @@ async def execute(
         journal=journal,
         data=data,
     )
+    run.usage_public = context.agent.public_usage
     start = Start(context.record.running_exchange.size, context.state.to_json(), time.time())
     context.state.run_id = log.run_id  # the audit trail names the run behind each write
     over = asyncio.Event()

@@ -304,15 +304,14 @@ class AgentServer:
         after = decode_cursor(cursor) if cursor else None
         found = await self.store.list_contexts(principal, agent_name, limit + 1, after)
         page = found[:limit]
-        body = wire.ConversationPage(
-            conversations=[summary.to_wire() for summary in page],
-            next_cursor=encode_cursor(page[-1]) if len(found) > limit else None,
-        )
-        return body.model_dump(by_alias=True)
+        return {
+            "conversations": [summary.to_wire() for summary in page],
+            "nextCursor": encode_cursor(page[-1]) if len(found) > limit else None,
+        }
 
     def summary(self, context: Context) -> dict[str, Any]:
         """The context as the list shows it (`wire.ConversationSummary`)."""
-        return Summary.of(context.record).to_wire().model_dump(by_alias=True)
+        return Summary.of(context.record).to_wire()
 
     async def decide(
         self, context: Context, interrupt_id: str, value: Any, *, request_id: str | None = None

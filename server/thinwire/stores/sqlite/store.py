@@ -110,9 +110,9 @@ class SQLiteStore(Store):
         def page(connection: sqlite3.Connection) -> list[Summary]:
             query = "SELECT id, updated, summary FROM contexts WHERE owner = ? AND agent = ?"
             parameters: list[object] = [owner, agent]
-            if after is not None:
-                query += " AND (updated < ? OR (updated = ? AND id < ?))"
-                parameters += [after.updated_at, after.updated_at, after.context_id]
+            if after is not None:  # a row value: the index seeks straight to the cursor
+                query += " AND (updated, id) < (?, ?)"
+                parameters += [after.updated_at, after.context_id]
             query += " ORDER BY updated DESC, id DESC LIMIT ?"
             rows = connection.execute(query, [*parameters, limit]).fetchall()
             return [Summary.from_json(i, u, json.loads(s)) for i, u, s in rows]
