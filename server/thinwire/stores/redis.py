@@ -109,6 +109,39 @@ if trim ~= '' then redis.call('XTRIM', KEYS[3], 'MINID', trim .. '-0') end
 return 0
 """
 
+#: A page of a list, newest first, with each conversation's summary: one round trip.
+#: Ties on the time are ordered by id, as a sorted set orders equal scores.
+LIST = """
+local limit = tonumber(ARGV[1])
+local found = {}
+if ARGV[2] == '' then
+  found = redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, limit)
+else
+  local tied = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[2], ARGV[2], 'WITHSCORES')
+  for i = #tied - 1, 1, -2 do
+    if #found < limit * 2 and tied[i] < ARGV[3] then
+      table.insert(found, tied[i])
+      table.insert(found, tied[i + 1])
+    end
+  end
+  if #found < limit * 2 then
+    local rest = redis.call('ZREVRANGEBYSCORE', KEYS[1], '(' .. ARGV[2], '-inf', 'WITHSCORES',
+      'LIMIT', 0, limit - #found / 2)
+    for _, value in ipairs(rest) do table.insert(found, value) end
+  end
+end
+local page = {}
+for i = 1, #found, 2 do
+  local summary = redis.call('HGET', ARGV[4] .. found[i], 'summary')
+  if summary then
+    table.insert(page, found[i])
+    table.insert(page, found[i + 1])
+    table.insert(page, summary)
+  end
+end
+return page
+"""
+
 APPEND = """
 for i = 0, (#ARGV - 1) / 4 - 1 do
   local base = 2 + i * 4
@@ -198,6 +231,7 @@ class RedisStore(Store):
         self._create: Any = client.register_script(CREATE)
         self._save: Any = client.register_script(SAVE)
         self._append: Any = client.register_script(APPEND)
+        self._list: Any = client.register_script(LIST)
 
     @classmethod
     def from_url(
@@ -299,31 +333,13 @@ class RedisStore(Store):
     async def list_contexts(
         self, owner: str, agent: str, limit: int, after: Cursor | None = None
     ) -> list[Summary]:
-        key = self._list_key(owner, agent)
-        found: list[tuple[str, float]] = []
-        if after is None:
-            found = await self.redis.zrevrangebyscore(
-                key, "+inf", "-inf", start=0, num=limit, withscores=True
-            )
-        else:
-            # Ties on the time are ordered by id, as the sorted set orders equal scores.
-            at = repr(after.updated_at)
-            tied = await self.redis.zrangebyscore(key, at, at, withscores=True)
-            found = [(m, t) for m, t in reversed(tied) if m < after.context_id][:limit]
-            if len(found) < limit:
-                found += await self.redis.zrevrangebyscore(
-                    key, f"({at}", "-inf", start=0, num=limit - len(found), withscores=True
-                )
-        if not found:
-            return []
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for context_id, _ in found:
-                pipe.hget(self.key("ctx", context_id), "summary")
-            summaries = await pipe.execute()
+        args = [limit, "", "", self.key("ctx", "")]
+        if after is not None:
+            args[1:3] = [repr(after.updated_at), after.context_id]
+        page = await self._list(keys=[self._list_key(owner, agent)], args=args)
         return [
-            Summary.from_json(context_id, float(updated), json.loads(summary))
-            for (context_id, updated), summary in zip(found, summaries, strict=True)
-            if summary is not None
+            Summary.from_json(page[i], float(page[i + 1]), json.loads(page[i + 2]))
+            for i in range(0, len(page), 3)
         ]
 
     @store_errors
