@@ -26,6 +26,7 @@ from thinwire import wire
 from thinwire.a2a import A2A, a2a_routes
 from thinwire.admin import operator_routes
 from thinwire.agent import Agent
+from thinwire.agui import ag_ui_routes
 from thinwire.aisdk import ai_sdk_routes
 from thinwire.boundary import EXCEPTION_HANDLERS
 from thinwire.browser import BrowserGuard
@@ -137,6 +138,7 @@ def create_app(
     # Other protocols' faces of the same agents and memory (docs/interop.md).
     all_routes += a2a_routes(server, a2a or A2A())
     all_routes += ai_sdk_routes(server)
+    all_routes += ag_ui_routes(server)
     if operator_token:
         server.operator_token = operator_token
         all_routes.append(Mount("/admin", routes=operator_routes(server.contexts, operator_token)))

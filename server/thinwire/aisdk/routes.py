@@ -14,7 +14,6 @@ goes on and the page can resume it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
@@ -22,24 +21,20 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from thinwire.aisdk.chat_request import Answer, Regenerate, read_chat_request
-from thinwire.aisdk.chats import (
-    context_id_of,
-    find_chat,
-    not_started,
-    owned_chat,
-    send_to_chat,
-)
 from thinwire.aisdk.chunks import Chunks
 from thinwire.aisdk.messages import ui_messages
 from thinwire.aisdk.stream import ui_message_stream
 from thinwire.boundary import PROTOCOL_HEADERS
 from thinwire.contexts import Context
-from thinwire.errors import NotFound
+from thinwire.foreign_ids import ForeignIds
 from thinwire.parsing import check_protocol
 from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer, active_run_id
 
 __all__ = ["ai_sdk_routes"]
+
+#: The SDK mints chat ids in the browser; each names a conversation of the caller's.
+CHATS = ForeignIds("thinwire.ai-sdk", "chat id")
 
 
 def ai_sdk_routes(server: AgentServer) -> list[BaseRoute]:
@@ -76,45 +71,39 @@ def ai_sdk_routes(server: AgentServer) -> list[BaseRoute]:
             max_message_bytes=server.max_message_bytes,
         )
         if isinstance(asks, Answer):
-            context = await owned_chat(server, agent_name, principal, chat_id)
+            context = await CHATS.owned(server, agent_name, principal, chat_id)
             return await stream(
                 principal,
                 lambda: server.decide(context, asks.interrupt_id, asks.value),
                 Chunks(continues_message=True),
             )
         if isinstance(asks, Regenerate):
-            context = await owned_chat(server, agent_name, principal, chat_id)
+            context = await CHATS.owned(server, agent_name, principal, chat_id)
             return await stream(principal, lambda: server.regenerate(context))
         return await stream(
             principal,
-            lambda: send_to_chat(
-                server, agent_name, principal, chat_id, asks.text, asks.message_id
+            lambda: CHATS.send(
+                server, agent_name, principal, chat_id, asks.text, message_id=asks.message_id
             ),
         )
 
     async def resume(request: Request) -> Response:
         agent_name, principal = await caller(request)
-        context = await find_chat(server, agent_name, principal, request.path_params["chat_id"])
+        context = await CHATS.find(server, agent_name, principal, request.path_params["chat_id"])
         if context is None:
             return Response(status_code=204, headers=PROTOCOL_HEADERS)
         return await stream(principal, lambda: follow_running(server, context))
 
     async def stop(request: Request) -> Response:
         agent_name, principal = await caller(request)
-        context = await owned_chat(server, agent_name, principal, request.path_params["chat_id"])
+        context = await CHATS.owned(server, agent_name, principal, request.path_params["chat_id"])
         return JSONResponse(await server.stop(context), headers=PROTOCOL_HEADERS)
 
     async def messages(request: Request) -> Response:
         agent_name, principal = await caller(request)
         chat_id = request.path_params["chat_id"]
-        context_id = context_id_of(agent_name, principal, chat_id)
-        try:
-            transcript = await server.read_transcript(agent_name, context_id, principal)
-        except NotFound as exc:
-            if not not_started(exc, context_id, chat_id):
-                raise
-            return JSONResponse([], headers=PROTOCOL_HEADERS)
-        return JSONResponse(ui_messages(json.loads(transcript)), headers=PROTOCOL_HEADERS)
+        transcript = await CHATS.transcript(server, agent_name, principal, chat_id)
+        return JSONResponse(ui_messages(transcript) if transcript else [], headers=PROTOCOL_HEADERS)
 
     api = "/ai-sdk/{agent}/chat"
     return [
