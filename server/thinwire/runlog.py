@@ -4,15 +4,40 @@ A run executes in its own task (`runner.py`) and appends to its log; any number 
 readers follow the log while the run lives in this process. Every way of reading frames
 — a live log, a finished run's stored frames, a run on another replica — is a
 `FrameSource`, so the SSE and WebSocket transports read them all the same way.
+
+A transport reading a live log pumps it (`Follower.pump`) rather than pulling batches:
+the hot path of a model that hands over a token per event-loop tick or slower. The
+reader's outlet registers with the log, and a frame appended while it is idle (nothing
+being sent) is sent at once, from the task that appended it; frames appended a moment
+after a send (a burst said in one go) wait for the loop's next tick, when one callback
+(`Dispatch`) sends every waiting outlet's frames, each outlet's in one write. So a token
+costs no future, no task wake-up and no timer. Only a send that does not complete at
+once (the client's buffer is full, a middleware awaits) is finished by the reader's own
+task, which also catches up on a backlog; the next frames wait for it. The dispatch runs
+one timer per event loop for every outlet: a heartbeat after `heartbeat` seconds of
+silence, and a send in flight for longer than `timeout` (a reader that stopped reading)
+is cut short with TimeoutError in the reader's task, as `asyncio.timeout` would.
+
+A send started outside the reader's task runs as that task and in a copy of its context
+(`asyncio.tasks._enter_task`, as eager tasks do): code on the send path that asks for
+the current task (an `asyncio.timeout`, an anyio cancel scope in a middleware) sees the
+reader's, and a send that suspends is resumed by that very task. Whatever a send raises
+ends the reader's pump, never the run that appended the frame.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import contextvars
 import json
+import math
 import time
-from collections.abc import AsyncIterator, Sequence
+import weakref
+from array import array
+from asyncio import tasks as asyncio_tasks
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
@@ -29,8 +54,10 @@ if TYPE_CHECKING:
 __all__ = [
     "BATCH_CHARS",
     "Batch",
+    "Dispatch",
     "Follower",
     "FrameSource",
+    "Outlet",
     "Retagged",
     "RunLog",
     "StoredFrames",
@@ -42,6 +69,10 @@ __all__ = [
 CLOSING_FRAMES = 3
 #: A batch of frames stops growing past this many characters of JSON.
 BATCH_CHARS = 64 * 1024
+#: A frame appended this soon after its reader's last send began waits for the next
+#: tick: a burst said in one go then leaves in one write (a model's tokens come further
+#: apart than a write takes).
+COALESCE_S = 30e-6
 
 #: Frames read together, as `(seq, json)`: a transport sends them in one write.
 Batch = list[tuple[int, str]]
@@ -98,7 +129,8 @@ class RunLog:
         self.seq_lease = seq_lease
         #: The client's id of the command that started the run, echoed in `run_start`.
         self.request_id = request_id
-        self.seqs: list[int] = []
+        #: Seqs in an array, not a list: nothing for the garbage collector to visit.
+        self.seqs: array[int] = array("q")
         self.frames: list[str] = []
         #: Frames from this index on are not in the store's event log yet.
         self.flushed = 0
@@ -106,6 +138,8 @@ class RunLog:
         #: Set by a stop, so the cancellation is recorded as `stopped`, not `interrupted`.
         self.stop_requested = False
         self._waiters: list[asyncio.Future[bool]] = []
+        #: The outlets pumping this log to readers (see `Outlet`).
+        self.outlets: list[Outlet] = []
         self._flusher_waiter: asyncio.Future[bool] | None = None
         self._calls = 0
         #: `{"contextId":…,"runId":…,"seq":` — what every frame of this run starts with.
@@ -134,6 +168,8 @@ class RunLog:
             self.flushed += 1
         self.finished = last
         self._wake(True)
+        for outlet in self.outlets:
+            outlet.notify()
 
     @property
     def unflushed(self) -> list[Event]:
@@ -234,6 +270,8 @@ class RunLog:
         self.frames.append(f"{self._prefix}{seq},{middle}{encoded}}}")
         if self._waiters:
             self._wake(True)
+        for outlet in self.outlets:
+            outlet.notify()
 
     def tool_call(self, call_id: str, name: str) -> None:
         self._append(wire.ToolCallFrame, call_id=call_id, name=name)
@@ -268,31 +306,331 @@ def _settle(waiter: asyncio.Future[bool], value: bool) -> None:
 
 class Follower:
     """One reader of a live run log (a FrameSource): each batch is whatever arrived since
-    the last, so a response sends the frames of one tick in one write."""
+    the last, so a response sends the frames of one tick in one write. A transport that
+    writes them itself pumps it (`pump`) instead of reading `batches`."""
 
     def __init__(self, log: RunLog, after: int, heartbeat: float | None) -> None:
         self.log = log
         self.heartbeat = heartbeat
         self.index = bisect.bisect_right(log.seqs, after)
 
-    async def batches(self) -> AsyncIterator[Batch | None]:
+    def take(self) -> Batch:
+        """The frames not read yet ([] if none), at most about BATCH_CHARS of them: a
+        reader that stops reading holds up one batch, not the run."""
         log = self.log
         frames = log.frames
+        start = self.index
+        count = len(frames)
+        if start >= count:
+            return []
+        end = start + 1
+        if end == count:  # one frame: a model's token per tick, the common case
+            self.index = end
+            return [(log.seqs[start], frames[start])]
+        size = len(frames[start])
+        while end < count and size < BATCH_CHARS:
+            size += len(frames[end])
+            end += 1
+        self.index = end
+        return list(zip(log.seqs[start:end], frames[start:end], strict=True))
+
+    @property
+    def done(self) -> bool:
+        """The run is over and every frame of it was read."""
+        return self.log.finished and self.index >= len(self.log.frames)
+
+    async def batches(self) -> AsyncIterator[Batch | None]:
+        log = self.log
         while True:
-            start = end = self.index
-            size = 0
-            # Bounded, so a reader that stops reading holds up one batch, not the run.
-            while end < len(frames) and size < BATCH_CHARS:
-                size += len(frames[end])
-                end += 1
-            if start < end:
-                self.index = end
-                yield list(zip(log.seqs[start:end], frames[start:end], strict=True))
+            batch = self.take()
+            if batch:
+                yield batch
                 continue
             if log.finished:
                 return
             if not await log.wait(self.heartbeat):
                 yield None
+
+    async def pump(self, send: Send, *, timeout: float, heartbeats: bool = True) -> None:
+        """Send every frame until the run is done, a batch at a time (`send(batch)`), and
+        a heartbeat (`send(None)`) after `heartbeat` seconds of silence (if `heartbeats`).
+        A send in flight for more than `timeout` seconds raises TimeoutError here."""
+        await Outlet(self, send, timeout, self.heartbeat if heartbeats else None).run()
+
+
+#: How an outlet sends a batch (None: a heartbeat): an awaitable, started at once.
+Send = Callable[[Batch | None], Awaitable[Any]]
+
+
+class Outlet:
+    """The writing end of one reader of a live log, for `Follower.pump` (see the module's
+    docstring). `busy` while the reader's task has the sending in hand (it catches up,
+    or finishes a send that did not complete at once): frames appended meanwhile are
+    left to it. Idle, it sends a frame as it is appended, or queues itself for the next
+    tick when it sent a moment ago."""
+
+    def __init__(
+        self, follower: Follower, send: Send, timeout: float, heartbeat: float | None
+    ) -> None:
+        self.follower = follower
+        self.send = send
+        self.timeout = timeout
+        self.heartbeat = heartbeat
+        self.loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None, "an outlet is pumped by a task"
+        self.task = task
+        self.context = contextvars.copy_context()
+        self.dispatch = Dispatch.of(self.loop)
+        self.busy = True
+        self.queued = False
+        #: When (time.monotonic) the send in flight started (0: none), the last send
+        #: ended, and since when the reader heard nothing.
+        self.sending_since = 0.0
+        self.sent_at = -math.inf
+        self.quiet_since = time.monotonic()
+        #: A send that suspended, for the reader's task to finish; a send that failed.
+        self.parked: Parked | None = None
+        self.failure: BaseException | None = None
+        self.stalled = False
+        self._wake: asyncio.Future[None] | None = None
+
+    def notify(self) -> None:
+        """A frame was appended (in whatever task appended it): send it now, as the
+        reader's task, unless the outlet sent a moment ago, in which case more frames
+        are likely coming in the same go (a burst) and it waits for the next tick."""
+        if self.busy or self.queued:
+            return
+        if time.monotonic() - self.sent_at < COALESCE_S:
+            self.queued = True
+            due = self.dispatch.due
+            if not due:
+                self.dispatch.loop.call_soon(self.dispatch.send_due)
+            due.append(self)
+            return
+        self.send_available(asyncio.current_task(self.loop))
+
+    def flush(self) -> None:
+        """The dispatch's callback (in no task) for an outlet queued by `notify`."""
+        self.queued = False
+        if not self.busy:
+            self.send_available(None)
+
+    def send_available(self, current: asyncio.Task[Any] | None) -> None:
+        """Send what there is, as the reader's task (`current` is the task this runs in,
+        if any): at once where sends complete at once; what does not is left to the
+        reader's task."""
+        follower = self.follower
+        log = follower.log
+        while batch := follower.take():
+            if not self.start(batch, swap=True, current=current):
+                self.rouse()
+                return
+            if follower.index >= len(log.frames):
+                break
+        if log.finished:
+            self.rouse()
+
+    def beat(self, now: float) -> None:
+        """A heartbeat (the dispatch's timer, in no task), if the outlet is idle and has
+        been silent long enough."""
+        heartbeat = self.heartbeat
+        if heartbeat is None or self.busy or now - self.quiet_since < heartbeat:
+            return
+        if not self.start(None, swap=True):
+            self.rouse()
+
+    def start(
+        self, batch: Batch | None, *, swap: bool, current: asyncio.Task[Any] | None = None
+    ) -> bool:
+        """Send `batch` now (with `swap`: as the reader's task, leaving `current` for the
+        while): True if the send completed; if not, the outlet is busy and the reader's
+        task finishes the send (or raises its error)."""
+        awaitable = self.send(batch)
+        steps = awaitable if type(awaitable) is CoroutineType else awaitable.__await__()
+        self.sending_since = now = time.monotonic()
+        loop, task = self.loop, self.task
+        if swap:
+            if current is not None:
+                asyncio_tasks._leave_task(loop, current)
+            asyncio_tasks._enter_task(loop, task)
+        try:
+            yielded = self.context.run(steps.send, None)
+        except StopIteration:
+            self.quiet_since = self.sent_at = now
+            self.sending_since = 0.0
+            return True
+        except (Exception, asyncio.CancelledError) as exc:
+            self.sending_since = 0.0
+            self.failure = exc
+            self.busy = True
+            return False
+        finally:
+            if swap:
+                asyncio_tasks._leave_task(loop, task)
+                if current is not None:
+                    asyncio_tasks._enter_task(loop, current)
+        self.parked = Parked(steps, yielded, self.context)
+        self.busy = True
+        return False
+
+    def rouse(self) -> None:
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    def stall(self) -> None:
+        """The send in flight took longer than `timeout`: end it with TimeoutError."""
+        if not self.stalled:
+            self.stalled = True
+            self.task.cancel()
+
+    async def run(self) -> None:
+        """The reader's task: catch up, finish what the callback could not, end when the
+        run is done and every frame was sent."""
+        log, follower = self.follower.log, self.follower
+        log.outlets.append(self)
+        self.dispatch.add(self)
+        try:
+            while True:
+                if self.failure is not None:
+                    failure, self.failure = self.failure, None
+                    raise failure
+                if self.parked is not None:
+                    parked, self.parked = self.parked, None
+                    await parked
+                    self.quiet_since = self.sent_at = time.monotonic()
+                    self.sending_since = 0.0
+                    continue
+                batch = follower.take()
+                if batch:
+                    self.start(batch, swap=False)
+                    continue
+                if follower.done:
+                    return
+                self._wake = self.loop.create_future()
+                self.busy = False
+                try:
+                    await self._wake
+                finally:
+                    self._wake = None
+                    self.busy = True
+        except asyncio.CancelledError:
+            if self.stalled and self.task.uncancel() == 0:
+                raise TimeoutError("the reader took no frame in time") from None
+            raise
+        finally:
+            log.outlets.remove(self)
+            self.dispatch.discard(self)
+            if self.parked is not None:  # the reader left before finishing the send
+                self.parked.cancel()
+
+
+class Parked:
+    """An awaitable started by hand (`steps` is its `__await__()`) that suspended:
+    awaiting this finishes it in the awaiting task, every step in `context`, as if it
+    had been awaited from the start."""
+
+    def __init__(
+        self,
+        steps: Generator[Any, Any, Any] | Coroutine[Any, Any, Any],
+        yielded: Any,
+        context: contextvars.Context,
+    ) -> None:
+        self.steps = steps
+        self.yielded = yielded
+        self.context = context
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        coroutine, run = self.steps, self.context.run
+        value = self.yielded
+        while True:
+            try:
+                sent = yield value
+            except BaseException as exc:  # a cancellation, thrown in where it waits
+                try:
+                    value = run(coroutine.throw, exc)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    value = run(coroutine.send, sent)
+                except StopIteration:
+                    return
+
+    def cancel(self) -> None:
+        """End it as a cancelled await would: CancelledError where it waits."""
+        try:
+            self.context.run(self.steps.throw, asyncio.CancelledError())
+        except (StopIteration, Exception, asyncio.CancelledError):
+            return
+        self.context.run(self.steps.close)  # it went on waiting: drop it
+
+
+class Dispatch:
+    """One per event loop: at the next tick, one callback sends the frames of every
+    outlet a frame was appended to; one timer, every quarter of the shortest heartbeat
+    or timeout of the outlets there are, sends heartbeats and ends stalled sends."""
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> Dispatch:
+        dispatch = _DISPATCHES.get(loop)
+        if dispatch is None:
+            dispatch = _DISPATCHES[loop] = cls(loop)
+        return dispatch
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.due: list[Outlet] = []
+        self.outlets: set[Outlet] = set()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def send_due(self) -> None:
+        due, self.due = self.due, []
+        for outlet in due:
+            try:
+                outlet.flush()
+            except Exception as exc:  # a bug: fail that reader, not the others
+                outlet.failure = exc
+                outlet.busy = True
+                outlet.rouse()
+
+    def add(self, outlet: Outlet) -> None:
+        self.outlets.add(outlet)
+        when = self.loop.time() + self._period(outlet)
+        if self._timer is None or when < self._timer.when():
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self.loop.call_at(when, self.tick)
+
+    def discard(self, outlet: Outlet) -> None:
+        self.outlets.discard(outlet)
+
+    @staticmethod
+    def _period(outlet: Outlet) -> float:
+        shortest = outlet.timeout
+        if outlet.heartbeat is not None:
+            shortest = min(shortest, outlet.heartbeat)
+        return max(0.005, shortest / 4)
+
+    def tick(self) -> None:
+        self._timer = None
+        if not self.outlets:
+            return
+        now = time.monotonic()
+        period = 3600.0
+        for outlet in list(self.outlets):
+            period = min(period, self._period(outlet))
+            if outlet.sending_since:
+                if now - outlet.sending_since > outlet.timeout:
+                    outlet.stall()
+            else:
+                outlet.beat(now)
+        self._timer = self.loop.call_later(period, self.tick)
+
+
+_DISPATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Dispatch] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def shown(frames: Sequence[str]) -> tuple[str, list[str]]:

@@ -41,11 +41,15 @@ logger = logging.getLogger("thinwire.runs")
 
 #: Seconds between flushes of a running run's frames to the store's event log.
 FLUSH_INTERVAL = 0.05
-#: With a store of one process, the flushes a second of all runs together, at most: when
-#: more runs stream than that allows every FLUSH_INTERVAL, each flushes less often (a
-#: crash then loses more of a reply's tail, which only the flushes keep). With a shared
-#: store (Redis) the flushes are what other replicas follow: every FLUSH_INTERVAL.
-LOCAL_FLUSHES_PER_SECOND = 1000
+#: With a store of one process, the flushes a second of all runs together: when more runs
+#: stream than that allows every FLUSH_INTERVAL, each flushes less often, up to every
+#: LOCAL_FLUSH_INTERVAL_MAX seconds. A flush (a commit, an fsync) costs more than the
+#: frames it holds: at 50 ms each, 200 runs streaming at 50 tokens/s spent most of a core
+#: on flushes. Only a crash reads them (a reply keeps what its flushed frames showed), so a
+#: crash under load loses up to a second of a reply's tail. With a shared store (Redis)
+#: the flushes are what other replicas follow: every FLUSH_INTERVAL.
+LOCAL_FLUSHES_PER_SECOND = 200
+LOCAL_FLUSH_INTERVAL_MAX = 1.0
 #: Per event loop: the flushers with frames to flush (waiting out their interval).
 _streaming: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
 
@@ -122,8 +126,9 @@ async def flush_periodically(
                     return
             loop = asyncio.get_running_loop()
             streaming = _streaming[loop] = _streaming.get(loop, 0) + 1
+            interval = min(streaming / LOCAL_FLUSHES_PER_SECOND, LOCAL_FLUSH_INTERVAL_MAX)
             try:
-                await log.flusher_pause(max(FLUSH_INTERVAL, streaming / LOCAL_FLUSHES_PER_SECOND))
+                await log.flusher_pause(max(FLUSH_INTERVAL, interval))
             finally:
                 _streaming[loop] -= 1
         else:

@@ -1,7 +1,12 @@
 """Server-sent events: the encoding of frames and the response that streams them.
 
 The response races two tasks: one writes frames, one listens for the client leaving;
-whichever ends first cancels the other. Closing the stream never touches the run.
+whichever ends first ends the other (plain asyncio tasks: an anyio task group cost more
+per stream than a model's tokens do). Closing the stream never touches the run.
+
+A live run's log is pumped (`Follower.pump`): its frames are written as they come,
+without the writer task waking per frame, and heartbeats and the write timeout come from
+one periodic check per event loop rather than a timer per write (see `runlog.py`).
 
 A client that stops reading cannot make the server buffer for it: frames are read from
 the run's log, not queued per client, and each write must complete within
@@ -13,14 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
-import anyio
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from thinwire import wire
-from thinwire.runlog import FrameSource
+from thinwire.runlog import Batch, Follower, FrameSource
 
 __all__ = ["SSE_HEADERS", "EventStream", "encode", "encode_all"]
 
@@ -42,6 +46,9 @@ def encode(seq: int, data: str) -> bytes:
 
 def encode_all(frames: Sequence[tuple[int, str]]) -> bytes:
     """Several SSE events, as one body."""
+    if len(frames) == 1:  # a model's token per tick: the common case
+        seq, data = frames[0]
+        return f"id: {seq}\ndata: {data}\n\n".encode()
     return "".join([f"id: {seq}\ndata: {data}\n\n" for seq, data in frames]).encode()
 
 
@@ -71,32 +78,49 @@ class EventStream(Response):
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
 
         async def write(body: bytes, more: bool = True) -> None:
-            # asyncio's own timeout: a fraction of anyio.fail_after's cost, which counts
-            # when thousands of idle streams each send a heartbeat.
+            # asyncio's own timeout: a fraction of anyio.fail_after's cost.
             async with asyncio.timeout(self.send_timeout):
                 await send({"type": "http.response.body", "body": body, "more_body": more})
 
-        async def stream(scope: anyio.CancelScope) -> None:
+        def body(batch: Batch | None) -> Awaitable[None]:
+            if batch is None:
+                data = HEARTBEAT
+            elif len(batch) == 1:
+                data = f"id: {batch[0][0]}\ndata: {batch[0][1]}\n\n".encode()
+            else:
+                data = encode_all(batch)
+            return send({"type": "http.response.body", "body": data, "more_body": True})
+
+        async def stream() -> None:
             if self.retry_ms is not None:
                 await write(f"retry: {self.retry_ms}\n\n".encode())
-            async for batch in self.frames.batches():
-                await write(HEARTBEAT if batch is None else encode_all(batch))
+            if isinstance(self.frames, Follower):
+                await self.frames.pump(body, timeout=self.send_timeout)
+            else:
+                async for batch in self.frames.batches():
+                    await write(HEARTBEAT if batch is None else encode_all(batch))
             await write(b"", more=False)
-            scope.cancel()
 
-        async def listen(scope: anyio.CancelScope) -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            scope.cancel()
+        async def listen(writer: asyncio.Task[None]) -> None:
+            try:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+            finally:
+                writer.cancel()  # the client left (or its connection broke): the run goes on
 
+        writer = asyncio.ensure_future(stream())
+        listener = asyncio.ensure_future(listen(writer))
         try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(stream, group.cancel_scope)
-                group.start_soon(listen, group.cancel_scope)
-        except* TimeoutError:
+            await writer
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # this response is being cancelled (the server stops), not the writer
+        except TimeoutError:
             # Ending the app without finishing the body makes the server drop the
             # connection: the slow consumer goes, the run and its log stay.
             logger.warning("disconnected a client that stopped reading (%s)", scope.get("path"))
         finally:
+            listener.cancel()
             if self.on_close is not None:
                 self.on_close()

@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -45,7 +45,7 @@ from thinwire.errors import (
 )
 from thinwire.ids import CONTEXT_ID
 from thinwire.parsing import check_data, check_message, describe, parse_json
-from thinwire.runlog import FrameSource
+from thinwire.runlog import Batch, Follower, FrameSource
 from thinwire.server import AgentServer
 
 __all__ = ["agent_socket"]
@@ -141,6 +141,17 @@ class Session:
 
     async def send_all(self, texts: list[str]) -> None:
         async with self.send_lock, asyncio.timeout(self.server.send_timeout):
+            for text in texts:
+                await self.websocket.send_text(text)
+
+    def send_batch(self, batch: Batch | None) -> Awaitable[None]:
+        """A batch's frames, a message each, under the lock; timed by the pump."""
+        if batch is not None and len(batch) == 1:  # a model's token: the common case
+            return self.send_texts((batch[0][1],))
+        return self.send_texts([data for _, data in batch or ()])
+
+    async def send_texts(self, texts: Sequence[str]) -> None:
+        async with self.send_lock:
             for text in texts:
                 await self.websocket.send_text(text)
 
@@ -267,8 +278,14 @@ class Session:
 
         async def pump() -> None:
             try:
-                # Whatever arrived since the last write goes out under one lock and one
-                # timeout: a fast run costs a lock per batch, not per frame.
+                # Whatever arrived since the last write goes out under one lock: a fast
+                # run costs a lock per batch, not per frame. A live run's log is pumped
+                # (see runlog.py): no task wake-up per frame, one timer for every socket.
+                if isinstance(frames, Follower):
+                    await frames.pump(
+                        self.send_batch, timeout=self.server.send_timeout, heartbeats=False
+                    )
+                    return
                 async for batch in frames.batches():
                     if batch:
                         await self.send_all([data for _, data in batch])
