@@ -334,3 +334,24 @@ def test_an_agent_may_show_each_replys_model_and_tokens(stub: OpenAIStub) -> Non
         reply = client.get(f"/agents/lib/contexts/{context_id}").json()["turns"][-1]
     assert reply["meta"]["model"] == "stub-model"
     assert reply["meta"]["usage"] == {"inputTokens": 130, "outputTokens": 2}
+
+
+def test_the_event_reader_joins_data_lines_skips_comments_and_stops_at_done() -> None:
+    import asyncio
+
+    from thinwire.models.openai import events
+
+    async def read(lines: list[str]) -> list[dict[str, Any]]:
+        async def source() -> Any:
+            for line in lines:
+                yield line
+
+        return [event async for event in events(source())]
+
+    split = ['data: {"a":', "data: 1}", "", ": a comment", "", "data:{}", ""]
+    assert asyncio.run(read(split)) == [{"a": 1}, {}]
+    assert asyncio.run(read(['data: {"n": 1}', "", "data: [DONE]", "", 'data: {"n": 2}'])) == [
+        {"n": 1}
+    ]
+    with pytest.raises(ValueError, match="reported an error"):
+        asyncio.run(read(['data: {"error": {"message": "overloaded"}}', ""]))
