@@ -156,9 +156,12 @@ class ContextRegistry:
         self._evict()
 
     def _evict(self) -> None:
-        for stale in [c for c in self._live.values() if c.holder is None]:
-            if len(self._live) <= self.max_contexts and self.cached_bytes <= self.max_context_bytes:
-                return
+        # Checked first, as every save calls this: a scan of the cache would cost a send
+        # more than the rest of its bookkeeping.
+        while len(self._live) > self.max_contexts or self.cached_bytes > self.max_context_bytes:
+            stale = next((c for c in self._live.values() if c.holder is None), None)
+            if stale is None:
+                return  # every context is in use: the cache may run over until they rest
             self._drop(stale)
 
     def _weigh(self, context: Context) -> None:
