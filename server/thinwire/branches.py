@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from thinwire.errors import BadRequest, NotFound
 
@@ -31,9 +31,9 @@ __all__ = ["Line", "Lines", "Position", "Segment", "parse_turn_id", "turn_id"]
 TURN_ID = re.compile(r"turn-([0-9a-f]{4})([0-9a-f]{8})-([ua])([0-9]{1,4})")
 
 
-@dataclass(frozen=True, order=True)
-class Position:
-    """An exchange: its line and its depth (0 for the first exchange)."""
+class Position(NamedTuple):
+    """An exchange: its line and its depth (0 for the first exchange). A tuple: positions
+    key every exchange a conversation holds, and a tuple hashes in C."""
 
     line: int
     depth: int

@@ -611,9 +611,10 @@ def branch_turns_json(lines: Lines, turns: Mapping[Position, str]) -> str:
             for turn in decoded:
                 turn["siblings"], turn["siblingIndex"] = count, index
             text = dumps(decoded)
-        inner = text.strip()[1:-1].strip()
-        if inner:
-            parts.append(inner)
+        if text[:1] != "[" or text[-1:] != "]":  # not as `dumps` writes it
+            text = text.strip()
+        if len(text) > 2:
+            parts.append(text[1:-1])
     return "[" + ",".join(parts) + "]"
 
 
@@ -632,12 +633,18 @@ class TranscriptView:
     pending_interrupt: dict[str, Any] | None
 
     @classmethod
-    def of(cls, record: ContextRecord) -> TranscriptView:
+    def of(
+        cls, record: ContextRecord, turns: Mapping[Position, str] | None = None
+    ) -> TranscriptView:
+        """The view of a record with its branch in hand, or of one without its exchanges
+        and the `turns` of every exchange of its branch."""
         return cls(
             agent=record.agent,
             owner=record.owner,
             title=record.title,
-            turns_json=record.transcript_json(),
+            turns_json=record.transcript_json()
+            if turns is None
+            else branch_turns_json(record.lines, turns),
             active_run=record.active_run,
             pending_interrupt=record.pending_interrupt,
         )

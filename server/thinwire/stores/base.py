@@ -123,10 +123,26 @@ class Store(abc.ABC):
             await self.load_branch(record)
         return record
 
+    async def load_turns(
+        self, context_id: str, positions: Sequence[Position]
+    ) -> dict[Position, str]:
+        """The public turns (JSON text) of the stored exchanges at these positions (those
+        there are): a store that keeps them apart from the history reads only them."""
+        found = await self.load_exchanges(context_id, positions)
+        return {exchange.position: exchange.turns_json() for exchange in found}
+
     async def load_transcript(self, context_id: str) -> TranscriptView | None:
-        """The branch shown, as the public transcript, and what goes with it; or None."""
-        record = await self.load_whole(context_id)
-        return None if record is None else TranscriptView.of(record)
+        """The branch shown, as the public transcript, and what goes with it; or None.
+        Reads the record and its branch's turns, never the history."""
+        record = await self.load(context_id)
+        if record is None:
+            return None
+        positions = list(record.lines.positions())
+        turns = await self.load_turns(context_id, positions) if positions else {}
+        lost = [position for position in positions if position not in turns]
+        if lost:
+            logger.error("%s: exchanges missing from the store: %s", context_id, lost)
+        return TranscriptView.of(record, {p: turns.get(p, "[]") for p in positions})
 
     @abc.abstractmethod
     async def list_contexts(
