@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from bench.servers import delta, expected_text
+from bench.servers import delta, expected_text, work_text
 
 __all__ = ["Result", "Target", "open_idle", "run_cell", "stream_once"]
 
@@ -35,18 +35,20 @@ CLOSING_TYPES = frozenset({"done", "finish"})
 
 @dataclass(frozen=True)
 class Target:
-    """How to ask a server for one stream of `deltas` deltas."""
+    """How to ask a server for one stream of `deltas` deltas, handed over at `pace`."""
 
     name: str
     port: int
     path: str
     #: "sse" or "ws"
     transport: str = "sse"
-    #: The request body: {deltas} is replaced by the count.
-    body: str = '{{"deltas": {deltas}}}'
+    #: The request body: {deltas} and {pace} are replaced by the work, {text} by the
+    #: message asking thinwire's `deltas` agent for it.
+    body: str = '{{"deltas": {deltas}, "pace": "{pace}"}}'
 
-    def request(self, deltas: int) -> bytes:
-        body = self.body.format(deltas=deltas).encode()
+    def request(self, deltas: int, pace: str = "burst") -> bytes:
+        text = work_text(deltas, pace)
+        body = self.body.format(deltas=deltas, pace=pace, text=text).encode()
         head = (
             f"POST {self.path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
             "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
@@ -244,10 +246,16 @@ class WsProtocol(asyncio.Protocol):
     """A WebSocket client: handshake, one `send` command, text frames -> a Checker."""
 
     def __init__(
-        self, target: Target, deltas: int, checker: Checker, done: asyncio.Future[Result]
+        self,
+        target: Target,
+        deltas: int,
+        pace: str,
+        checker: Checker,
+        done: asyncio.Future[Result],
     ) -> None:
         self.target = target
         self.deltas = deltas
+        self.pace = pace
         self.checker = checker
         self.done = done
         self.transport: asyncio.Transport | None = None
@@ -286,7 +294,8 @@ class WsProtocol(asyncio.Protocol):
                     return
                 self.buffer = self.buffer[end + 4 :]
                 self.open = True
-                command = {"type": "send", "message": {"text": str(self.deltas)}}
+                text = work_text(self.deltas, self.pace)
+                command = {"type": "send", "message": {"text": text}}
                 self.send_frame(0x1, json.dumps(command).encode())
             self.frames()
         except Exception as exc:
@@ -336,16 +345,18 @@ class WsProtocol(asyncio.Protocol):
             self.transport.close()
 
 
-async def stream_once(target: Target, deltas: int, timeout: float = 60.0) -> Result:
+async def stream_once(
+    target: Target, deltas: int, pace: str = "burst", timeout: float = 60.0
+) -> Result:
     """Open one stream, read it to its end and check it."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[Result] = loop.create_future()
     checker = Checker(deltas, time.perf_counter())
     protocol: Callable[[], asyncio.Protocol]
     if target.transport == "ws":
-        protocol = lambda: WsProtocol(target, deltas, checker, done)  # noqa: E731
+        protocol = lambda: WsProtocol(target, deltas, pace, checker, done)  # noqa: E731
     else:
-        request = target.request(deltas)
+        request = target.request(deltas, pace)
         protocol = lambda: SseProtocol(request, checker, done)  # noqa: E731
     try:
         transport, _ = await loop.create_connection(protocol, "127.0.0.1", target.port)
@@ -360,22 +371,39 @@ async def stream_once(target: Target, deltas: int, timeout: float = 60.0) -> Res
 
 
 async def run_cell(
-    target: Target, concurrency: int, streams: int, deltas: int, budget: float
+    target: Target,
+    concurrency: int,
+    streams: int,
+    deltas: int,
+    budget: float,
+    pace: str = "burst",
+    stagger: float = 0.0,
 ) -> tuple[list[Result], float]:
     """`concurrency` workers open `streams` streams in all, one after the other each;
-    none is started after `budget` seconds. Returns the results and the wall time."""
+    none is started after `budget` seconds. With `stagger`, the workers' first streams
+    start spread over that many seconds rather than at once, and only a failure of a
+    first stream is kept: the load was still ramping up. Returns the results and the
+    wall time."""
+    ramp = set(range(concurrency)) if stagger else set()
     started = 0
     results: list[Result] = []
     deadline = time.perf_counter() + budget
 
-    async def worker() -> None:
+    async def worker(index: int) -> None:
         nonlocal started
+        if stagger:
+            await asyncio.sleep(stagger * index / concurrency)
         while started < streams and time.perf_counter() < deadline:
             started += 1
-            results.append(await stream_once(target, deltas))
+            result = await stream_once(target, deltas, pace)
+            if index in ramp:  # a worker's first stream runs while the load ramps up
+                ramp.discard(index)
+                if result.ok:
+                    continue
+            results.append(result)
 
     begin = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker(i) for i in range(concurrency)))
     return results, time.perf_counter() - begin
 
 

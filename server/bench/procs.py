@@ -19,26 +19,41 @@ from pathlib import Path
 
 import psutil
 
-__all__ = ["CORES", "Server", "free_port", "node_server", "pin_self", "python_server", "started"]
+__all__ = [
+    "CORES",
+    "LOAD_CORES",
+    "Server",
+    "free_port",
+    "node_server",
+    "pin_self",
+    "python_server",
+    "started",
+]
 
 REPO = Path(__file__).resolve().parents[2]
+#: Load generator processes at most: past this the servers, not the generator, are the
+#: question.
+MAX_LOAD_PROCESSES = 4
 
 
 def _cores() -> tuple[set[int] | None, set[int] | None]:
-    """(server cores, load generator cores): one each when there are two or more."""
+    """(server cores, load generator cores): the server gets one core, the generator the
+    others (up to MAX_LOAD_PROCESSES of them), when there are two or more."""
     available = sorted(os.sched_getaffinity(0))
     if len(available) < 2:
         return None, None
-    return {available[0]}, {available[1]}
+    return {available[0]}, set(available[1 : 1 + MAX_LOAD_PROCESSES])
 
 
 CORES = _cores()
+#: One load generator process per core of these (the first is this process's).
+LOAD_CORES: list[int] = sorted(CORES[1] or [])
 
 
 def pin_self() -> None:
-    """Pin this process (the load generator) to its own core."""
-    if CORES[1] is not None:
-        os.sched_setaffinity(0, CORES[1])
+    """Pin this process (the load generator) to its first core."""
+    if LOAD_CORES:
+        os.sched_setaffinity(0, {LOAD_CORES[0]})
 
 
 def free_port() -> int:
@@ -64,6 +79,18 @@ class Server:
     def cpu(self) -> float:
         times = self.ps.cpu_times()
         return float(times.user + times.system)
+
+    def cpu_fine(self) -> float:
+        """CPU seconds of the process's live threads to the nanosecond (the scheduler's
+        account), for a measurement shorter than `cpu`'s 10 ms ticks; `cpu` where the
+        kernel does not keep it."""
+        total = 0
+        try:
+            for task in Path(f"/proc/{self.pid}/task").iterdir():
+                total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return self.cpu()
+        return total / 1e9
 
     def rss(self) -> int:
         return int(self.ps.memory_info().rss)
@@ -97,6 +124,12 @@ def _pin_child() -> None:
         os.sched_setaffinity(0, CORES[0])
 
 
+def _pin_to_load_core() -> None:
+    """For a helper (the model stub): the generator's last core, never the server's."""
+    if LOAD_CORES:
+        os.sched_setaffinity(0, {LOAD_CORES[-1]})
+
+
 def wait_ready(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     """Until GET /healthz answers 200."""
     deadline = time.monotonic() + timeout
@@ -112,12 +145,13 @@ def wait_ready(port: int, process: subprocess.Popen[bytes], timeout: float = 30.
 
 
 @contextlib.contextmanager
-def started(name: str, argv: Sequence[str], port: int) -> Iterator[Server]:
-    """Start `argv` (which listens on `port`) on the server core; stop it on the way out."""
+def started(name: str, argv: Sequence[str], port: int, *, helper: bool = False) -> Iterator[Server]:
+    """Start `argv` (which listens on `port`) on the server core, or a `helper` on a load
+    generator core; stop it on the way out."""
     process = subprocess.Popen(
         list(argv),
         cwd=REPO,
-        preexec_fn=_pin_child,
+        preexec_fn=_pin_to_load_core if helper else _pin_child,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=sys.stderr,

@@ -11,10 +11,13 @@ import resource
 from pathlib import Path
 
 import uvicorn
+from starlette.applications import Starlette
 
-from bench.servers import APPS, thinwire_app
+from bench.servers import APPS, cache_options, thinwire_app
 
 __all__ = ["main", "raise_file_limit"]
+
+KINDS = (*sorted(APPS), "openai-stub")
 
 
 def raise_file_limit() -> int:
@@ -28,19 +31,32 @@ def raise_file_limit() -> int:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.serve")
-    parser.add_argument("kind", choices=sorted(APPS))
+    parser.add_argument("kind", choices=KINDS)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--heartbeat", type=float, default=15.0)
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--page-dir", type=Path)
     parser.add_argument("--store", choices=("sqlite", "memory"), default="sqlite")
+    parser.add_argument("--model-url", help="thinwire: the `chat` agent's model (the stub)")
+    parser.add_argument("--max-contexts", type=int, help="thinwire: live contexts at most")
+    parser.add_argument(
+        "--max-context-bytes", type=int, help="thinwire: the live contexts' bytes at most"
+    )
     args = parser.parse_args(argv)
     raise_file_limit()
+    app: Starlette
     if args.kind == "thinwire":
         if args.data_dir is None and args.store == "sqlite":
             parser.error("thinwire needs --data-dir")
         data_dir = args.data_dir if args.store == "sqlite" else None
-        app = thinwire_app(args.heartbeat, data_dir, args.page_dir)
+        cache = cache_options(args.max_contexts, args.max_context_bytes)
+        app = thinwire_app(
+            args.heartbeat, data_dir, args.page_dir, model_url=args.model_url, cache=cache
+        )
+    elif args.kind == "openai-stub":
+        from bench.model import stub_app
+
+        app = stub_app()
     else:
         app = APPS[args.kind](args.heartbeat)
     uvicorn.run(

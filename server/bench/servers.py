@@ -1,9 +1,21 @@
 """The Python servers under test, all streaming the same work: N deltas, "w{i} " each.
 
-- `bare`: a Starlette StreamingResponse writing pre-formatted SSE frames, the floor.
+How the deltas are handed over is the workload, asked for per request (`pace`):
+
+- `burst`: as fast as they come, no await between them (a cached answer replayed);
+- `yield`: one await between deltas (`await asyncio.sleep(0)`): one delta per event-loop
+  tick, as a model client handing over what it read gives them at best;
+- a number: that many seconds between deltas (0.02 is a model at 50 tokens/s).
+
+The servers:
+
+- `bare`: a Starlette StreamingResponse writing pre-formatted SSE frames, one write per
+  frame, awaiting between them as the workload says: the floor. `POST /batched` is the
+  same work answered in one write: the ceiling (`bare-batched`).
 - `thinwire`: `create_app` with the default SQLite store, the event log and SSE or
-  WebSocket; the agent says N deltas as fast as it can. (With `--store memory`, the
-  same without SQLite: what the store costs.)
+  WebSocket; the agent says the N deltas with `run.say`, pausing as asked. (With
+  `--store memory`, the same without SQLite: what the store costs.) With `--model-url`,
+  the `chat` agent is a `ChatAgent` over the OpenAI-compatible stub at that URL.
 - `sse-starlette`: `EventSourceResponse`, the common Python choice.
 
 Each app also answers `POST /idle` (bare, sse-starlette) or runs the `gated` agent
@@ -13,10 +25,11 @@ Each app also answers `POST /idle` (bare, sse-starlette) or runs the `gated` age
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -27,12 +40,16 @@ from starlette.staticfiles import StaticFiles
 import thinwire
 from thinwire import Agent, MemoryStore, Run, SQLiteStore
 
-__all__ = ["APPS", "delta", "expected_text"]
+__all__ = ["APPS", "delta", "expected_text", "pause_of", "work_text"]
 
 DEFAULT_DELTAS = 200
 # The frames of `bare` and `sse-starlette` carry the same fields as thinwire's.
 CONTEXT_ID = "ctx-" + "0" * 36
 RUN_ID = "run-" + "0" * 32
+#: What a turn of a long conversation says (see `conversations.py`): ~120 and ~430
+#: characters, so a 1,000-turn conversation is about 640 KB of JSON.
+USER_TEXT = "Could you tell me a little more about that, with an example? " * 2
+REPLY_TEXT = "Sure. Here is a longer answer that goes on for a while, as replies do. " * 6
 
 
 def delta(i: int) -> str:
@@ -43,29 +60,73 @@ def expected_text(deltas: int) -> str:
     return "".join(delta(i) for i in range(deltas))
 
 
+def pause_of(pace: str) -> float | None:
+    """Seconds to await between deltas: None for a burst (no await), 0 for one tick."""
+    if pace == "burst":
+        return None
+    if pace == "yield":
+        return 0.0
+    return float(pace)
+
+
+def work_text(deltas: int, pace: str = "burst") -> str:
+    """The message asking thinwire's `deltas` agent for this work: "200", "200 yield"."""
+    return str(deltas) if pace == "burst" else f"{deltas} {pace}"
+
+
+def parse_work(text: str) -> tuple[int, float | None]:
+    count, _, pace = text.partition(" ")
+    return (int(count) if count.isdigit() else DEFAULT_DELTAS), pause_of(pace or "burst")
+
+
 async def health(request: Request) -> Response:
     return JSONResponse({"ok": True})
 
 
-async def deltas_of(request: Request) -> int:
+async def work_of(request: Request) -> tuple[int, float | None]:
     body = await request.json()
-    return int(body.get("deltas", DEFAULT_DELTAS))
+    return int(body.get("deltas", DEFAULT_DELTAS)), pause_of(str(body.get("pace", "burst")))
+
+
+def bare_frame(i: int) -> bytes:
+    return (
+        f'id: {i + 1}\ndata: {{"contextId":"{CONTEXT_ID}","runId":"{RUN_ID}",'
+        f'"seq":{i + 1},"type":"token","delta":"w{i} "}}\n\n'
+    ).encode()
+
+
+def bare_done(count: int) -> bytes:
+    return (
+        f'id: {count + 1}\ndata: {{"contextId":"{CONTEXT_ID}","runId":"{RUN_ID}",'
+        f'"seq":{count + 1},"type":"done","stopReason":"end"}}\n\n'
+    ).encode()
 
 
 def bare_app(heartbeat: float) -> Starlette:
     async def stream(request: Request) -> Response:
-        count = await deltas_of(request)
+        count, pause = await work_of(request)
 
         async def frames() -> AsyncIterator[bytes]:
             for i in range(count):
-                yield (
-                    f'id: {i + 1}\ndata: {{"contextId":"{CONTEXT_ID}","runId":"{RUN_ID}",'
-                    f'"seq":{i + 1},"type":"token","delta":"w{i} "}}\n\n'
-                ).encode()
-            yield (
-                f'id: {count + 1}\ndata: {{"contextId":"{CONTEXT_ID}","runId":"{RUN_ID}",'
-                f'"seq":{count + 1},"type":"done","stopReason":"end"}}\n\n'
-            ).encode()
+                if i and pause is not None:
+                    await asyncio.sleep(pause)
+                yield bare_frame(i)
+            yield bare_done(count)
+
+        return StreamingResponse(frames(), media_type="text/event-stream")
+
+    async def batched(request: Request) -> Response:
+        """The same bytes, paced the same way, in one write."""
+        count, pause = await work_of(request)
+
+        async def frames() -> AsyncIterator[bytes]:
+            body = []
+            for i in range(count):
+                if i and pause is not None:
+                    await asyncio.sleep(pause)
+                body.append(bare_frame(i))
+            body.append(bare_done(count))
+            yield b"".join(body)
 
         return StreamingResponse(frames(), media_type="text/event-stream")
 
@@ -81,6 +142,7 @@ def bare_app(heartbeat: float) -> Starlette:
     return Starlette(
         routes=[
             Route("/stream", stream, methods=["POST"]),
+            Route("/batched", batched, methods=["POST"]),
             Route("/idle", idle, methods=["POST"]),
             Route("/healthz", health),
         ]
@@ -91,10 +153,12 @@ def sse_starlette_app(heartbeat: float) -> Starlette:
     from sse_starlette import EventSourceResponse
 
     async def stream(request: Request) -> Response:
-        count = await deltas_of(request)
+        count, pause = await work_of(request)
 
         async def events() -> AsyncIterator[dict[str, Any]]:
             for i in range(count):
+                if i and pause is not None:
+                    await asyncio.sleep(pause)
                 frame = {
                     "contextId": CONTEXT_ID,
                     "runId": RUN_ID,
@@ -126,11 +190,18 @@ def sse_starlette_app(heartbeat: float) -> Starlette:
 
 
 class Deltas(Agent):
-    """Says N deltas ("N" is the message; 200 if it is not a number), no pauses."""
+    """Says N deltas ("N [pace]" is the message; 200 if it is not a number), pausing
+    between them as the pace says (none, one loop tick, or so many seconds)."""
 
     async def run(self, run: Run, text: str) -> None:
-        count = int(text) if text.isdigit() else DEFAULT_DELTAS
+        count, pause = parse_work(text)
+        if pause is None:
+            for i in range(count):
+                await run.say(delta(i))
+            return
         for i in range(count):
+            if i:
+                await asyncio.sleep(pause)
             await run.say(delta(i))
 
 
@@ -152,20 +223,76 @@ class Gated(Agent):
         await asyncio.Event().wait()
 
 
+class Scribe(Agent):
+    """An exchange of a long conversation: the reply in one delta, kept in the history
+    (with the user's message) as the kit keeps every run's. It reads the conversation as
+    a ChatAgent does: its latest 50 messages (`history_window`, where the tree has it)."""
+
+    history_window: ClassVar[int | None] = 50
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say(REPLY_TEXT)
+
+
+class WholeScribe(Scribe):
+    """The same, reading the whole conversation on every run (`history_window` None): what
+    the live-context cache must hold for an agent that does."""
+
+    history_window: ClassVar[int | None] = None
+
+
+def chat_agent(model_url: str) -> type[Agent]:
+    """A ChatAgent over the OpenAI-compatible stub at `model_url` (see `model.py`)."""
+    from thinwire.models import ChatAgent, OpenAIChat
+
+    class Chat(ChatAgent):
+        model = OpenAIChat("stub-model", base_url=model_url, api_key="bench", retries=0)
+        history_window = 4
+
+    return Chat
+
+
+def cache_options(max_contexts: int | None, max_context_bytes: int | None) -> dict[str, Any]:
+    """The live-context cache's bounds, as far as this tree's `create_app` takes them."""
+    accepted = inspect.signature(thinwire.create_app).parameters
+    options: dict[str, Any] = {}
+    if max_contexts is not None:
+        options["max_contexts"] = max_contexts
+    if max_context_bytes is not None and "max_context_bytes" in accepted:
+        options["max_context_bytes"] = max_context_bytes
+    return options
+
+
 def thinwire_app(
-    heartbeat: float, data_dir: Path | None, page_dir: Path | None = None
+    heartbeat: float,
+    data_dir: Path | None,
+    page_dir: Path | None = None,
+    *,
+    model_url: str | None = None,
+    cache: dict[str, Any] | None = None,
 ) -> Starlette:
     """The default SQLite store in `data_dir`; the memory store when it is None."""
     routes: list[BaseRoute] = []
     if page_dir is not None:
         routes.append(Mount("/page", StaticFiles(directory=page_dir, html=True)))
+    agents: dict[str, type[Agent]] = {
+        "deltas": Deltas,
+        "paced": Paced,
+        "gated": Gated,
+        "scribe": Scribe,
+        "scribe-whole": WholeScribe,
+    }
+    if model_url is not None:
+        agents["chat"] = chat_agent(model_url)
     return thinwire.create_app(
-        {"deltas": Deltas, "paced": Paced, "gated": Gated},
+        agents,
         identify=thinwire.anonymous,
         store=MemoryStore() if data_dir is None else SQLiteStore.in_directory(data_dir),
         runs_per_second=0,
+        max_streams=0,
         heartbeat_interval=heartbeat,
         routes=routes,
+        **(cache or {}),
     )
 
 

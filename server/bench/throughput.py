@@ -1,41 +1,70 @@
-"""Streams side by side: C concurrent streams of N deltas against each server under test.
+"""Streams side by side: C concurrent streams of N deltas against each server under test,
+for each workload (how the agent hands its deltas over, see `servers.py`).
 
-Each server runs in a fresh process of its own. A warm-up round goes first (imports, JIT,
-the first SQLite connection), then one measured cell per concurrency.
+Each server runs in a process of its own, started once for the suite. A warm-up goes
+first (imports, the first SQLite connection), then the rounds: each round runs every
+workload at every concurrency against every server in a row, so whatever else the
+machine does falls on all of them alike, and each figure is compared with bare's of the
+same round (`paired`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from bench.load import Result, Target, run_cell
+from bench.generator import Cell, LoadGenerator
+from bench.load import Target
 from bench.procs import Server, free_port, node_server, python_server, started
 from bench.stats import percentile
 
-__all__ = ["SERVERS", "Plan", "run_throughput"]
+__all__ = ["SERVERS", "Plan", "Workload", "run_throughput", "server_for", "summarize"]
 
-SERVERS = ("bare", "thinwire", "thinwire-ws", "thinwire-memory", "sse-starlette", "ai-sdk")
+SERVERS = (
+    "bare",
+    "bare-batched",
+    "thinwire",
+    "thinwire-ws",
+    "thinwire-memory",
+    "sse-starlette",
+    "ai-sdk",
+)
+#: What a thinwire run is asked for: the `deltas` agent, the work in the message.
+THINWIRE_BODY = '{{"message": {{"text": "{text}"}}}}'
+
+
+@dataclass(frozen=True)
+class Workload:
+    #: "burst" (no await between deltas) or "yield" (one loop tick between them).
+    name: str
+    #: (concurrency, streams in all) of each cell.
+    cells: tuple[tuple[int, int], ...]
+    #: The servers it runs against (bare first: the others are compared with it).
+    servers: tuple[str, ...] = SERVERS
+    #: (server, concurrency) cells left out: too slow to be worth the wait.
+    skip: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def pace(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True)
 class Plan:
     deltas: int
-    #: concurrency -> streams in all
-    cells: tuple[tuple[int, int], ...]
-    #: No stream is started after this many seconds of a cell.
+    workloads: tuple[Workload, ...]
+    #: No stream of a cell is started after this many seconds.
     budget: float
-    #: Each cell runs this many times (interleaved with the other servers); best kept.
-    rounds: int = 1
+    #: Each cell runs this many times, interleaved with the others.
+    rounds: int = 3
 
 
 @contextmanager
-def server_for(name: str) -> Iterator[tuple[Server, Target]]:
+def server_for(name: str, *extra: str) -> Iterator[tuple[Server, Target]]:
+    """The server `name` of the bench's streams, running, and how to ask it for one."""
     port = free_port()
     if name == "ai-sdk":
         with started(name, node_server(port), port) as server:
@@ -43,15 +72,18 @@ def server_for(name: str) -> Iterator[tuple[Server, Target]]:
         return
     if name.startswith("thinwire"):
         with tempfile.TemporaryDirectory(prefix="thinwire-bench-") as data_dir:
-            argv = python_server("thinwire", port, "--data-dir", data_dir)
+            argv = python_server("thinwire", port, "--data-dir", data_dir, *extra)
             if name == "thinwire-memory":
                 argv += ["--store", "memory"]
             with started(name, argv, port) as server:
                 if name == "thinwire-ws":
                     yield server, Target(name, port, "/agents/deltas/ws", transport="ws")
                 else:
-                    body = '{{"message": {{"text": "{deltas}"}}}}'
-                    yield server, Target(name, port, "/agents/deltas/runs", body=body)
+                    yield server, Target(name, port, "/agents/deltas/runs", body=THINWIRE_BODY)
+        return
+    if name == "bare-batched":
+        with started(name, python_server("bare", port), port) as server:
+            yield server, Target(name, port, "/batched")
         return
     with started(name, python_server(name, port), port) as server:
         yield server, Target(name, port, "/stream")
@@ -60,12 +92,11 @@ def server_for(name: str) -> Iterator[tuple[Server, Target]]:
 def summarize(
     name: str,
     concurrency: int,
-    results: Sequence[Result],
-    wall: float,
+    cell: Cell,
     server_cpu: float,
     peak_rss: int,
-    loadgen_cpu: float,
 ) -> dict[str, Any]:
+    results, wall = cell.results, cell.wall
     ok = [r for r in results if r.ok]
     delivered = sum(r.deltas for r in ok)
     thousands = max(delivered, 1) / 1000
@@ -86,48 +117,67 @@ def summarize(
         "cpu_s_per_1k": server_cpu / thousands,
         "server_cpu_util": server_cpu / wall if wall else 0.0,
         "peak_rss_mb": peak_rss / 2**20,
-        "loadgen_cpu_s_per_1k": loadgen_cpu / thousands,
-        "loadgen_cpu_util": loadgen_cpu / wall if wall else 0.0,
+        "loadgen_cpu_s_per_1k": sum(cell.cpu) / thousands,
+        "loadgen_cpu_util": cell.busiest,
+        "loadgen_processes": len(cell.cpu),
     }
 
 
-async def measure(
-    name: str, server: Server, target: Target, concurrency: int, streams: int, plan: Plan
+def measure(
+    generator: LoadGenerator,
+    name: str,
+    server: Server,
+    target: Target,
+    concurrency: int,
+    streams: int,
+    deltas: int,
+    budget: float,
+    pace: str,
 ) -> dict[str, Any]:
     server.reset_peak()
-    cpu, own = server.cpu(), time.process_time()
-    results, wall = await run_cell(target, concurrency, streams, plan.deltas, plan.budget)
-    server_cpu, loadgen_cpu = server.cpu() - cpu, time.process_time() - own
-    return summarize(name, concurrency, results, wall, server_cpu, server.peak_rss(), loadgen_cpu)
+    cpu = server.cpu()
+    cell = generator.run(target, concurrency, streams, deltas, budget, pace)
+    server_cpu = server.cpu() - cpu
+    return summarize(name, concurrency, cell, server_cpu, server.peak_rss())
 
 
-def run_throughput(plan: Plan, servers: Sequence[str] = SERVERS) -> list[dict[str, Any]]:
-    """Every server stays up through the suite and the cells take turns: each round runs
-    every concurrency against every server in a row, so whatever else the machine does
-    falls on all of them alike. Each row is the best of the rounds (most deltas/s)."""
-    best: dict[tuple[str, int], dict[str, Any]] = {}
+def run_throughput(
+    plan: Plan, servers: Sequence[str], generator: LoadGenerator
+) -> list[dict[str, Any]]:
+    """Every row of every round (see `rounds.paired` for what the report makes of them)."""
+    wanted = [s for s in SERVERS if s in servers] + [s for s in servers if s not in SERVERS]
+    rows: list[dict[str, Any]] = []
     with ExitStack() as stack:
-        running = [(name, *stack.enter_context(server_for(name))) for name in servers]
-        for _, _, target in running:
-            asyncio.run(run_cell(target, 10, 40, plan.deltas, plan.budget))  # warm-up
-        for round_ in range(plan.rounds):
-            for concurrency, streams in plan.cells:
-                for name, server, target in running:
-                    row = asyncio.run(measure(name, server, target, concurrency, streams, plan))
-                    row["round"] = round_ + 1
-                    print(
-                        f"  round {round_ + 1}  {name:<16} C={concurrency:<4}"
-                        f" {row['deltas_per_s']:>9,.0f} deltas/s"
-                        f"  first delta p50 {row['ttff_p50_ms']:7.2f} ms"
-                        f"  failures {row['failures']}",
-                        flush=True,
-                    )
-                    key = (name, concurrency)
-                    kept = best.get(key)
-                    # A round with failures is only kept when every round had some.
-                    if kept is None or (row["failures"], -row["deltas_per_s"]) < (
-                        kept["failures"],
-                        -kept["deltas_per_s"],
-                    ):
-                        best[key] = row
-    return [best[(name, c)] for name in servers for c, _ in plan.cells]
+        running = {name: stack.enter_context(server_for(name)) for name in wanted}
+        for _, target in running.values():
+            generator.run(target, 10, 40, plan.deltas, plan.budget)  # warm-up
+        for round_ in range(1, plan.rounds + 1):
+            for workload in plan.workloads:
+                for concurrency, streams in workload.cells:
+                    for name in workload.servers:
+                        if name not in running or (name, concurrency) in workload.skip:
+                            continue
+                        server, target = running[name]
+                        row = measure(
+                            generator,
+                            name,
+                            server,
+                            target,
+                            concurrency,
+                            streams,
+                            plan.deltas,
+                            plan.budget,
+                            workload.pace,
+                        )
+                        row["workload"] = workload.name
+                        row["round"] = round_
+                        rows.append(row)
+                        print(
+                            f"  round {round_}  {workload.name:<6} {name:<16} C={concurrency:<4}"
+                            f" {row['deltas_per_s']:>9,.0f} deltas/s"
+                            f"  {row['cpu_s_per_1k'] * 1e3:6.2f} ms CPU / 1k"
+                            f"  first delta p50 {row['ttff_p50_ms']:7.2f} ms"
+                            f"  failures {row['failures']}",
+                            flush=True,
+                        )
+    return rows

@@ -10,6 +10,7 @@ from typing import Any
 from bench.load import Checker, Result, SseProtocol
 from bench.report import report, targets
 from bench.servers import delta
+from bench.stats import paired
 
 
 def chunked(events: list[str]) -> bytes:
@@ -53,8 +54,10 @@ def test_a_missing_or_reordered_delta_fails() -> None:
     assert "no closing frame" in read([token(1, 0)], 1).error
 
 
-def row(server: str, concurrency: int, **figures: float) -> dict[str, Any]:
+def row(server: str, concurrency: int, **figures: Any) -> dict[str, Any]:
     base = {
+        "workload": "burst",
+        "round": 1,
         "server": server,
         "concurrency": concurrency,
         "streams": 10,
@@ -72,6 +75,22 @@ def row(server: str, concurrency: int, **figures: float) -> dict[str, Any]:
     return {**base, **figures}
 
 
+def test_rounds_are_paired_with_bare_of_the_same_round_and_the_median_kept() -> None:
+    rows = [
+        row("bare", 50, round=1, deltas_per_s=1000.0),
+        row("bare", 50, round=2, deltas_per_s=2000.0),
+        row("bare", 50, round=3, deltas_per_s=1000.0),
+        row("thinwire", 50, round=1, deltas_per_s=900.0),
+        row("thinwire", 50, round=2, deltas_per_s=2400.0),
+        row("thinwire", 50, round=3, deltas_per_s=800.0),
+    ]
+    thinwire = next(r for r in paired(rows) if r["server"] == "thinwire")
+    # Paired: 0.9, 1.2, 0.8 (not 2400 / 2000 against the best of each).
+    assert [round(r, 2) for r in thinwire["ratios"]["deltas_per_s"]] == [0.9, 1.2, 0.8]
+    assert round(thinwire["ratio"]["deltas_per_s"], 2) == 0.9
+    assert thinwire["deltas_per_s"] == 900.0 and thinwire["rounds"] == 3
+
+
 def test_the_report_reads_the_targets_off_the_figures() -> None:
     results = {
         "plan": {"deltas": 200},
@@ -79,8 +98,43 @@ def test_the_report_reads_the_targets_off_the_figures() -> None:
             row("bare", 1),
             row("thinwire", 1, ttff_p50_ms=4.0),
             row("bare", 50),
-            row("thinwire", 50, deltas_per_s=900.0),
+            row("thinwire", 50, deltas_per_s=1100.0),
+            row("thinwire-ws", 50, deltas_per_s=990.0),
+            row("bare", 50, workload="yield", cpu_s_per_1k=0.010),
+            row("thinwire", 50, workload="yield", deltas_per_s=800.0, cpu_s_per_1k=0.016),
         ],
+        "capacity": {
+            "deltas": 100,
+            "interval_s": 0.02,
+            "ideal_s": 2.0,
+            "tolerance": 1.1,
+            "rows": [
+                {
+                    "server": "bare",
+                    "sustained": [400, 500, 450],
+                    "sustained_median": 450,
+                    "ratios": [],
+                    "ratio": None,
+                    "stream_p50_s": 2.1,
+                    "stream_p99_s": 2.2,
+                    "cpu_s_per_1k": 0.04,
+                    "server_cpu_util": 0.9,
+                    "loadgen_cpu_util": 0.3,
+                },
+                {
+                    "server": "thinwire",
+                    "sustained": [360, 380, 400],
+                    "sustained_median": 380,
+                    "ratios": [0.9, 0.76, 0.89],
+                    "ratio": 0.89,
+                    "stream_p50_s": 2.1,
+                    "stream_p99_s": 2.2,
+                    "cpu_s_per_1k": 0.05,
+                    "server_cpu_util": 0.9,
+                    "loadgen_cpu_util": 0.3,
+                },
+            ],
+        },
         "client": {
             "sizes": [
                 {"name": "thinwire: useAgent", "minBytes": 30, "gzipBytes": 10},
@@ -89,8 +143,32 @@ def test_the_report_reads_the_targets_off_the_figures() -> None:
         },
     }
     found = {target: (measured, met) for target, measured, met in targets(results)}
-    assert found["thinwire deltas/s ≥ 0.8x bare at C=50"] == ("0.90x", True)
-    assert found["first-delta overhead ≤ 2 ms p50 over bare at C=1"] == ("+3.00 ms", False)
+    assert found["burst: deltas/s ≥ 1.0x bare at C=50"] == ("1.10x", True)
+    assert found["burst: first-delta overhead ≤ 1 ms p50 over bare at C=1"] == ("+3.00 ms", False)
+    assert found["burst: WebSocket deltas/s ≥ 1.0x SSE at C=50"] == ("0.90x", False)
+    assert found["yield: server CPU per delta ≤ 1.5x bare-yield at C=50"] == ("1.60x", False)
+    assert found["yield: deltas/s ≥ 0.7x bare-yield at C=50"] == ("0.80x", True)
+    assert found["paced at 50 tokens/s: thinwire streams per core ≥ 0.8x bare's"] == (
+        "0.89x",
+        True,
+    )
     assert found["client ≤ ¼ of ai + @ai-sdk/react (min+gzip)"] == ("0.10x", True)
     text = report(results)
-    assert "| thinwire | 50 | 0.9k (0.90x) |" in text and "**missed**" in text
+    assert "| thinwire | 50 | 1.1k (1.10x) | 1.10 |" in text and "**missed**" in text
+    assert "| thinwire | 360 380 400 | 380 | 0.90 0.76 0.89 | 0.89x |" in text
+
+
+def test_long_conversation_and_listing_targets_compare_sizes_and_read_p99() -> None:
+    def size(cpu: float, first: float, read_p99: float) -> dict[str, Any]:
+        kind = {"cpu_ms": cpu, "first_delta_p50_ms": first, "first_delta_p99_ms": first}
+        return {"cold": kind, "hot": kind, "read_p50_ms": 1.0, "read_p99_ms": read_p99}
+
+    results = {
+        "conversations": {"sizes": {"10": size(1.0, 2.0, 1.0), "5000": size(1.4, 3.2, 9.0)}},
+        "listing": {"conversations": 10_000, "page": 50, "pages": 400, "p50_ms": 1, "p99_ms": 6},
+    }
+    found = {target: (measured, met) for target, measured, met in targets(results)}
+    assert found["cold send CPU at 5,000 turns ≤ 1.5x at 10"] == ("1.40x", True)
+    assert found["hot first delta at 5,000 turns ≤ 1.5x at 10"] == ("1.60x", False)
+    assert found["a page of 50 of 10,000 conversations ≤ 5 ms p99"] == ("6.00 ms", False)
+    assert "400 pages of 50 through 10,000 conversations" in report(results)

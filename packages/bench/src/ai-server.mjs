@@ -3,7 +3,11 @@
 // write it. Delta i is "w{i} ", the same text every server in `make bench` streams.
 //
 //   node src/ai-server.mjs --port 8123 [--host 127.0.0.1]
-//   POST /chat {"deltas": 200}  ->  text/event-stream (UI message stream protocol)
+//   POST /chat {"deltas": 200, "pace": "burst"}  ->  text/event-stream (UI message stream)
+//
+// `pace` is how the model hands its deltas over, as in the Python servers: "burst" (no
+// pause), "yield" (one event-loop turn between deltas: setImmediate) or a number of
+// seconds between them.
 import http from "node:http";
 import { parseArgs } from "node:util";
 
@@ -29,15 +33,28 @@ function chunks(count) {
   return parts;
 }
 
+function paced(parts, pace) {
+  if (pace === "yield") {
+    return new ReadableStream({
+      async start(controller) {
+        for (const part of parts) {
+          controller.enqueue(part);
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        controller.close();
+      },
+    });
+  }
+  // A burst: no delays, as fast as the SDK can go; or so many seconds between deltas.
+  const delay = pace === "burst" ? null : Number(pace) * 1000;
+  return simulateReadableStream({ chunks: parts, initialDelayInMs: null, chunkDelayInMs: delay });
+}
+
 const model = new MockLanguageModelV4({
-  doStream: async (options) => ({
-    // No delays: as fast as the SDK can go.
-    stream: simulateReadableStream({
-      chunks: chunks(options.providerOptions?.bench?.deltas ?? 200),
-      initialDelayInMs: null,
-      chunkDelayInMs: null,
-    }),
-  }),
+  doStream: async (options) => {
+    const bench = options.providerOptions?.bench ?? {};
+    return { stream: paced(chunks(bench.deltas ?? 200), bench.pace ?? "burst") };
+  },
 });
 
 async function readJson(request) {
@@ -59,7 +76,9 @@ const server = http.createServer(async (request, response) => {
   const result = streamText({
     model,
     prompt: "go",
-    providerOptions: { bench: { deltas: Number(body.deltas ?? 200) } },
+    providerOptions: {
+      bench: { deltas: Number(body.deltas ?? 200), pace: String(body.pace ?? "burst") },
+    },
   });
   result.pipeUIMessageStreamToResponse(response);
 });
