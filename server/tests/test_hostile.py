@@ -140,7 +140,7 @@ def failing_store(path: Path) -> SQLiteStore:
     """A SQLite store whose every commit fails like an unwritable file."""
     store = SQLiteStore(path)
 
-    def fail(works: list[Any]) -> list[Any]:
+    def fail(works: list[Any], fsync: bool) -> list[Any]:
         raise sqlite3.OperationalError("attempt to write a readonly database")
 
     store._database._commit = fail  # type: ignore[method-assign]

@@ -362,9 +362,9 @@ async def test_sqlite_writes_that_arrive_together_share_a_commit(
     commits: list[int] = []
     commit = store._database._commit
 
-    def counted(functions: list[Any]) -> Any:
+    def counted(functions: list[Any], fsync: bool) -> Any:
         commits.append(len(functions))
-        return commit(functions)
+        return commit(functions, fsync)
 
     monkeypatch.setattr(store._database, "_commit", counted)
     saves = [
@@ -382,6 +382,30 @@ async def test_sqlite_writes_that_arrive_together_share_a_commit(
         loaded = await reopened.load(f"ctx-{n}")
         assert loaded is not None and loaded.state == {"n": n}
     assert [e.value for e in await reopened.audit("ctx-7")] == [7]
+    await reopened.close()
+
+
+async def test_sqlite_fsyncs_every_commit_but_one_of_only_a_running_replys_frames(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+
+    async def synchronous() -> int:  # 2: FULL (fsync at every commit), 1: NORMAL
+        value: int = await store._database.read(
+            lambda c: c.execute("PRAGMA synchronous").fetchone()[0]
+        )
+        return value
+
+    await store.create(record("ctx-1"))
+    assert await synchronous() == 2
+    await store.append_events("ctx-1", [event(1), event(2)])
+    assert await synchronous() == 1
+    await store.append_events("ctx-1", [event(3)])
+    await store.save(record("ctx-1", state={"n": 1}), expected_version=1)
+    assert await synchronous() == 2  # a save fsyncs, and makes the frames before it durable
+    await store.close()
+    reopened = SQLiteStore(tmp_path / "t.db")
+    assert await reopened.read_events("ctx-1") == [event(1), event(2), event(3)]
     await reopened.close()
 
 

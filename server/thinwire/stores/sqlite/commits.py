@@ -5,7 +5,10 @@ and the connection is never shared between threads. Writes that arrive while a c
 is on its way to disk wait and then share the next one: one transaction and one fsync
 for all of them, each in a savepoint of its own, so a write that fails is rolled back
 alone and the others still land. No write is acknowledged before the commit that holds
-it is durable.
+it is durable — except a write given as not `durable` (a running reply's frames, flushed
+so that a killed process keeps them): a commit of only such writes skips the fsync. It
+still survives the process being killed (it is in the OS's cache), and the next durable
+commit makes it durable too, as the log is written in order.
 
 The driver's errors leave as `StoreError` (`raise … from`), never as `sqlite3` ones, and
 what SQLite said goes to the log only. A commit that fails (a full disk, say) drops the
@@ -61,7 +64,9 @@ class Database:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thinwire-sqlite")
         self._connection: sqlite3.Connection | None = None
         #: Writes waiting for the next commit, and the commit on its way.
-        self._pending: list[tuple[Work[Any], asyncio.Future[Any]]] = []
+        self._pending: list[tuple[Work[Any], asyncio.Future[Any], bool]] = []
+        #: The connection's `synchronous` setting (FULL: commits fsync).
+        self._fsync = True
         self._in_flight: asyncio.Future[list[Landed | BaseException]] | None = None
 
     def _connect(self) -> sqlite3.Connection:
@@ -78,6 +83,7 @@ class Database:
             with contextlib.suppress(sqlite3.Error):
                 self._connection.close()
             self._connection = None
+            self._fsync = True  # a new connection starts as open_database sets it
 
     def _read(self, work: Work[T]) -> T:
         try:
@@ -94,11 +100,12 @@ class Database:
         except sqlite3.Error as exc:
             raise unavailable(exc) from exc
 
-    async def write(self, work: Work[T]) -> T:
-        """Run `work` in the next commit; its result once that commit is durable."""
+    async def write(self, work: Work[T], *, durable: bool = True) -> T:
+        """Run `work` in the next commit; its result once that commit is durable (once it
+        is committed, if not `durable`)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._pending.append((work, future))
+        self._pending.append((work, future, durable))
         if self._in_flight is None:
             self._commit_pending(loop)
         return await future
@@ -107,8 +114,9 @@ class Database:
         """Hand every waiting write to the database thread as one commit; when it is
         done, settle each write's future and start the next commit, if any waits."""
         batch, self._pending = self._pending, []
-        works = [work for work, _ in batch]
-        in_flight = loop.run_in_executor(self._executor, self._commit, works)
+        works = [work for work, _, _ in batch]
+        fsync = any(durable for _, _, durable in batch)
+        in_flight = loop.run_in_executor(self._executor, self._commit, works, fsync)
         self._in_flight = in_flight
 
         def committed(_: object) -> None:
@@ -120,7 +128,7 @@ class Database:
                 outcomes = [unavailable(failure)] * len(batch)
             else:
                 outcomes = in_flight.result()
-            for (_, future), outcome in zip(batch, outcomes, strict=True):
+            for (_, future, _), outcome in zip(batch, outcomes, strict=True):
                 if future.done():
                     continue  # its caller gave up waiting; the write stands
                 if isinstance(outcome, BaseException):
@@ -133,9 +141,12 @@ class Database:
 
         in_flight.add_done_callback(committed)
 
-    def _commit(self, works: list[Work[Any]]) -> list[Landed | BaseException]:
+    def _commit(self, works: list[Work[Any]], fsync: bool) -> list[Landed | BaseException]:
         """On the database thread: one transaction, a savepoint per write."""
         connection = self._connect()
+        if fsync != self._fsync:
+            connection.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
+            self._fsync = fsync
         outcomes: list[Landed | BaseException] = []
         connection.execute("BEGIN IMMEDIATE")
         try:

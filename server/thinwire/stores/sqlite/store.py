@@ -1,7 +1,8 @@
 """SQLiteStore: records, exchanges, audit trails and event logs in one SQLite file.
 
 `synchronous=FULL` makes a committed save survive power loss, not only a killed
-process: a save is acknowledged only once it is durable (see `commits.py`). A save
+process: a save is acknowledged only once it is durable (see `commits.py`). A running
+reply's frames, flushed between saves, are committed without an fsync. A save
 writes the record and the exchanges that changed; a long conversation's send writes
 one exchange, whatever its length.
 """
@@ -177,7 +178,9 @@ class SQLiteStore(Store):
             spans.insert(connection, context_id, events)
 
         if events:
-            await self._database.write(append)
+            # A running reply's frames: kept if the process is killed; a power loss may
+            # take the last second of them, never a saved turn (see commits.py).
+            await self._database.write(append, durable=False)
 
     async def read_events(self, context_id: str, after: int = 0) -> list[Event]:
         def read(connection: sqlite3.Connection) -> list[Event]:
