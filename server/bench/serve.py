@@ -7,6 +7,7 @@ backlog and a file limit big enough for thousands of streams.
 from __future__ import annotations
 
 import argparse
+import gc
 import resource
 from pathlib import Path
 
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> None:
         app = stub_app()
     else:
         app = APPS[args.kind](args.heartbeat)
+    gc.freeze()  # as `thinwire serve` does (`thinwire/serving.py`)
     uvicorn.run(
         app,
         host="127.0.0.1",
