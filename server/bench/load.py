@@ -243,7 +243,9 @@ class SseProtocol(asyncio.Protocol):
 
 
 class WsProtocol(asyncio.Protocol):
-    """A WebSocket client: handshake, one `send` command, text frames -> a Checker."""
+    """A WebSocket client: handshake, one `send` command, text frames -> a Checker. It
+    offers `thinwire.v1.lines` first, as the client package does: a message may hold
+    several frames, one per line."""
 
     def __init__(
         self,
@@ -271,7 +273,7 @@ class WsProtocol(asyncio.Protocol):
                 f"GET {self.target.path} HTTP/1.1\r\nHost: 127.0.0.1:{self.target.port}\r\n"
                 "Upgrade: websocket\r\nConnection: Upgrade\r\n"
                 f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-                "Sec-WebSocket-Protocol: thinwire.v1\r\n\r\n"
+                "Sec-WebSocket-Protocol: thinwire.v1.lines, thinwire.v1\r\n\r\n"
             ).encode()
         )
 
@@ -323,7 +325,8 @@ class WsProtocol(asyncio.Protocol):
             payload = buffer[start : start + length]
             position = start + length
             if opcode == 0x1:
-                self.checker.event(payload)
+                for line in payload.split(b"\n"):
+                    self.checker.event(line)
                 if self.checker.closed:
                     self.send_frame(0x8, (1000).to_bytes(2, "big"))
                     self.finish(True)

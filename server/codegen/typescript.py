@@ -85,6 +85,9 @@ export type StopReason = DoneFrame["stopReason"];
 /** The WebSocket subprotocol: the protocol version, where a browser cannot send headers. */
 export const WEBSOCKET_SUBPROTOCOL = {{ subprotocol | tojson }};
 
+/** The same protocol with several frames to a message, one per line: offered first. */
+export const WEBSOCKET_SUBPROTOCOL_LINES = {{ subprotocol_lines | tojson }};
+
 /** Every frame type of this protocol version; a client ignores any other. */
 export const FRAME_TYPES: readonly FrameType[] = {{ frame_types | tojson }};
 
@@ -177,6 +180,7 @@ def typescript(schema: dict[str, Any]) -> str:
         models=models,
         frames=frames,
         subprotocol=wire.WEBSOCKET_SUBPROTOCOL,
+        subprotocol_lines=wire.WEBSOCKET_SUBPROTOCOL_LINES,
         frame_types=[m.model_fields["type"].default for m in FRAMES],
         stop_reasons=list(get_args(wire.StopReason)),
         server_codes=sorted(codes.ERROR_CODES),

@@ -62,6 +62,8 @@ def test_frames_serialise_with_camel_case_and_type() -> None:
 def test_the_vocabulary_is_generated_from_the_python_tables() -> None:
     ts = generate()["wire.ts"]
     assert f'export const WEBSOCKET_SUBPROTOCOL = "{wire.WEBSOCKET_SUBPROTOCOL}";' in ts
+    lines = wire.WEBSOCKET_SUBPROTOCOL_LINES
+    assert f'export const WEBSOCKET_SUBPROTOCOL_LINES = "{lines}";' in ts
     assert (
         '"run_start", "title", "thinking", "tool_call", "tool_result", "token", "interrupt"' in ts
     )

@@ -12,6 +12,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from conftest import app_for
 from test_streams import Paced, open_gate
+from thinwire import Agent, Run
 from thinwire.demo import DemoAgent
 
 URL = "/agents/demo/ws"
@@ -227,3 +228,48 @@ def test_a_flood_of_commands_is_refused_and_others_go_on(client: TestClient) -> 
         open_gate(client)
         bystander.send_json({"type": "send", "message": {"text": "unaffected"}})
         assert until_done(bystander)[-1]["stopReason"] == "end"
+
+
+class Burst(Agent):
+    """Says its reply in 50 deltas without awaiting: a burst, as a cached answer is."""
+
+    async def run(self, run: Run, text: str) -> None:
+        for i in range(50):
+            await run.say(f"w{i} ")
+
+
+def messages_until_done(socket: Any) -> list[list[dict[str, Any]]]:
+    """Each message as the frames it holds, one per line."""
+    messages: list[list[dict[str, Any]]] = []
+    while not messages or messages[-1][-1]["type"] != "done":
+        messages.append([json.loads(line) for line in socket.receive_text().split("\n")])
+    return messages
+
+
+@pytest.mark.parametrize("stored", [False, True], ids=["live", "replayed"])
+def test_under_the_lines_subprotocol_a_burst_leaves_as_few_messages_of_a_frame_a_line(
+    stored: bool,
+) -> None:
+    app = app_for({"burst": Burst}, heartbeat_interval=None)
+    offered = ["thinwire.v1.lines", "thinwire.v1"]
+    with TestClient(app) as client:
+        with client.websocket_connect("/agents/burst/ws", subprotocols=offered) as socket:
+            assert socket.accepted_subprotocol == "thinwire.v1.lines"
+            socket.send_json({"type": "send", "message": {"text": "go"}})
+            messages = messages_until_done(socket)
+        if stored:  # the same frames read back from the event log after the run
+            context_id = messages[0][0]["contextId"]
+            with client.websocket_connect("/agents/burst/ws", subprotocols=offered) as socket:
+                socket.send_json({"type": "attach", "contextId": context_id, "after": 0})
+                messages = messages_until_done(socket)
+        with client.websocket_connect("/agents/burst/ws", subprotocols=PROTOCOL) as socket:
+            socket.send_json({"type": "send", "message": {"text": "go"}})
+            one_each = messages_until_done(socket)
+    frames = [frame for message in messages for frame in message]
+    assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
+    assert "".join(f["delta"] for f in frames if f["type"] == "token") == "".join(
+        f"w{i} " for i in range(50)
+    )
+    assert len(messages) < len(frames) / 4  # batched: not a message per frame
+    assert all(len(message) == 1 for message in one_each)  # thinwire.v1: one per message
+    assert len(one_each) == len(frames)

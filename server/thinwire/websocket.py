@@ -53,6 +53,8 @@ __all__ = ["agent_socket"]
 logger = logging.getLogger("thinwire.websocket")
 
 SUBPROTOCOL = wire.WEBSOCKET_SUBPROTOCOL
+#: Several frames to a message, one per line: preferred where the client offers it.
+SUBPROTOCOL_LINES = wire.WEBSOCKET_SUBPROTOCOL_LINES
 #: Runs one socket may follow at once.
 MAX_FOLLOWED = 32
 COMMANDS: TypeAdapter[
@@ -79,10 +81,11 @@ def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:
             await websocket.close(code=4403)  # before accept: the handshake fails with 403
             return
         offered = websocket.scope.get("subprotocols", [])
-        await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
-        session = Session(server, websocket)
+        chosen = next((p for p in (SUBPROTOCOL_LINES, SUBPROTOCOL) if p in offered), None)
+        await websocket.accept(subprotocol=chosen)
+        session = Session(server, websocket, lines=chosen == SUBPROTOCOL_LINES)
         try:
-            if offered and SUBPROTOCOL not in offered:
+            if offered and chosen is None:
                 raise Closing(
                     1002,
                     BadRequest("protocol_mismatch", f"this server speaks {SUBPROTOCOL}"),
@@ -129,9 +132,11 @@ async def principal_of(server: AgentServer, websocket: WebSocket, agent_name: st
 class Session:
     """One socket: its commands in, the frames of the runs it follows out."""
 
-    def __init__(self, server: AgentServer, websocket: WebSocket) -> None:
+    def __init__(self, server: AgentServer, websocket: WebSocket, *, lines: bool = False) -> None:
         self.server = server
         self.websocket = websocket
+        #: The client speaks `thinwire.v1.lines`: a batch of frames is one message.
+        self.lines = lines
         self.followers: set[asyncio.Task[None]] = set()
         self.send_lock = asyncio.Lock()
 
@@ -141,14 +146,20 @@ class Session:
 
     async def send_all(self, texts: list[str]) -> None:
         async with self.send_lock, asyncio.timeout(self.server.send_timeout):
-            for text in texts:
+            for text in self.messages(texts):
                 await self.websocket.send_text(text)
 
     def send_batch(self, batch: Batch | None) -> Awaitable[None]:
-        """A batch's frames, a message each, under the lock; timed by the pump."""
+        """A batch's frames under the lock (a message each, or one message of lines);
+        timed by the pump."""
         if batch is not None and len(batch) == 1:  # a model's token: the common case
             return self.send_texts((batch[0][1],))
-        return self.send_texts([data for _, data in batch or ()])
+        return self.send_texts(self.messages([data for _, data in batch or ()]))
+
+    def messages(self, texts: Sequence[str]) -> Sequence[str]:
+        if self.lines and len(texts) > 1:
+            return ("\n".join(texts),)
+        return texts
 
     async def send_texts(self, texts: Sequence[str]) -> None:
         async with self.send_lock:

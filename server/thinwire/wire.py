@@ -20,6 +20,7 @@ __all__ = [
     "PROTOCOL_HEADER",
     "PROTOCOL_VERSION",
     "WEBSOCKET_SUBPROTOCOL",
+    "WEBSOCKET_SUBPROTOCOL_LINES",
     "AttachCommand",
     "Command",
     "CommandBase",
@@ -56,6 +57,9 @@ PROTOCOL_VERSION = "1"
 PROTOCOL_HEADER = "Thinwire-Protocol"
 #: A browser cannot put headers on a WebSocket: the version travels as its subprotocol.
 WEBSOCKET_SUBPROTOCOL = f"thinwire.v{PROTOCOL_VERSION}"
+#: The same protocol with several frames to a message, one per line (JSON never holds a
+#: raw newline): a burst leaves in one write, as it does over SSE. Preferred when offered.
+WEBSOCKET_SUBPROTOCOL_LINES = f"{WEBSOCKET_SUBPROTOCOL}.lines"
 
 StopReason = Literal["end", "stopped", "interrupted", "error"]
 #: The greatest frame seq: what a JavaScript number holds exactly.

@@ -21,6 +21,7 @@ describe("the package's exports", () => {
       "SseTransport",
       "ThinwireError",
       "WEBSOCKET_SUBPROTOCOL",
+      "WEBSOCKET_SUBPROTOCOL_LINES",
       "WebSocketTransport",
     ]);
   });

@@ -34,6 +34,7 @@ export {
   RETRYABLE_CODES,
   STOP_REASONS,
   WEBSOCKET_SUBPROTOCOL,
+  WEBSOCKET_SUBPROTOCOL_LINES,
   type BranchRequest,
   type ClientErrorCode,
   type Command,

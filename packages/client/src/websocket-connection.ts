@@ -49,7 +49,10 @@ export class Connection {
     this.opened.catch(() => undefined);
     socket.onerror = () => undefined; // a close event follows and carries the outcome
     socket.onmessage = (event: MessageEvent) => {
-      if (typeof event.data === "string") this.#receive(event.data);
+      if (typeof event.data !== "string") return;
+      // Under thinwire.v1.lines a message may hold several frames, one per line (JSON
+      // never holds a raw newline); under thinwire.v1 it holds one.
+      for (const line of event.data.split("\n")) this.#receive(line);
     };
   }
 

@@ -53,7 +53,7 @@ describe("WebSocketTransport", () => {
     await transport.stop({ ...target, contextId: "ctx-1" });
     expect(sockets).toHaveLength(1);
     expect(sockets[0]!.url).toBe("wss://chat.test/tw/agents/demo%20bot/ws");
-    expect(sockets[0]!.protocols).toEqual(["thinwire.v1"]);
+    expect(sockets[0]!.protocols).toEqual(["thinwire.v1.lines", "thinwire.v1"]);
     const requestId = expect.stringMatching(/^[A-Za-z0-9_.:-]{1,64}$/);
     expect(sockets[0]!.sent).toEqual([
       { type: "send", contextId: "ctx-1", messageId: "msg-0f3a9c", message: { text: "hello" }, requestId },
@@ -62,6 +62,17 @@ describe("WebSocketTransport", () => {
     ]);
     // Unique per socket.
     expect(new Set(sockets[0]!.sent.map((command) => command.requestId)).size).toBe(3);
+  });
+
+  it("reads a message of several frames, one per line (thinwire.v1.lines)", async () => {
+    const r = runFrames("ctx-1", "run-1");
+    const { transport, sockets } = setup({ run: () => ({ frames: [] }) });
+    const body = { contextId: "ctx-1", message: { text: "hello" } };
+    const ran = collect(transport.run({ ...target, body, signal: signal() }));
+    await pause();
+    const frames = [{ ...r.start(), requestId: sockets[0]!.sent[0]!.requestId }, r.token("A"), r.token("B"), r.done("AB")];
+    sockets[0]!.receive(frames.map((frame) => JSON.stringify(frame)).join("\n"));
+    expect(await ran).toEqual(frames);
   });
 
   it("routes the frames of two contexts sharing the socket", async () => {

@@ -6,13 +6,19 @@
  * request that asked for them, by the `requestId` the server echoes.
  *
  * Browsers cannot put headers on a WebSocket: the protocol version travels as
- * the subprotocol, and the cookies of the page authenticate the socket —
+ * the subprotocol (`thinwire.v1.lines` offered first: several frames to a
+ * message, one per line), and the cookies of the page authenticate the socket —
  * unless the request carries headers of the app's own (`headers`: a bearer
  * token, say). Then each connect first trades them for a ticket
  * (`websocket-ticket.ts`), and the socket opens at `…/ws?ticket=…`.
  */
 import { aborted, ThinwireError, toThinwireError } from "./errors.js";
-import { type Command, type Frame, WEBSOCKET_SUBPROTOCOL } from "./generated/wire.js";
+import {
+  type Command,
+  type Frame,
+  WEBSOCKET_SUBPROTOCOL,
+  WEBSOCKET_SUBPROTOCOL_LINES,
+} from "./generated/wire.js";
 import {
   agentUrl,
   type RunFrame,
@@ -136,7 +142,8 @@ export class WebSocketTransport implements Transport {
     }
     let webSocket: WebSocket;
     try {
-      webSocket = new Constructor(url, [WEBSOCKET_SUBPROTOCOL]);
+      // Several frames to a message where the server speaks it (a burst in one write).
+      webSocket = new Constructor(url, [WEBSOCKET_SUBPROTOCOL_LINES, WEBSOCKET_SUBPROTOCOL]);
     } catch (error) {
       throw toThinwireError(error);
     }

@@ -389,6 +389,9 @@ export type StopReason = DoneFrame["stopReason"];
 /** The WebSocket subprotocol: the protocol version, where a browser cannot send headers. */
 export const WEBSOCKET_SUBPROTOCOL = "thinwire.v1";
 
+/** The same protocol with several frames to a message, one per line: offered first. */
+export const WEBSOCKET_SUBPROTOCOL_LINES = "thinwire.v1.lines";
+
 /** Every frame type of this protocol version; a client ignores any other. */
 export const FRAME_TYPES: readonly FrameType[] = ["run_start", "title", "thinking", "tool_call", "tool_result", "token", "interrupt", "done", "error", "rejected"];
 
