@@ -341,17 +341,21 @@ def test_the_event_reader_joins_data_lines_skips_comments_and_stops_at_done() ->
 
     from thinwire.models.openai import events
 
-    async def read(lines: list[str]) -> list[dict[str, Any]]:
+    async def read(chunks: list[bytes]) -> list[dict[str, Any]]:
         async def source() -> Any:
-            for line in lines:
-                yield line
+            for chunk in chunks:
+                yield chunk
 
         return [event async for event in events(source())]
 
-    split = ['data: {"a":', "data: 1}", "", ": a comment", "", "data:{}", ""]
-    assert asyncio.run(read(split)) == [{"a": 1}, {}]
-    assert asyncio.run(read(['data: {"n": 1}', "", "data: [DONE]", "", 'data: {"n": 2}'])) == [
-        {"n": 1}
-    ]
+    stream = (
+        b'data: {"a":\ndata: 1}\n\n: a comment\n\ndata:{}\n\ndata: [DONE]\n\ndata: {"n": 2}\n\n'
+    )
+    expected = [{"a": 1}, {}]
+    assert asyncio.run(read([stream])) == expected
+    # Cut anywhere, a byte at a time, and with CRLF or CR line ends: the same events.
+    for raw in (stream, stream.replace(b"\n", b"\r\n"), stream.replace(b"\n", b"\r")):
+        assert asyncio.run(read([raw[i : i + 1] for i in range(len(raw))])) == expected
+        assert asyncio.run(read([raw[:7], raw[7:30], raw[30:]])) == expected
     with pytest.raises(ValueError, match="reported an error"):
-        asyncio.run(read(['data: {"error": {"message": "overloaded"}}', ""]))
+        asyncio.run(read([b'data: {"error": {"message": "overloaded"}}\n\n']))

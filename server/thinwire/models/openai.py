@@ -6,12 +6,12 @@ server, Ollama, a LiteLLM proxy…), streamed through the official `openai` SDK.
 
 Content deltas become the reply, reasoning deltas (`reasoning_content` or `reasoning`,
 as such servers send them) the thinking; tool call deltas split across chunks are put
-back together. The stream's events are read as plain JSON rather than as the SDK's chunk
-objects, which cost ten times what thinwire spends on the token itself. A failure before
-the first delta is tried again (`retries`, with backoff); after it, the run fails. Every
-failure leaves as `ModelError`: a few words of ours for the client, retryable where a
-retry could help; what the server said goes to the log. A stopped run closes the HTTP
-request: the server sees the connection go.
+back together. The stream's bytes are parsed here, as server-sent events of plain JSON,
+rather than as the SDK's chunk objects, which cost ten times what thinwire spends on the
+token itself. A failure before the first delta is tried again (`retries`, with
+backoff); after it, the run fails. Every failure leaves as `ModelError`: a few words of
+ours for the client, retryable where a retry could help; what the server said goes to
+the log. A stopped run closes the HTTP request: the server sees the connection go.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ class OpenAIChat:
             # Leaving the block closes the response, also when the run is stopped: the
             # model's server sees the request end.
             async with create(**request) as response:
-                async for chunk in events(response.iter_lines()):
+                async for chunk in events(response.http_response.aiter_bytes()):
                     await turn.add(chunk, emit)
         except openai.APIStatusError as exc:
             raise status_error(exc.status_code) from exc
@@ -135,24 +135,38 @@ def http_errors(openai: Any) -> tuple[type[Exception], type[Exception]]:
     return http.TimeoutException, http.TransportError
 
 
-async def events(lines: AsyncIterator[str]) -> AsyncIterator[dict[str, Any]]:
-    """The JSON of each server-sent event until `[DONE]` (a data field may span lines);
-    an event that reports an error raises it."""
-    data: list[str] = []
-    async for line in lines:
-        if line.startswith("data:"):
-            data.append(line[6:] if line.startswith("data: ") else line[5:])
+async def events(chunks: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
+    """The JSON of each server-sent event in `chunks` (the response's bytes, cut anywhere)
+    until `[DONE]`: a data field may span lines, and lines may end in LF, CRLF or CR. An
+    event that reports an error raises it. One pass over the bytes, without the HTTP
+    library's text and line iterators: a model's stream is a chunk per token."""
+    pending = b""
+    data: list[bytes] = []
+    after_cr = False
+    async for chunk in chunks:
+        if not chunk:
             continue
-        if line or not data:
-            continue  # a comment, another field, or a blank line between events
-        text = "\n".join(data)
-        data = []
-        if text == "[DONE]":
-            return
-        event = json.loads(text)
-        if not isinstance(event, dict) or event.get("error") is not None:
-            raise ValueError("the stream reported an error")
-        yield event
+        if after_cr and chunk[:1] == b"\n":
+            chunk = chunk[1:]  # the LF of a CRLF cut between two chunks
+        after_cr = chunk[-1:] == b"\r"
+        if b"\r" in chunk:
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            if line.startswith(b"data:"):
+                data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+                continue
+            if line or not data:
+                continue  # a comment, another field, or a blank line between events
+            text = b"\n".join(data)
+            data = []
+            if text == b"[DONE]":
+                return
+            event = json.loads(text)
+            if not isinstance(event, dict) or event.get("error") is not None:
+                raise ValueError("the stream reported an error")
+            yield event
 
 
 def status_error(status: int) -> ModelError:
