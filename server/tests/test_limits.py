@@ -113,6 +113,37 @@ def test_one_principals_open_streams_are_capped_everyone_elses_are_not() -> None
                 second.receive_json()
                 second.receive_json()
             assert closed.value.code == 4429
+            # The other faces' streams count against the same cap.
+            ada = {"x-user": "ada"}
+            chat = {
+                "id": "chat-1",
+                "messages": [
+                    {"id": "m-1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+                ],
+                "trigger": "submit-message",
+            }
+            ai_sdk = client.post("/ai-sdk/demo/chat", json=chat, headers=ada)
+            assert ai_sdk.status_code == 429 and "too_many_streams" in ai_sdk.text
+            run = {
+                "threadId": "t-1",
+                "runId": "r-1",
+                "state": {},
+                "tools": [],
+                "context": [],
+                "forwardedProps": {},
+                "messages": [{"id": "m-1", "role": "user", "content": "hi"}],
+            }
+            ag_ui = client.post("/ag-ui/demo", json=run, headers=ada)
+            assert ag_ui.status_code == 429 and "too_many_streams" in ag_ui.text
+            message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
+            rpc = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "SendStreamingMessage",
+                "params": {"message": message},
+            }
+            a2a = client.post("/a2a/demo", json=rpc, headers={**ada, "A2A-Version": "1.0"})
+            assert a2a.json()["error"]["data"][0]["metadata"]["code"] == "too_many_streams"
             # Another principal streams as usual.
             with client.websocket_connect(ws, headers={"x-user": "bob"}) as bob:
                 bob.send_json({"type": "send", "message": {"text": "hi"}})

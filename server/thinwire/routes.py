@@ -4,7 +4,7 @@ principal's conversations, their titles and branches."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -56,15 +56,38 @@ def after_of(request: Request) -> int:
     return after
 
 
-def http_routes(server: AgentServer) -> list[BaseRoute]:
-    async def caller(request: Request) -> tuple[str, str]:
-        """The agent the request is for and who asks, once its protocol is checked."""
-        check_protocol(request)
-        agent_name = server.agent_name(request.path_params["agent"])
-        return agent_name, await server.principal(request)
+#: What a face's work hands its response: thinwire's frames, or a face's own events.
+T = TypeVar("T")
 
+
+async def caller(server: AgentServer, request: Request) -> tuple[str, str]:
+    """The agent a request of any HTTP face is for and who asks, once its protocol is
+    checked."""
+    check_protocol(request)
+    agent_name = server.agent_name(request.path_params["agent"])
+    return agent_name, await server.principal(request)
+
+
+async def counted(
+    server: AgentServer, principal: str, frames: Callable[[], Awaitable[T | None]]
+) -> tuple[T | None, Callable[[], None]]:
+    """`frames()`, counted among the principal's open streams from before the work starts
+    (`too_many_streams` beyond the cap): the source, and the close its response calls when
+    it ends — called already if the work fails or there is nothing to stream."""
+    close = server.streams.open(principal)
+    try:
+        source = await frames()
+    except BaseException:
+        close()
+        raise
+    if source is None:
+        close()
+    return source, close
+
+
+def http_routes(server: AgentServer) -> list[BaseRoute]:
     async def owned_context(request: Request) -> Context:
-        agent_name, principal = await caller(request)
+        agent_name, principal = await caller(server, request)
         return await server.context(agent_name, request.path_params["context_id"], principal)
 
     async def stream(
@@ -74,14 +97,8 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
     ) -> Response:
         """The frames as SSE, counted among the principal's open streams from before the
         work starts until the response ends (`too_many_streams` beyond the cap)."""
-        close = server.streams.open(principal)
-        try:
-            source = await frames()
-        except BaseException:
-            close()
-            raise
+        source, close = await counted(server, principal, frames)
         if source is None:
-            close()
             # Nothing to send: 204 also tells a browser EventSource to stop reconnecting.
             return Response(status_code=204, headers=PROTOCOL_HEADERS)
         return EventStream(
@@ -89,7 +106,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         )
 
     async def start_run(request: Request) -> Response:
-        agent_name, principal = await caller(request)
+        agent_name, principal = await caller(server, request)
         body = await read_run_request(
             request,
             max_body_bytes=server.max_body_bytes,
@@ -124,7 +141,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         )
 
     async def read_context(request: Request) -> Response:
-        agent_name, principal = await caller(request)
+        agent_name, principal = await caller(server, request)
         context_id = request.path_params["context_id"]
         return json_body(await server.read_transcript(agent_name, context_id, principal))
 
@@ -134,7 +151,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         return json_body(server.transcript(context))
 
     async def list_contexts(request: Request) -> Response:
-        agent_name, principal = await caller(request)
+        agent_name, principal = await caller(server, request)
         raw = request.query_params.get("limit", str(DEFAULT_PAGE))
         limit = ascii_number(raw, MAX_PAGE)
         if not limit:
@@ -185,7 +202,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
     async def ticket(request: Request) -> Response:
         """A ticket for one WebSocket handshake, for clients that authenticate with
         headers (which a browser cannot put on a WebSocket)."""
-        agent_name, principal = await caller(request)
+        agent_name, principal = await caller(server, request)
         assert server.tickets is not None  # made at startup
         return json_response(server.tickets.issue(principal, agent_name).model_dump(by_alias=True))
 

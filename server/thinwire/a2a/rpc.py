@@ -34,6 +34,7 @@ from thinwire.a2a.lookup import Caller
 from thinwire.a2a.methods import METHODS, STREAMING
 from thinwire.errors import ThinwireError, Unauthorized
 from thinwire.parsing import read_json
+from thinwire.routes import counted
 from thinwire.server import AgentServer
 from thinwire.sse import EventStream
 
@@ -131,12 +132,10 @@ def rpc_endpoint(server: AgentServer, options: A2A) -> Callable[[Request], Await
 
     async def stream(caller: Caller, method: str, params: dict[str, Any]) -> Response:
         """Counted among the principal's open streams from before the work starts."""
-        close = server.streams.open(caller.principal)
-        try:
-            events = await METHODS[method](caller, params)
-        except BaseException:
-            close()
-            raise
+        events, close = await counted(
+            server, caller.principal, lambda: METHODS[method](caller, params)
+        )
+        assert events is not None, "a streaming method answers with events"
         return EventStream(events, send_timeout=server.send_timeout, on_close=close)
 
     return endpoint

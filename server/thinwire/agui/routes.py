@@ -26,7 +26,7 @@ from thinwire.agui.request import Answer, Say, read_run_input, read_thread_input
 from thinwire.agui.stream import EventSource
 from thinwire.boundary import PROTOCOL_HEADERS
 from thinwire.foreign_ids import ForeignIds
-from thinwire.parsing import check_protocol
+from thinwire.routes import caller, counted
 from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer
 from thinwire.sse import EventStream
@@ -43,11 +43,6 @@ async def no_frames() -> None:
 
 
 def ag_ui_routes(server: AgentServer) -> list[BaseRoute]:
-    async def caller(request: Request) -> tuple[str, str]:
-        check_protocol(request)
-        agent_name = server.agent_name(request.path_params["agent"])
-        return agent_name, await server.principal(request)
-
     async def stream(
         principal: str,
         events: Events,
@@ -56,16 +51,12 @@ def ag_ui_routes(server: AgentServer) -> list[BaseRoute]:
     ) -> Response:
         """As thinwire's own streams: counted among the principal's open streams from
         before the work starts until the response ends."""
-        close = server.streams.open(principal)
-        try:
-            source = EventSource(events, await frames(), first)
-        except BaseException:
-            close()
-            raise
+        frames_source, close = await counted(server, principal, frames)
+        source = EventSource(events, frames_source, first)
         return EventStream(source, send_timeout=server.send_timeout, on_close=close)
 
     async def run(request: Request) -> Response:
-        agent_name, principal = await caller(request)
+        agent_name, principal = await caller(server, request)
         run_input = await read_run_input(
             request,
             max_body_bytes=server.max_body_bytes,
@@ -100,7 +91,7 @@ def ag_ui_routes(server: AgentServer) -> list[BaseRoute]:
         return await stream(principal, events, no_frames, ended)
 
     async def connect(request: Request) -> Response:
-        agent_name, principal = await caller(request)
+        agent_name, principal = await caller(server, request)
         thread_id, run_id = await read_thread_input(request, max_body_bytes=server.max_body_bytes)
         events = Events(thread_id, run_id)
         context_id = THREADS.context_id(agent_name, principal, thread_id)
@@ -128,7 +119,7 @@ def ag_ui_routes(server: AgentServer) -> list[BaseRoute]:
         return await stream(principal, events, rest, first)
 
     async def stop(request: Request) -> Response:
-        agent_name, principal = await caller(request)
+        agent_name, principal = await caller(server, request)
         thread_id = request.path_params["thread_id"]
         context = await THREADS.owned(server, agent_name, principal, thread_id)
         return JSONResponse(await server.stop(context), headers=PROTOCOL_HEADERS)

@@ -27,7 +27,7 @@ from thinwire.aisdk.stream import ui_message_stream
 from thinwire.boundary import PROTOCOL_HEADERS
 from thinwire.contexts import Context
 from thinwire.foreign_ids import ForeignIds
-from thinwire.parsing import check_protocol
+from thinwire.routes import caller, counted
 from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer, active_run_id
 
@@ -38,11 +38,6 @@ CHATS = ForeignIds("thinwire.ai-sdk", "chat id")
 
 
 def ai_sdk_routes(server: AgentServer) -> list[BaseRoute]:
-    async def caller(request: Request) -> tuple[str, str]:
-        check_protocol(request)
-        agent_name = server.agent_name(request.path_params["agent"])
-        return agent_name, await server.principal(request)
-
     async def stream(
         principal: str,
         frames: Callable[[], Awaitable[FrameSource | None]],
@@ -50,21 +45,15 @@ def ai_sdk_routes(server: AgentServer) -> list[BaseRoute]:
     ) -> Response:
         """As thinwire's own streams: counted among the principal's open streams from
         before the work starts until the response ends."""
-        close = server.streams.open(principal)
-        try:
-            source = await frames()
-        except BaseException:
-            close()
-            raise
+        source, close = await counted(server, principal, frames)
         if source is None:
-            close()
             return Response(status_code=204, headers=PROTOCOL_HEADERS)
         return ui_message_stream(
             source, chunks or Chunks(), send_timeout=server.send_timeout, on_close=close
         )
 
     async def chat(request: Request) -> Response:
-        agent_name, principal = await caller(request)
+        agent_name, principal = await caller(server, request)
         chat_id, asks = await read_chat_request(
             request,
             max_body_bytes=server.max_body_bytes,
@@ -88,19 +77,19 @@ def ai_sdk_routes(server: AgentServer) -> list[BaseRoute]:
         )
 
     async def resume(request: Request) -> Response:
-        agent_name, principal = await caller(request)
+        agent_name, principal = await caller(server, request)
         context = await CHATS.find(server, agent_name, principal, request.path_params["chat_id"])
         if context is None:
             return Response(status_code=204, headers=PROTOCOL_HEADERS)
         return await stream(principal, lambda: follow_running(server, context))
 
     async def stop(request: Request) -> Response:
-        agent_name, principal = await caller(request)
+        agent_name, principal = await caller(server, request)
         context = await CHATS.owned(server, agent_name, principal, request.path_params["chat_id"])
         return JSONResponse(await server.stop(context), headers=PROTOCOL_HEADERS)
 
     async def messages(request: Request) -> Response:
-        agent_name, principal = await caller(request)
+        agent_name, principal = await caller(server, request)
         chat_id = request.path_params["chat_id"]
         transcript = await CHATS.transcript(server, agent_name, principal, chat_id)
         return JSONResponse(ui_messages(transcript) if transcript else [], headers=PROTOCOL_HEADERS)
