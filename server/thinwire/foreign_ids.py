@@ -25,13 +25,28 @@ import json
 import re
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from thinwire.contexts import Context, not_found
 from thinwire.errors import BadRequest, NotFound
 from thinwire.ids import validate_context_id
 from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer
+from thinwire.wire import MessageId
 
-__all__ = ["FOREIGN_ID", "ForeignIds"]
+__all__ = ["FOREIGN_ID", "ForeignIds", "message_id_of"]
+
+MESSAGE_ID: TypeAdapter[str] = TypeAdapter(MessageId)
+
+
+def message_id_of(value: str) -> str | None:
+    """A client's id of its message, when thinwire can take it as one (to know a retried
+    request); None when it is not a valid `messageId`."""
+    try:
+        return MESSAGE_ID.validate_python(value)
+    except ValidationError:
+        return None
+
 
 #: What a client's own id may be: UUIDs, nanoids and the like.
 FOREIGN_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")

@@ -18,17 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 from starlette.requests import Request
 
 from thinwire.errors import BadRequest
+from thinwire.foreign_ids import message_id_of
 from thinwire.parsing import check_data, check_message, describe, read_json
-from thinwire.wire import MessageId
 
 __all__ = ["Answer", "Cancel", "RunInput", "Say", "read_run_input", "read_thread_input"]
 
-MESSAGE_ID: TypeAdapter[str] = TypeAdapter(MessageId)
 #: The protocol's major version this face speaks (`protocolVersion` "1.x").
 MAJOR_VERSION = "1"
 
@@ -152,10 +151,3 @@ def said(messages: list[Any], forwarded: Any, max_message_bytes: int, max_data_b
         raise BadRequest("invalid_request", "forwardedProps: a JSON object (the run's data)")
     check_data(forwarded, max_data_bytes)
     return Say(content, message_id_of(message.id), forwarded or None)
-
-
-def message_id_of(value: str) -> str | None:
-    try:
-        return MESSAGE_ID.validate_python(value)
-    except ValidationError:
-        return None

@@ -17,18 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 from starlette.requests import Request
 
 from thinwire.aisdk.chunks import INTERRUPT_TOOL
 from thinwire.errors import BadRequest
+from thinwire.foreign_ids import message_id_of
 from thinwire.parsing import check_message, describe, read_json
-from thinwire.wire import MessageId
 
 __all__ = ["Answer", "ChatRequest", "Regenerate", "Say", "read_chat_request"]
-
-MESSAGE_ID: TypeAdapter[str] = TypeAdapter(MessageId)
 
 
 class ChatRequest(BaseModel):
@@ -71,13 +69,6 @@ class Regenerate:
     pass
 
 
-def message_id_of(message: UIMessage) -> str | None:
-    try:
-        return MESSAGE_ID.validate_python(message.id)
-    except ValidationError:
-        return None
-
-
 async def read_chat_request(
     request: Request, *, max_body_bytes: int, max_message_bytes: int
 ) -> tuple[str, Say | Answer | Regenerate]:
@@ -104,7 +95,7 @@ async def read_chat_request(
     if not text:
         raise BadRequest("invalid_request", "message.parts: no text to send")
     check_message(text, max_message_bytes)
-    return body.id, Say(text, message_id_of(message))
+    return body.id, Say(text, message_id_of(message.id))
 
 
 def answer_in(message: UIMessage) -> Answer:
