@@ -28,6 +28,7 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+
 from a2a_helpers import (
     Recorder,
     a2a_client,
@@ -39,7 +40,6 @@ from a2a_helpers import (
     streamed_reply,
     user_message,
 )
-
 from conftest import assert_no_canary
 from thinwire.testing import ServerProcess, serve
 

@@ -11,36 +11,16 @@ import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
-from starlette.requests import HTTPConnection
 from starlette.testclient import TestClient
 
 from conftest import app_for, assert_no_canary, server_context
+from faces import EVE, START_OF_CONVERSATION, Paced, face_client, open_gate
 from thinwire import Agent, Run
-from thinwire.demo import DemoAgent
 
 URL = "/ag-ui/demo"
-ADA = {"x-user": "ada"}
-EVE = {"x-user": "eve"}
-START_OF_CONVERSATION = "This is the start of our conversation."
-
-
-class Paced(Agent):
-    """Thinks, says five words, waits at a gate, then (its side effect) says five more."""
-
-    gate: ClassVar[asyncio.Event] = asyncio.Event()
-    effects: ClassVar[list[str]] = []
-
-    async def run(self, run: Run, text: str) -> None:
-        await run.think("Thinking it over.")
-        for n in range(5):
-            await run.say(f"a{n} ")
-        await type(self).gate.wait()
-        type(self).effects.append(text)
-        for n in range(5):
-            await run.say(f"b{n} ")
 
 
 class Props(Agent):
@@ -50,27 +30,10 @@ class Props(Agent):
         await run.say(json.dumps(run.data, sort_keys=True))
 
 
-def by_header(connection: HTTPConnection) -> str | None:
-    return connection.headers.get("x-user")
-
-
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    Paced.gate = asyncio.Event()
-    Paced.effects = []
-    agents = {
-        "demo": lambda: DemoAgent(ledger=tmp_path / "ledger"),
-        "paced": Paced,
-        "props": Props,
-    }
-    app = app_for(agents, identify=by_header, heartbeat_interval=None)
-    with TestClient(app, headers=ADA) as test_client:
+    with face_client(tmp_path, props=Props) as test_client:
         yield test_client
-
-
-def open_gate(client: TestClient) -> None:
-    assert client.portal is not None
-    client.portal.call(Paced.gate.set)
 
 
 def user_message(text: str, message_id: str = "msg-0000000001") -> dict[str, Any]:

@@ -10,55 +10,21 @@ import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
-from starlette.requests import HTTPConnection
 from starlette.testclient import TestClient
 
 from conftest import app_for, assert_no_canary
-from thinwire import Agent, Run
-from thinwire.demo import DemoAgent
+from faces import EVE, START_OF_CONVERSATION, Paced, face_client, open_gate
 
 API = "/ai-sdk/demo/chat"
-ADA = {"x-user": "ada"}
-EVE = {"x-user": "eve"}
-START_OF_CONVERSATION = "This is the start of our conversation."
-
-
-class Paced(Agent):
-    """Thinks, says five words, waits at a gate, then (its side effect) says five more."""
-
-    gate: ClassVar[asyncio.Event] = asyncio.Event()
-    effects: ClassVar[list[str]] = []
-
-    async def run(self, run: Run, text: str) -> None:
-        await run.think("Thinking it over.")
-        for n in range(5):
-            await run.say(f"a{n} ")
-        await type(self).gate.wait()
-        type(self).effects.append(text)
-        for n in range(5):
-            await run.say(f"b{n} ")
-
-
-def by_header(connection: HTTPConnection) -> str | None:
-    return connection.headers.get("x-user")
 
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    Paced.gate = asyncio.Event()
-    Paced.effects = []
-    agents = {"demo": lambda: DemoAgent(ledger=tmp_path / "ledger"), "paced": Paced}
-    app = app_for(agents, identify=by_header, heartbeat_interval=None)
-    with TestClient(app, headers=ADA) as test_client:
+    with face_client(tmp_path) as test_client:
         yield test_client
-
-
-def open_gate(client: TestClient) -> None:
-    assert client.portal is not None
-    client.portal.call(Paced.gate.set)
 
 
 def user_message(text: str, message_id: str = "msg-0000000001") -> dict[str, Any]:

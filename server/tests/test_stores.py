@@ -513,6 +513,8 @@ async def test_branches_keep_every_exchange_and_show_one(store: Store) -> None:
     await saved(store, made)
     loaded = await store.load_whole("ctx-1")
     assert loaded is not None and loaded.transcript == made.transcript
+    view = await store.load_transcript("ctx-1")  # a cold read: the turns alone
+    assert view is not None and json.loads(view.turns_json) == made.transcript
     texts = [t["text"] for t in loaded.transcript]
     assert texts == ["q0", "a0", "q1 edited", "a1'"]
     assert [(t["siblings"], t["siblingIndex"]) for t in loaded.transcript][2] == (2, 1)
