@@ -3,9 +3,8 @@ cold (not in the server's memory) and hot, a cold read of its transcript, and th
 memory with 1,000 live conversations of 1,000 turns.
 
 Everything measured goes through the public HTTP API, and the servers are configured
-only through `create_app`'s options (`max_contexts`, and the live-context cache's byte
-bound where this tree's `create_app` takes one), so the suite measures whatever the
-conversation storage is:
+only through `create_app`'s options (`max_contexts`; the live-context cache's byte bound
+is left at its default):
 
 1. Build: each conversation is made by sends (the `scribe` agent: a user message of ~120
    characters, a reply of ~430, so 1,000 turns are ~640 KB of JSON).
@@ -26,7 +25,6 @@ conversation storage is:
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import math
 import re
@@ -37,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import thinwire
 from bench.procs import Server, free_port, python_server, started
 from bench.servers import USER_TEXT
 from bench.stats import median, percentile
+from thinwire.contexts import DEFAULT_CACHE_BYTES
 from thinwire.ids import new_context_id
 from thinwire.stores import SQLiteStore
 
@@ -71,15 +69,6 @@ class Sent:
     first_delta: float
     total: float
     cpu: float
-
-
-def cache_bound() -> int | None:
-    """The byte bound of the live-context cache `create_app` applies by default, if this
-    tree has one."""
-    parameter = inspect.signature(thinwire.create_app).parameters.get("max_context_bytes")
-    if parameter is None or not isinstance(parameter.default, int):
-        return None
-    return parameter.default
 
 
 async def send(port: int, context_id: str | None, agent: str = AGENT) -> tuple[str, float, float]:
@@ -348,13 +337,12 @@ def live(data_dir: Path, ids: list[str], plan: ConversationPlan) -> dict[str, An
             }
 
         row = asyncio.run(scenario())
-    bound = cache_bound()
-    row["cache_bytes"] = bound
+    row["cache_bytes"] = DEFAULT_CACHE_BYTES
     if "error" not in row:
         print(
             f"  {row['conversations']} live conversations of {row['turns']} turns:"
             f" RSS {row['rss_before_mb']:.0f} -> {row['rss_after_mb']:.0f} MB"
-            f" (cache bound: {'none' if bound is None else f'{bound / 2**20:.0f} MB'})",
+            f" (cache bound: {DEFAULT_CACHE_BYTES / 2**20:.0f} MB)",
             flush=True,
         )
     else:

@@ -83,25 +83,19 @@ def run_model(plan: ModelPlan, generator: LoadGenerator) -> list[dict[str, Any]]
             for round_ in range(1, plan.rounds + 1):
                 for concurrency, streams in plan.cells:
                     for name, target in targets.items():
-                        row = measure(
-                            generator,
-                            name,
-                            server,
-                            target,
-                            concurrency,
-                            streams,
-                            plan.deltas,
-                            plan.budget,
-                            paces[name],
-                        )
-                        row["workload"] = "model"
-                        row["round"] = round_
-                        rows.append(row)
-                        print(
-                            f"  round {round_}  model  {name:<14} C={concurrency:<4}"
-                            f" {row['deltas_per_s']:>9,.0f} deltas/s"
-                            f"  {row['cpu_s_per_1k'] * 1e3:6.2f} ms CPU / 1k"
-                            f"  failures {row['failures']}",
-                            flush=True,
+                        rows.append(
+                            measure(
+                                generator,
+                                name,
+                                server,
+                                target,
+                                concurrency,
+                                streams,
+                                plan.deltas,
+                                plan.budget,
+                                paces[name],
+                                workload="model",
+                                round_=round_,
+                            )
                         )
     return rows

@@ -14,7 +14,7 @@ from pathlib import Path
 import uvicorn
 from starlette.applications import Starlette
 
-from bench.servers import APPS, cache_options, thinwire_app
+from bench.servers import APPS, thinwire_app
 
 __all__ = ["main", "raise_file_limit"]
 
@@ -39,9 +39,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--page-dir", type=Path)
     parser.add_argument("--store", choices=("sqlite", "memory"), default="sqlite")
     parser.add_argument("--model-url", help="thinwire: the `chat` agent's model (the stub)")
-    parser.add_argument("--max-contexts", type=int, help="thinwire: live contexts at most")
     parser.add_argument(
-        "--max-context-bytes", type=int, help="thinwire: the live contexts' bytes at most"
+        "--max-contexts", type=int, default=1000, help="thinwire: live contexts at most"
     )
     args = parser.parse_args(argv)
     raise_file_limit()
@@ -50,9 +49,12 @@ def main(argv: list[str] | None = None) -> None:
         if args.data_dir is None and args.store == "sqlite":
             parser.error("thinwire needs --data-dir")
         data_dir = args.data_dir if args.store == "sqlite" else None
-        cache = cache_options(args.max_contexts, args.max_context_bytes)
         app = thinwire_app(
-            args.heartbeat, data_dir, args.page_dir, model_url=args.model_url, cache=cache
+            args.heartbeat,
+            data_dir,
+            args.page_dir,
+            model_url=args.model_url,
+            max_contexts=args.max_contexts,
         )
     elif args.kind == "openai-stub":
         from bench.model import stub_app

@@ -25,7 +25,6 @@ Each app also answers `POST /idle` (bare, sse-starlette) or runs the `gated` age
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -226,7 +225,7 @@ class Gated(Agent):
 class Scribe(Agent):
     """An exchange of a long conversation: the reply in one delta, kept in the history
     (with the user's message) as the kit keeps every run's. It reads the conversation as
-    a ChatAgent does: its latest 50 messages (`history_window`, where the tree has it)."""
+    a ChatAgent does: its latest 50 messages (`history_window`)."""
 
     history_window: ClassVar[int | None] = 50
 
@@ -252,24 +251,13 @@ def chat_agent(model_url: str) -> type[Agent]:
     return Chat
 
 
-def cache_options(max_contexts: int | None, max_context_bytes: int | None) -> dict[str, Any]:
-    """The live-context cache's bounds, as far as this tree's `create_app` takes them."""
-    accepted = inspect.signature(thinwire.create_app).parameters
-    options: dict[str, Any] = {}
-    if max_contexts is not None:
-        options["max_contexts"] = max_contexts
-    if max_context_bytes is not None and "max_context_bytes" in accepted:
-        options["max_context_bytes"] = max_context_bytes
-    return options
-
-
 def thinwire_app(
     heartbeat: float,
     data_dir: Path | None,
     page_dir: Path | None = None,
     *,
     model_url: str | None = None,
-    cache: dict[str, Any] | None = None,
+    max_contexts: int = 1000,
 ) -> Starlette:
     """The default SQLite store in `data_dir`; the memory store when it is None."""
     routes: list[BaseRoute] = []
@@ -292,7 +280,7 @@ def thinwire_app(
         max_streams=0,
         heartbeat_interval=heartbeat,
         routes=routes,
-        **(cache or {}),
+        max_contexts=max_contexts,
     )
 
 

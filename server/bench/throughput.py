@@ -133,18 +133,34 @@ def measure(
     deltas: int,
     budget: float,
     pace: str,
+    *,
+    workload: str,
+    round_: int,
 ) -> dict[str, Any]:
+    """One cell against one server: its row (tagged with its workload and round), also
+    printed as it comes."""
     server.reset_peak()
     cpu = server.cpu()
     cell = generator.run(target, concurrency, streams, deltas, budget, pace)
     server_cpu = server.cpu() - cpu
-    return summarize(name, concurrency, cell, server_cpu, server.peak_rss())
+    row = summarize(name, concurrency, cell, server_cpu, server.peak_rss())
+    row["workload"] = workload
+    row["round"] = round_
+    print(
+        f"  round {round_}  {workload:<6} {name:<16} C={concurrency:<4}"
+        f" {row['deltas_per_s']:>9,.0f} deltas/s"
+        f"  {row['cpu_s_per_1k'] * 1e3:6.2f} ms CPU / 1k"
+        f"  first delta p50 {row['ttff_p50_ms']:7.2f} ms"
+        f"  failures {row['failures']}",
+        flush=True,
+    )
+    return row
 
 
 def run_throughput(
     plan: Plan, servers: Sequence[str], generator: LoadGenerator
 ) -> list[dict[str, Any]]:
-    """Every row of every round (see `rounds.paired` for what the report makes of them)."""
+    """Every row of every round (see `stats.paired` for what the report makes of them)."""
     wanted = [s for s in SERVERS if s in servers] + [s for s in servers if s not in SERVERS]
     rows: list[dict[str, Any]] = []
     with ExitStack() as stack:
@@ -158,26 +174,19 @@ def run_throughput(
                         if name not in running or (name, concurrency) in workload.skip:
                             continue
                         server, target = running[name]
-                        row = measure(
-                            generator,
-                            name,
-                            server,
-                            target,
-                            concurrency,
-                            streams,
-                            plan.deltas,
-                            plan.budget,
-                            workload.pace,
-                        )
-                        row["workload"] = workload.name
-                        row["round"] = round_
-                        rows.append(row)
-                        print(
-                            f"  round {round_}  {workload.name:<6} {name:<16} C={concurrency:<4}"
-                            f" {row['deltas_per_s']:>9,.0f} deltas/s"
-                            f"  {row['cpu_s_per_1k'] * 1e3:6.2f} ms CPU / 1k"
-                            f"  first delta p50 {row['ttff_p50_ms']:7.2f} ms"
-                            f"  failures {row['failures']}",
-                            flush=True,
+                        rows.append(
+                            measure(
+                                generator,
+                                name,
+                                server,
+                                target,
+                                concurrency,
+                                streams,
+                                plan.deltas,
+                                plan.budget,
+                                workload.pace,
+                                workload=workload.name,
+                                round_=round_,
+                            )
                         )
     return rows

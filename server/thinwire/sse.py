@@ -83,12 +83,7 @@ class EventStream(Response):
                 await send({"type": "http.response.body", "body": body, "more_body": more})
 
         def body(batch: Batch | None) -> Awaitable[None]:
-            if batch is None:
-                data = HEARTBEAT
-            elif len(batch) == 1:
-                data = f"id: {batch[0][0]}\ndata: {batch[0][1]}\n\n".encode()
-            else:
-                data = encode_all(batch)
+            data = HEARTBEAT if batch is None else encode_all(batch)
             return send({"type": "http.response.body", "body": data, "more_body": True})
 
         async def stream() -> None:

@@ -10,9 +10,23 @@ import httpx2 as httpx
 
 from chaos.client import TIMEOUT, Exchange, login, transcript
 from chaos.conversation import Conversation, audit
+from chaos.drill import SECRET, Setup
 from chaos.outcome import DrillError, Outcome
+from chaos.procs import Server
+from chaos.redis_server import RedisServer
 
-__all__ = ["check_conversations", "count_server_errors", "tally"]
+__all__ = ["check_conversations", "count_server_errors", "demo_replica", "tally"]
+
+
+def demo_replica(
+    setup: Setup, redis: RedisServer, name: str, *, delay: float, lease_ttl: float
+) -> Server:
+    """A demo replica on `redis` (a key prefix of the drill's own), with the secret every
+    replica shares, so each accepts the others' cookies."""
+    store = f"{redis.url}?prefix=chaos-{redis.port}"
+    args = ["demo", "--delay", str(delay), "--data-dir", str(setup.root / name), "--store", store]
+    env = {"THINWIRE_DEMO_SECRET": SECRET, "THINWIRE_LEASE_TTL": str(lease_ttl)}
+    return Server(name, args, root=setup.root, env=env)
 
 
 def tally(exchanges: Iterable[Exchange]) -> str:

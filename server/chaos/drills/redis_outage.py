@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass
 
 from chaos.client import Exchange
-from chaos.drill import SECRET, Setup
-from chaos.drills.common import check_conversations, count_server_errors, tally
+from chaos.drill import Setup
+from chaos.drills.common import check_conversations, count_server_errors, demo_replica, tally
 from chaos.outcome import DrillError, Outcome
 from chaos.procs import Server
 from chaos.redis_server import RedisServer
@@ -116,13 +116,9 @@ def drill(setup: Setup, outcome: Outcome) -> None:
     plan = QUICK if setup.quick else FULL
     with RedisServer(setup.root, durable=True) as redis:
         redis.start()
-        store = f"{redis.url}?prefix=chaos-{redis.port}"
-        env = {"THINWIRE_DEMO_SECRET": SECRET, "THINWIRE_LEASE_TTL": str(LEASE_TTL)}
 
         def replica(name: str) -> Server:
-            data = setup.root / name
-            args = ["demo", "--delay", str(plan.delay), "--data-dir", str(data), "--store", store]
-            return Server(name, args, root=setup.root, env=env)
+            return demo_replica(setup, redis, name, delay=plan.delay, lease_ttl=LEASE_TTL)
 
         gate = threading.Event()
         gate.set()

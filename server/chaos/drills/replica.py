@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import httpx2 as httpx
 
 from chaos.client import TIMEOUT, follow, login, send, transcript
-from chaos.drill import SECRET, Setup
+from chaos.drill import Setup
+from chaos.drills.common import demo_replica
 from chaos.outcome import DrillError, Outcome
 from chaos.procs import Server
 from chaos.redis_server import RedisServer
@@ -116,13 +117,9 @@ def drill(setup: Setup, outcome: Outcome) -> None:
     plan = QUICK if setup.quick else FULL
     with RedisServer(setup.root, durable=False) as redis:
         redis.start()
-        store = f"{redis.url}?prefix=chaos-{redis.port}"
-        env = {"THINWIRE_DEMO_SECRET": SECRET, "THINWIRE_LEASE_TTL": str(LEASE_TTL)}
 
         def replica(name: str) -> Server:
-            data = setup.root / name
-            args = ["demo", "--delay", str(plan.delay), "--data-dir", str(data), "--store", store]
-            return Server(name, args, root=setup.root, env=env)
+            return demo_replica(setup, redis, name, delay=plan.delay, lease_ttl=LEASE_TTL)
 
         took: list[float] = []
         context_id: str | None = None
