@@ -17,6 +17,7 @@
 import {
   type AgentClient,
   ConversationList,
+  type ConversationListOptions,
   type ConversationListSnapshot,
   type ConversationSummary,
 } from "@thinwire/client";
@@ -24,18 +25,7 @@ import { useContext, useMemo, useRef, useSyncExternalStore } from "react";
 import { AgentContext, type ProvidedAgent } from "./agent-provider.js";
 import { useOwned } from "./use-owned.js";
 
-export interface UseConversationsOptions {
-  /** The agent's name, as mounted on the server. */
-  agent: string;
-  /** Prefix of the thinwire routes; defaults to the page origin. */
-  baseUrl?: string;
-  /** Conversations per page, 1–100; default 20. */
-  pageSize?: number;
-  /** Sent with every request; read at request time. */
-  headers?: Record<string, string>;
-  /** fetch's `credentials`: `"same-origin"` (the default) or `"include"`. */
-  credentials?: RequestCredentials;
-  fetch?: typeof fetch;
+export interface UseConversationsOptions extends Omit<ConversationListOptions, "client"> {
   /**
    * The client whose conversation is the selection: by default the nearest
    * AgentProvider's; `null` keeps a selection of the list's own.
