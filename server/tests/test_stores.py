@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from thinwire.branches import Position
-from thinwire.records import Checkpoint
+from thinwire.records import Checkpoint, json_array
 from thinwire.stores import (
     AlreadyExists,
     AuditEntry,
@@ -260,6 +260,29 @@ async def test_sqlite_survives_reopening(tmp_path: Path) -> None:
     assert loaded is not None and loaded.version == 2 and loaded.state == {"count": 3}
     assert len(await second.audit("ctx-1")) == 1
     await second.close()
+
+
+async def test_sqlite_a_lost_exchange_leaves_the_rest_readable(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    await saved(store, conversation(turns=4))
+    await store.close()
+    with sqlite3.connect(tmp_path / "t.db") as connection:
+        connection.execute("DELETE FROM exchanges WHERE depth = 2")
+    store = SQLiteStore(tmp_path / "t.db")
+    view = await store.load_transcript("ctx-1")
+    await store.close()
+    assert view is not None
+    assert [t["text"] for t in json.loads(json_array(view.turns))] == [
+        "q0",
+        "a0",
+        "q1",
+        "a1",
+        "q3",
+        "a3",
+    ]
+    assert "exchanges missing from the store: [Position(line=0, depth=2)]" in caplog.text
 
 
 async def test_sqlite_uses_wal(tmp_path: Path) -> None:
@@ -514,7 +537,7 @@ async def test_branches_keep_every_exchange_and_show_one(store: Store) -> None:
     loaded = await store.load_whole("ctx-1")
     assert loaded is not None and loaded.transcript == made.transcript
     view = await store.load_transcript("ctx-1")  # a cold read: the turns alone
-    assert view is not None and json.loads(view.turns_json) == made.transcript
+    assert view is not None and json.loads(json_array(view.turns)) == made.transcript
     texts = [t["text"] for t in loaded.transcript]
     assert texts == ["q0", "a0", "q1 edited", "a1'"]
     assert [(t["siblings"], t["siblingIndex"]) for t in loaded.transcript][2] == (2, 1)
@@ -533,6 +556,15 @@ async def test_branches_keep_every_exchange_and_show_one(store: Store) -> None:
         "a3",
     ]
     assert [(t["siblings"], t["siblingIndex"]) for t in loaded.transcript][4] == (2, 1)
+    # Read cold, branch by branch: the turns of an exchange with siblings are marked
+    # wherever it is on its line (at a line's end, start or middle).
+    for leaf in (Position(1, 3), Position(0, 2), Position(2, 1)):
+        loaded.show(leaf)
+        await store.load_branch(loaded)
+        await saved(store, loaded)
+        view = await store.load_transcript("ctx-1")
+        assert view is not None and json.loads(json_array(view.turns)) == loaded.transcript
+    assert [t["siblings"] for t in loaded.transcript] == [1, 1, 2, 2]
     others = await store.load_exchanges("ctx-1", [Position(0, 2), Position(9, 9)])
     assert [e.position for e in others] == [Position(0, 2)]  # what there is, no more
 
@@ -613,7 +645,7 @@ async def test_load_transcript_is_the_records_public_part(store: Store) -> None:
         None,
         "Named",
     )
-    assert json.loads(view.turns_json) == made.transcript
+    assert json.loads(json_array(view.turns)) == made.transcript
     assert view.pending_interrupt == interrupt
     assert await store.load_transcript("ctx-missing") is None
 

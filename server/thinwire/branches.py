@@ -144,7 +144,12 @@ class Lines:
         found: dict[int, tuple[int, int]] = {}
         if len(self.lines) < 2:
             return found
+        # Siblings share a parent, so all but one of them start a line: only the depths
+        # where a line starts can have any.
+        starts = {spec.start for spec in self.lines.values()}
         for position in self.positions():
+            if position.depth not in starts:
+                continue
             siblings = self.siblings(position)
             if len(siblings) > 1:
                 found[position.depth] = (len(siblings), siblings.index(position))

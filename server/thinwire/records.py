@@ -39,9 +39,11 @@ __all__ = [
     "LastRun",
     "Shown",
     "TranscriptView",
-    "branch_turns_json",
+    "branch_turns",
+    "json_array",
     "public_turn",
     "shortened",
+    "with_siblings",
 ]
 
 #: Frame seqs a run may use before its start is saved again. A killed run's context
@@ -229,12 +231,13 @@ class ContextRecord:
     @property
     def transcript(self) -> list[dict[str, Any]]:
         """The public turns of the branch shown."""
-        turns: list[dict[str, Any]] = json.loads(self.transcript_json())
+        turns: list[dict[str, Any]] = json.loads(json_array(self.transcript_turns()))
         return turns
 
-    def transcript_json(self) -> str:
+    def transcript_turns(self) -> list[bytes]:
+        """The public turns of the branch shown, as JSON (`branch_turns`)."""
         self._whole()
-        return branch_turns_json(self.lines, {e.position: e.turns_json() for e in self.branch()})
+        return branch_turns(self.lines, [e.turns_json().encode() for e in self.branch()])
 
     @property
     def status(self) -> wire.ConversationStatus:
@@ -597,25 +600,31 @@ def with_ids(turns: Iterable[dict[str, Any]], position: Position) -> list[dict[s
     return out
 
 
-def branch_turns_json(lines: Lines, turns: Mapping[Position, str]) -> str:
-    """The public turns of the branch shown as one JSON array, from each exchange's turns
-    as stored (`turns`: position -> JSON text, for every exchange of the branch). Only
-    the turns of an exchange with siblings are decoded, to say how many and which."""
-    forks = lines.forks()
-    parts: list[str] = []
-    for position in lines.positions():
-        text = turns[position]
-        if position.depth in forks:
-            count, index = forks[position.depth]
-            decoded = json.loads(text)
-            for turn in decoded:
-                turn["siblings"], turn["siblingIndex"] = count, index
-            text = dumps(decoded)
-        if text[:1] != "[" or text[-1:] != "]":  # not as `dumps` writes it
-            text = text.strip()
-        if len(text) > 2:
-            parts.append(text[1:-1])
-    return "[" + ",".join(parts) + "]"
+def branch_turns(lines: Lines, texts: Iterable[bytes]) -> list[bytes]:
+    """The public turns of the branch shown, as the items of one JSON array (see
+    `json_array`), from each exchange's turns as stored (`texts`: a JSON array, UTF-8,
+    per exchange of the branch from depth 0 on). Only the turns of an exchange with
+    siblings are decoded, to say how many and which."""
+    items = [text.strip()[1:-1] for text in texts]
+    for depth, (count, index) in lines.forks().items():  # a branch has one exchange a depth
+        items[depth] = with_siblings(items[depth], count, index)
+    return items
+
+
+def json_array(items: Sequence[bytes], before: bytes = b"", after: bytes = b"") -> bytes:
+    """A JSON array of `items` (each one or more JSON values joined by commas; empty ones
+    are left out), between `before` and `after`. One join, as a `+` of long bytes copies
+    them each time, and no copy at all of a single item."""
+    return b"".join((before, b"[", b",".join(filter(None, items)), b"]", after))
+
+
+def with_siblings(items: bytes, count: int, index: int) -> bytes:
+    """An exchange's turns (what is between their array's brackets) told how many
+    siblings their exchange has and which it is."""
+    decoded = json.loads(b"[" + items + b"]")
+    for turn in decoded:
+        turn["siblings"], turn["siblingIndex"] = count, index
+    return dumps(decoded)[1:-1].encode()
 
 
 @dataclass(frozen=True)
@@ -626,25 +635,22 @@ class TranscriptView:
     agent: str
     owner: str
     title: str | None
-    #: The transcript of the branch shown, as a JSON array, ready to be sent.
-    turns_json: str
+    #: The turns of the branch shown, as the items of a JSON array (`json_array`): the
+    #: turns of an exchange or of several, UTF-8, ready to be sent.
+    turns: list[bytes]
     active_run: ActiveRun | None
     #: The public request of the interrupt the conversation waits for, if any.
     pending_interrupt: dict[str, Any] | None
 
     @classmethod
-    def of(
-        cls, record: ContextRecord, turns: Mapping[Position, str] | None = None
-    ) -> TranscriptView:
+    def of(cls, record: ContextRecord, turns: list[bytes] | None = None) -> TranscriptView:
         """The view of a record with its branch in hand, or of one without its exchanges
-        and the `turns` of every exchange of its branch."""
+        and the `turns` of its branch."""
         return cls(
             agent=record.agent,
             owner=record.owner,
             title=record.title,
-            turns_json=record.transcript_json()
-            if turns is None
-            else branch_turns_json(record.lines, turns),
+            turns=record.transcript_turns() if turns is None else turns,
             active_run=record.active_run,
             pending_interrupt=record.pending_interrupt,
         )

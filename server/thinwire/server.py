@@ -33,7 +33,7 @@ from thinwire.errors import BadRequest, Conflict, Misconfigured, NotFound, Store
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
 from thinwire.limits import RateLimiter, StreamLimiter
-from thinwire.records import TITLE_LENGTH, ContextRecord
+from thinwire.records import TITLE_LENGTH, ContextRecord, json_array
 from thinwire.runlog import FrameSource, Retagged, RunLog, StoredFrames
 from thinwire.runner import begin_run, execute
 from thinwire.stores import Store
@@ -409,7 +409,7 @@ class AgentServer:
                     context_id,
                     agent_name,
                     view.title,
-                    view.turns_json,
+                    view.turns,
                     None,
                     view.pending_interrupt,
                 )
@@ -423,7 +423,7 @@ class AgentServer:
             context.id,
             context.agent_name,
             context.record.title,
-            context.record.transcript_json(),
+            context.record.transcript_turns(),
             active_run_id(context),
             context.record.pending_interrupt,
         )
@@ -504,7 +504,7 @@ def encode_transcript(
     context_id: str,
     agent: str,
     title: str | None,
-    turns_json: str,
+    turns: Sequence[bytes],
     active_run: str | None,
     pending_interrupt: Mapping[str, Any] | None,
 ) -> bytes:
@@ -520,7 +520,7 @@ def encode_transcript(
             wire.InterruptRequest.model_validate(pending_interrupt) if pending_interrupt else None
         ),
     ).model_dump_json(by_alias=True, exclude={"turns"})
-    return f'{{"turns":{turns_json},{rest[1:]}'.encode()
+    return json_array(turns, before=b'{"turns":', after=b"," + rest[1:].encode())
 
 
 def last_message(record: ContextRecord) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from thinwire.branches import Position
 from thinwire.exchanges import Exchange
-from thinwire.records import ContextRecord, TranscriptView
+from thinwire.records import ContextRecord, TranscriptView, branch_turns
 from thinwire.stores.listing import Cursor, Summary
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ class Store(abc.ABC):
         found = await self.load_exchanges(record.id, missing) if missing else []
         lost = set(missing) - {exchange.position for exchange in found}
         if lost:
-            logger.error("%s: exchanges missing from the store: %s", record.id, sorted(lost))
+            log_lost(record.id, sorted(lost))
         record.held([*found, *(Exchange(position) for position in lost)], last)
 
     async def load_whole(self, context_id: str) -> ContextRecord | None:
@@ -141,8 +141,9 @@ class Store(abc.ABC):
         turns = await self.load_turns(context_id, positions) if positions else {}
         lost = [position for position in positions if position not in turns]
         if lost:
-            logger.error("%s: exchanges missing from the store: %s", context_id, lost)
-        return TranscriptView.of(record, {p: turns.get(p, "[]") for p in positions})
+            log_lost(context_id, lost)
+        texts = [turns.get(p, "[]").encode() for p in positions]
+        return TranscriptView.of(record, branch_turns(record.lines, texts))
 
     @abc.abstractmethod
     async def list_contexts(
@@ -216,3 +217,9 @@ class Store(abc.ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional for stores with no resources
         """Release connections and files."""
+
+
+def log_lost(context_id: str, positions: Sequence[Position]) -> None:
+    """Exchanges of a branch the store does not have: the conversation stays readable
+    (each shows as an empty exchange), and the loss is logged."""
+    logger.error("%s: exchanges missing from the store: %s", context_id, list(positions))

@@ -19,8 +19,8 @@ from thinwire.branches import Position
 from thinwire.errors import AlreadyExists, VersionConflict
 from thinwire.exchanges import Exchange
 from thinwire.jsontext import dumps
-from thinwire.records import ContextRecord
-from thinwire.stores.base import AuditEntry, Event, Store
+from thinwire.records import ContextRecord, TranscriptView, with_siblings
+from thinwire.stores.base import AuditEntry, Event, Store, log_lost
 from thinwire.stores.listing import Cursor, Summary
 from thinwire.stores.sqlite import spans
 from thinwire.stores.sqlite.commits import Database
@@ -67,18 +67,7 @@ class SQLiteStore(Store):
         await self._database.write(create)
 
     async def load(self, context_id: str) -> ContextRecord | None:
-        def load(connection: sqlite3.Connection) -> ContextRecord | None:
-            row = connection.execute(
-                "SELECT agent, owner, version, data FROM contexts WHERE id = ?", (context_id,)
-            ).fetchone()
-            if row is None:
-                return None
-            agent, owner, version, data = row
-            return ContextRecord.from_json(
-                id=context_id, agent=agent, owner=owner, version=version, data=json.loads(data)
-            )
-
-        return await self._database.read(load)
+        return await self._database.read(lambda connection: load_record(connection, context_id))
 
     async def load_exchanges(
         self, context_id: str, positions: Sequence[Position]
@@ -103,6 +92,29 @@ class SQLiteStore(Store):
                 )
             }
         )
+
+    async def load_transcript(self, context_id: str) -> TranscriptView | None:
+        """In one trip to the database thread: the record, then each stretch of the
+        branch's turns joined by SQLite, as the bytes stored (`joined_turns`)."""
+
+        def read(connection: sqlite3.Connection) -> TranscriptView | None:
+            record = load_record(connection, context_id)
+            if record is None:
+                return None
+            forks = record.lines.forks()
+            parts: list[bytes] = []
+            for segment in record.lines.path():
+                start = segment.start
+                inside = sorted(d for d in forks if segment.start <= d <= segment.end)
+                for depth in [*inside, segment.end + 1]:
+                    parts.append(joined_turns(connection, context_id, segment.line, start, depth))
+                    if depth <= segment.end:  # an exchange with siblings: say so in its turns
+                        items = joined_turns(connection, context_id, segment.line, depth, depth + 1)
+                        parts.append(with_siblings(items, *forks[depth]))
+                    start = depth + 1
+            return TranscriptView.of(record, parts)
+
+        return await self._database.read(read)
 
     async def list_contexts(
         self, owner: str, agent: str, limit: int, after: Cursor | None = None
@@ -243,6 +255,55 @@ class SQLiteStore(Store):
 
 
 Row = tuple[str, int, int, str, str, int]
+
+
+def load_record(connection: sqlite3.Connection, context_id: str) -> ContextRecord | None:
+    """The stored record without its exchanges, or None."""
+    row = connection.execute(
+        "SELECT agent, owner, version, data FROM contexts WHERE id = ?", (context_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    agent, owner, version, data = row
+    return ContextRecord.from_json(
+        id=context_id, agent=agent, owner=owner, version=version, data=json.loads(data)
+    )
+
+
+#: The turns of the exchanges of one line from one depth to another, joined: each
+#: exchange's array without its brackets (SQLite's `substr` of a blob counts bytes),
+#: empty ones left out (`group_concat` skips NULL), in depth order (the subquery's).
+JOINED_TURNS = """
+SELECT count(*), CAST(
+    group_concat(CASE WHEN length(t) > 2 THEN substr(t, 2, length(t) - 2) END, ',') AS BLOB
+)
+FROM (
+    SELECT CAST(turns AS BLOB) AS t FROM exchanges
+    WHERE context_id = ? AND line = ? AND depth >= ? AND depth < ? ORDER BY depth
+)
+"""
+
+
+def joined_turns(
+    connection: sqlite3.Connection, context_id: str, line: int, start: int, end: int
+) -> bytes:
+    """The turns of exchanges `start` (included) to `end` (excluded) of `line`, as the
+    items of one JSON array, read in one row rather than a row each; b"" for none. Any
+    the store lost are logged and left out."""
+    if start >= end:
+        return b""
+    count, joined = connection.execute(JOINED_TURNS, (context_id, line, start, end)).fetchone()
+    if count != end - start:
+        found = {
+            depth
+            for (depth,) in connection.execute(
+                "SELECT depth FROM exchanges "
+                "WHERE context_id = ? AND line = ? AND depth >= ? AND depth < ?",
+                (context_id, line, start, end),
+            )
+        }
+        log_lost(context_id, [Position(line, d) for d in range(start, end) if d not in found])
+    return joined or b""
 
 
 def select_exchanges(
