@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from datetime import date
 from typing import Annotated, Any, ClassVar
 
+import openai
 import pytest
 from pydantic import Field
 from starlette.testclient import TestClient
@@ -40,11 +41,22 @@ def stub() -> Iterator[OpenAIStub]:
         yield running
 
 
-def librarian(stub: OpenAIStub, **attributes: Any) -> type[ChatAgent]:
-    """A five-line agent, the way the docs write it (built per test, for its stub)."""
+#: The HTTP clients the SDK can stream with: aiohttp (what OpenAIChat picks where it is
+#: installed) and httpx (the SDK's default, and what OpenAIChat falls back to).
+HTTP_CLIENTS = ["aiohttp", "httpx"]
+
+
+def http_client(name: str) -> Any:
+    return openai.DefaultAioHttpClient() if name == "aiohttp" else openai.DefaultAsyncHttpxClient()
+
+
+def librarian(stub: OpenAIStub, http: str | None = None, **attributes: Any) -> type[ChatAgent]:
+    """A five-line agent, the way the docs write it (built per test, for its stub); with
+    `http`, streaming through that HTTP client."""
+    options = {} if http is None else {"http_client": http_client(http)}
 
     class Librarian(ChatAgent):
-        model = OpenAIChat("stub-model", base_url=stub.url, api_key="test", backoff=0.01)
+        model = OpenAIChat("stub-model", base_url=stub.url, api_key="test", backoff=0.01, **options)
         system_prompt = f"You help people find books. {SECRET_PROMPT}"
         lent: ClassVar[list[str]] = []
 
@@ -257,10 +269,17 @@ def test_the_history_maps_to_chat_messages_and_a_window_bounds_it(stub: OpenAISt
     assert [m["role"] for m in two] == ["system", "user", "assistant", "tool", "assistant", "user"]
 
 
-def test_a_stop_closes_the_request_to_the_model(stub: OpenAIStub) -> None:
+def test_openai_chat_streams_through_aiohttp_where_it_is_installed() -> None:
+    assert "Aio" in type(OpenAIChat("m", api_key="k").client._client).__name__
+    given = OpenAIChat("m", api_key="k", http_client=http_client("httpx")).client._client
+    assert isinstance(given, openai.DefaultAsyncHttpxClient)
+
+
+@pytest.mark.parametrize("http", HTTP_CLIENTS)
+def test_a_stop_closes_the_request_to_the_model(stub: OpenAIStub, http: str) -> None:
     stub.push(Stream(text("This will go on and on", 5), delay=0.01, hold=True))
     with (
-        client_for(librarian(stub)) as client,
+        client_for(librarian(stub, http)) as client,
         client.websocket_connect("/agents/lib/ws") as socket,
     ):
         socket.send_json({"type": "send", "message": {"text": "talk"}})
@@ -286,13 +305,17 @@ def test_a_stop_closes_the_request_to_the_model(stub: OpenAIStub) -> None:
         ([Fail(400)], "refused the request (400)", False, 1),
         ([Stream(text("Half an ans", 2), cut_after=1)], "unreachable", True, 1),
         ([Garbage(text("Half"))], "sent a malformed answer", False, 1),
+        ([Stream(text("Too late"), delay=2.0)] * 3, "timed out", True, 3),
     ],
 )
+@pytest.mark.parametrize("http", HTTP_CLIENTS)
 def test_upstream_failures_are_agent_errors_without_their_text(
-    stub: OpenAIStub, replies: list[Any], reason: str, retryable: bool, requests: int
+    stub: OpenAIStub, replies: list[Any], reason: str, retryable: bool, requests: int, http: str
 ) -> None:
     stub.push(*replies)
-    with client_for(librarian(stub)) as client:
+    agent = librarian(stub, http)
+    agent.model.client_options["timeout"] = 0.2  # before the client is made
+    with client_for(agent) as client:
         frames = run(client, "hi")
     error = next(f for f in frames if f["type"] == "error")
     assert error["code"] == "agent_error" and error["retryable"] is retryable
