@@ -55,8 +55,11 @@ def insert(connection: sqlite3.Connection, context_id: str, events: Sequence[Eve
     """Keep `events`; a seq kept already stays as it is (a retried flush)."""
     if not events:
         return
-    # Each seq once (the first given), in order.
-    ordered = sorted({e.seq: e for e in reversed(events)}.values(), key=attrgetter("seq"))
+    seqs = [e.seq for e in events]
+    if seqs == list(range(seqs[0], seqs[0] + len(seqs))):
+        ordered = list(events)  # a run's flush: consecutive already
+    else:  # each seq once (the first given), in order
+        ordered = sorted({e.seq: e for e in reversed(events)}.values(), key=attrgetter("seq"))
     kept = connection.execute(
         "SELECT first_seq, last_seq FROM spans "
         "WHERE context_id = ? AND last_seq >= ? AND first_seq <= ?",
