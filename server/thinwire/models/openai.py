@@ -110,20 +110,23 @@ class OpenAIChat:
     ) -> None:
         openai = require_openai()
         timeout_error, transport_error = http_errors(openai)
-        request: dict[str, Any] = {
-            "model": self.name,
+        # The body goes as `extra_body`, JSON as it is: given as parameters, the SDK walks
+        # every message against its types (~2 ms a call for six messages, more with the
+        # history), and chat messages and tools as JSON have nothing for it to change.
+        body: dict[str, Any] = {
             "messages": list(messages),
-            "stream": True,
             "stream_options": {"include_usage": True},
             **self.parameters,
         }
         if tools:
-            request["tools"] = list(tools)
+            body["tools"] = list(tools)
         try:
             create = self.client.chat.completions.with_streaming_response.create
             # Leaving the block closes the response, also when the run is stopped: the
             # model's server sees the request end.
-            async with create(**request) as response:
+            async with create(
+                model=self.name, messages=[], stream=True, extra_body=body
+            ) as response:
                 async for chunk in events(body_of(response.http_response)):
                     await turn.add(chunk, emit)
         except openai.APIStatusError as exc:
