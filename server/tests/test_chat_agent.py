@@ -360,25 +360,20 @@ def test_an_agent_may_show_each_replys_model_and_tokens(stub: OpenAIStub) -> Non
 
 
 def test_the_event_reader_joins_data_lines_skips_comments_and_stops_at_done() -> None:
-    import asyncio
+    from thinwire.models.openai import EventReader
 
-    from thinwire.models.openai import events
-
-    async def read(chunks: list[bytes]) -> list[dict[str, Any]]:
-        async def source() -> Any:
-            for chunk in chunks:
-                yield chunk
-
-        return [event async for event in events(source())]
+    def read(chunks: list[bytes]) -> list[dict[str, Any]]:
+        reader = EventReader()
+        return [event for chunk in chunks for event in reader.feed(chunk)]
 
     stream = (
         b'data: {"a":\ndata: 1}\n\n: a comment\n\ndata:{}\n\ndata: [DONE]\n\ndata: {"n": 2}\n\n'
     )
     expected = [{"a": 1}, {}]
-    assert asyncio.run(read([stream])) == expected
+    assert read([stream]) == expected
     # Cut anywhere, a byte at a time, and with CRLF or CR line ends: the same events.
     for raw in (stream, stream.replace(b"\n", b"\r\n"), stream.replace(b"\n", b"\r")):
-        assert asyncio.run(read([raw[i : i + 1] for i in range(len(raw))])) == expected
-        assert asyncio.run(read([raw[:7], raw[7:30], raw[30:]])) == expected
+        assert read([raw[i : i + 1] for i in range(len(raw))]) == expected
+        assert read([raw[:7], raw[7:30], raw[30:]]) == expected
     with pytest.raises(ValueError, match="reported an error"):
-        asyncio.run(read([b'data: {"error": {"message": "overloaded"}}\n\n']))
+        read([b'data: {"error": {"message": "overloaded"}}\n\n'])

@@ -127,8 +127,12 @@ class OpenAIChat:
             async with create(
                 model=self.name, messages=[], stream=True, extra_body=body
             ) as response:
-                async for chunk in events(body_of(response.http_response)):
-                    await turn.add(chunk, emit)
+                reader = EventReader()
+                async for chunk in body_of(response.http_response):
+                    for event in reader.feed(chunk):
+                        await turn.add(event, emit)
+                    if reader.done:
+                        break
         except openai.APIStatusError as exc:
             raise status_error(exc.status_code) from exc
         except (openai.APITimeoutError, timeout_error) as exc:
@@ -168,24 +172,32 @@ def http_errors(openai: Any) -> tuple[type[Exception], type[Exception]]:
     return http.TimeoutException, http.TransportError
 
 
-async def events(chunks: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
-    """The JSON of each server-sent event in `chunks` (the response's bytes, cut anywhere)
-    until `[DONE]`: a data field may span lines, and lines may end in LF, CRLF or CR. An
-    event that reports an error raises it. One pass over the bytes, without the HTTP
-    library's text and line iterators: a model's stream is a chunk per token."""
-    pending = b""
-    data: list[bytes] = []
-    after_cr = False
-    async for chunk in chunks:
-        if not chunk:
-            continue
-        if after_cr and chunk[:1] == b"\n":
+class EventReader:
+    """The JSON of each server-sent event in a response's bytes, fed as they come (cut
+    anywhere), until `[DONE]`: a data field may span lines, and lines may end in LF, CRLF
+    or CR. An event that reports an error raises it. One pass over the bytes, without the
+    HTTP library's text and line iterators: a model's stream is a chunk per token."""
+
+    def __init__(self) -> None:
+        self.pending = b""
+        self.data: list[bytes] = []
+        self.after_cr = False
+        #: `[DONE]` was read: what comes after it is not read.
+        self.done = False
+
+    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
+        """The events this chunk completes."""
+        if not chunk or self.done:
+            return []
+        if self.after_cr and chunk[:1] == b"\n":
             chunk = chunk[1:]  # the LF of a CRLF cut between two chunks
-        after_cr = chunk[-1:] == b"\r"
+        self.after_cr = chunk[-1:] == b"\r"
         if b"\r" in chunk:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        lines = (pending + chunk).split(b"\n")
-        pending = lines.pop()
+        lines = (self.pending + chunk).split(b"\n")
+        self.pending = lines.pop()
+        found: list[dict[str, Any]] = []
+        data = self.data
         for line in lines:
             if line.startswith(b"data:"):
                 data.append(line[6:] if line.startswith(b"data: ") else line[5:])
@@ -193,13 +205,15 @@ async def events(chunks: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
             if line or not data:
                 continue  # a comment, another field, or a blank line between events
             text = b"\n".join(data)
-            data = []
+            data.clear()
             if text == b"[DONE]":
-                return
+                self.done = True
+                break
             event = from_json(text)  # pydantic-core's parser: half json's time
             if not isinstance(event, dict) or event.get("error") is not None:
                 raise ValueError("the stream reported an error")
-            yield event
+            found.append(event)
+        return found
 
 
 def status_error(status: int) -> ModelError:
