@@ -3,6 +3,7 @@ recorded chunk streams: streaming, tools, approvals, replay, stop, failures, usa
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from starlette.testclient import TestClient
 from conftest import app_for, parse_sse
 from thinwire import Approval
 from thinwire.models import ChatAgent, OpenAIChat, tool
+from thinwire.models import openai as openai_chat
 from thinwire.testing.openai_stub import (
     Fail,
     Garbage,
@@ -273,6 +275,66 @@ def test_openai_chat_streams_through_aiohttp_where_it_is_installed() -> None:
     assert "Aio" in type(OpenAIChat("m", api_key="k").client._client).__name__
     given = OpenAIChat("m", api_key="k", http_client=http_client("httpx")).client._client
     assert isinstance(given, openai.DefaultAsyncHttpxClient)
+
+
+async def closing_server(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, opened: list[int]
+) -> None:
+    """A model's server that answers a connection's first request and closes it when a
+    second one comes: a keep-alive connection closed as the client reuses it."""
+    opened.append(1)
+    body = b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n'
+    for answered in range(2):
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":")[1])
+            for line in head.lower().split(b"\r\n")
+            if line.startswith(b"content-length:")
+        )
+        await reader.readexactly(length)
+        if answered:
+            break
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"content-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        await writer.drain()
+    writer.close()
+
+
+def test_a_connection_idle_for_a_while_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Servers close idle connections (uvicorn after 5 s): the aiohttp client drops its
+    own first, so no request goes out on one the server is closing."""
+    monkeypatch.setattr(openai_chat, "KEEPALIVE_S", 0.2)
+    opened: list[int] = []
+
+    async def two_calls() -> list[str]:
+        server = await asyncio.start_server(
+            lambda r, w: closing_server(r, w, opened), "127.0.0.1", 0
+        )
+        port = server.sockets[0].getsockname()[1]
+        model = OpenAIChat("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", retries=0)
+        replies = []
+        try:
+            for _ in range(2):
+                turn = await model.complete([{"role": "user", "content": "hi"}], [], Said())
+                replies.append(turn["content"])
+                await asyncio.sleep(0.4)
+        finally:
+            await model.aclose()
+            server.close()
+        return replies
+
+    assert asyncio.run(two_calls()) == ["hi", "hi"]
+    assert len(opened) == 2  # the second call on a connection of its own
+
+
+class Said:
+    async def say(self, delta: str) -> None:
+        pass
+
+    async def think(self, delta: str) -> None:
+        pass
 
 
 @pytest.mark.parametrize("http", HTTP_CLIENTS)

@@ -143,14 +143,24 @@ class OpenAIChat:
             raise ModelError("sent a malformed answer", retryable=False) from exc
 
 
+#: Seconds a pooled connection to the model's server may sit idle before it is dropped:
+#: under the 5 s after which many servers (uvicorn's default) close one, so a request
+#: never goes out on a connection the server is closing. httpx checks a connection before
+#: reusing it; aiohttp does not, and its request would fail before the model answered.
+KEEPALIVE_S = 4.0
+
+
 def aiohttp_client(openai: Any) -> Any | None:
     """The SDK's aiohttp client (openai 1.89 and later, with its `aiohttp` extra), or None
     where it is not installed."""
     factory = getattr(openai, "DefaultAioHttpClient", None)
     if factory is None:
         return None
+    limits = http_library(openai).Limits(
+        max_connections=1000, max_keepalive_connections=100, keepalive_expiry=KEEPALIVE_S
+    )
     try:
-        return factory()
+        return factory(limits=limits)
     except RuntimeError:  # the SDK says its aiohttp extra is missing
         return None
 
@@ -163,12 +173,16 @@ def body_of(response: Any) -> AsyncIterator[bytes]:
     return response.aiter_bytes()  # type: ignore[no-any-return]
 
 
-def http_errors(openai: Any) -> tuple[type[Exception], type[Exception]]:
-    """(timeout, transport) errors of the HTTP library the SDK is built on (httpx, or
-    httpx2 in later SDKs): read past the SDK's chunk objects, a stream raises them as
-    they are."""
+def http_library(openai: Any) -> Any:
+    """The HTTP library the SDK is built on: httpx, or httpx2 in later SDKs."""
     client_class = openai.DefaultAsyncHttpxClient.__mro__[1]
-    http = sys.modules[client_class.__module__.partition(".")[0]]
+    return sys.modules[client_class.__module__.partition(".")[0]]
+
+
+def http_errors(openai: Any) -> tuple[type[Exception], type[Exception]]:
+    """(timeout, transport) errors of the SDK's HTTP library: read past the SDK's chunk
+    objects, a stream raises them as they are."""
+    http = http_library(openai)
     return http.TimeoutException, http.TransportError
 
 
