@@ -605,7 +605,7 @@ def branch_turns(lines: Lines, texts: Iterable[bytes]) -> list[bytes]:
     `json_array`), from each exchange's turns as stored (`texts`: a JSON array, UTF-8,
     per exchange of the branch from depth 0 on). Only the turns of an exchange with
     siblings are decoded, to say how many and which."""
-    items = [text.strip()[1:-1] for text in texts]
+    items = [text.strip()[1:-1].strip() for text in texts]
     for depth, (count, index) in lines.forks().items():  # a branch has one exchange a depth
         items[depth] = with_siblings(items[depth], count, index)
     return items
@@ -613,8 +613,8 @@ def branch_turns(lines: Lines, texts: Iterable[bytes]) -> list[bytes]:
 
 def json_array(items: Sequence[bytes], before: bytes = b"", after: bytes = b"") -> bytes:
     """A JSON array of `items` (each one or more JSON values joined by commas; empty ones
-    are left out), between `before` and `after`. One join, as a `+` of long bytes copies
-    them each time, and no copy at all of a single item."""
+    are left out), between `before` and `after`: the items are copied once, where a `+`
+    of long bytes would copy them at every step."""
     return b"".join((before, b"[", b",".join(filter(None, items)), b"]", after))
 
 

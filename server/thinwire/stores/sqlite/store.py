@@ -13,7 +13,6 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from thinwire.branches import Position
 from thinwire.errors import AlreadyExists, VersionConflict
@@ -72,26 +71,28 @@ class SQLiteStore(Store):
     async def load_exchanges(
         self, context_id: str, positions: Sequence[Position]
     ) -> list[Exchange]:
-        return await self._database.read(
-            lambda connection: [
-                Exchange(position, messages_json=messages, turns_json=turns, size=size)
-                for position, (messages, turns, size) in select_exchanges(
-                    connection, context_id, positions, "messages, turns, size"
-                )
-            ]
-        )
+        wanted = set(positions)
+        lines: dict[int, tuple[int, int]] = {}
+        for line, depth in wanted:  # one range of depths per line: a handful of queries
+            low, high = lines.get(line, (depth, depth))
+            lines[line] = (min(low, depth), max(high, depth))
 
-    async def load_turns(
-        self, context_id: str, positions: Sequence[Position]
-    ) -> dict[Position, str]:
-        return await self._database.read(
-            lambda connection: {
-                position: turns
-                for position, (turns,) in select_exchanges(
-                    connection, context_id, positions, "turns"
-                )
-            }
-        )
+        def load(connection: sqlite3.Connection) -> list[Exchange]:
+            found = []
+            for line, (low, high) in lines.items():
+                for depth, messages, turns, size in connection.execute(
+                    "SELECT depth, messages, turns, size FROM exchanges "
+                    "WHERE context_id = ? AND line = ? AND depth BETWEEN ? AND ?",
+                    (context_id, line, low, high),
+                ):
+                    position = Position(line, depth)
+                    if position in wanted:
+                        found.append(
+                            Exchange(position, messages_json=messages, turns_json=turns, size=size)
+                        )
+            return found
+
+        return await self._database.read(load)
 
     async def load_transcript(self, context_id: str) -> TranscriptView | None:
         """In one trip to the database thread: the record, then each stretch of the
@@ -304,29 +305,6 @@ def joined_turns(
         }
         log_lost(context_id, [Position(line, d) for d in range(start, end) if d not in found])
     return joined or b""
-
-
-def select_exchanges(
-    connection: sqlite3.Connection, context_id: str, positions: Sequence[Position], columns: str
-) -> list[tuple[Position, tuple[Any, ...]]]:
-    """`columns` of the stored exchanges at `positions` (those there are): one range of
-    depths per line, so a handful of queries however long the branch."""
-    wanted = set(positions)
-    lines: dict[int, tuple[int, int]] = {}
-    for line, depth in wanted:
-        low, high = lines.get(line, (depth, depth))
-        lines[line] = (min(low, depth), max(high, depth))
-    found = []
-    for line, (low, high) in lines.items():
-        for depth, *values in connection.execute(
-            f"SELECT depth, {columns} FROM exchanges "
-            "WHERE context_id = ? AND line = ? AND depth BETWEEN ? AND ?",
-            (context_id, line, low, high),
-        ):
-            position = Position(line, depth)
-            if position in wanted:
-                found.append((position, tuple(values)))
-    return found
 
 
 def exchange_rows(record: ContextRecord, exchanges: Iterable[Exchange]) -> list[Row]:
