@@ -10,7 +10,7 @@ from starlette.requests import HTTPConnection
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from conftest import app_for
+from conftest import app_for, parse_sse
 from thinwire import Agent, MemoryStore, Run
 from thinwire.errors import TooManyRequests
 from thinwire.limits import RateLimiter
@@ -153,4 +153,29 @@ def test_one_principals_open_streams_are_capped_everyone_elses_are_not() -> None
         deadline = time.monotonic() + 5
         while streams.count("ada") and time.monotonic() < deadline:
             time.sleep(0.01)
+        assert streams.count("ada") == 0
+
+
+def test_a_stream_with_nothing_to_send_frees_its_place() -> None:
+    """A follow of a run that is over answers 204 and is no longer counted: a page
+    reconnecting to finished conversations never runs into the cap."""
+    app = app_for({"demo": Quick}, identify=lambda c: c.headers.get("x-user"), max_streams=1)
+    ada = {"x-user": "ada"}
+    with TestClient(app) as client:
+        streams = client.app.state.thinwire.streams  # type: ignore[attr-defined]
+        frames = parse_sse(
+            client.post("/agents/demo/runs", json={"message": {"text": "hi"}}, headers=ada).text
+        )
+        done = frames[-1]
+        events = f"/agents/demo/contexts/{done['contextId']}/events"
+        chat = {
+            "id": "chat-1",
+            "messages": [{"id": "m-1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+            "trigger": "submit-message",
+        }
+        assert client.post("/ai-sdk/demo/chat", json=chat, headers=ada).status_code == 200
+        for _ in range(3):
+            followed = client.get(events, headers={**ada, "Last-Event-ID": str(done["seq"])})
+            assert followed.status_code == 204
+            assert client.get("/ai-sdk/demo/chat/chat-1/stream", headers=ada).status_code == 204
         assert streams.count("ada") == 0

@@ -73,15 +73,14 @@ async def counted(
 ) -> tuple[T | None, Callable[[], None]]:
     """`frames()`, counted among the principal's open streams from before the work starts
     (`too_many_streams` beyond the cap): the source, and the close its response calls when
-    it ends — called already if the work fails or there is nothing to stream."""
+    it ends (or the caller, when there is no response to stream) — called already if the
+    work fails."""
     close = server.streams.open(principal)
     try:
         source = await frames()
     except BaseException:
         close()
         raise
-    if source is None:
-        close()
     return source, close
 
 
@@ -99,6 +98,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         work starts until the response ends (`too_many_streams` beyond the cap)."""
         source, close = await counted(server, principal, frames)
         if source is None:
+            close()
             # Nothing to send: 204 also tells a browser EventSource to stop reconnecting.
             return Response(status_code=204, headers=PROTOCOL_HEADERS)
         return EventStream(

@@ -47,6 +47,7 @@ def ai_sdk_routes(server: AgentServer) -> list[BaseRoute]:
         before the work starts until the response ends."""
         source, close = await counted(server, principal, frames)
         if source is None:
+            close()
             return Response(status_code=204, headers=PROTOCOL_HEADERS)
         return ui_message_stream(
             source, chunks or Chunks(), send_timeout=server.send_timeout, on_close=close
