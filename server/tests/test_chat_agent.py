@@ -4,6 +4,7 @@ recorded chunk streams: streaming, tools, approvals, replay, stop, failures, usa
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import time
 from collections.abc import Iterator
@@ -278,14 +279,23 @@ def test_openai_chat_streams_through_aiohttp_where_it_is_installed() -> None:
 
 
 async def closing_server(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, opened: list[int]
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    opened: list[asyncio.Task[Any]],
+    encoding: str = "identity",
 ) -> None:
-    """A model's server that answers a connection's first request and closes it when a
-    second one comes: a keep-alive connection closed as the client reuses it."""
-    opened.append(1)
+    """A model's server that answers a connection's first request (its body gzipped,
+    with `encoding="gzip"`) and closes it when a second one comes: a keep-alive
+    connection closed as the client reuses it."""
+    opened.append(asyncio.current_task())  # type: ignore[arg-type]
     body = b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n'
+    if encoding == "gzip":
+        body = gzip.compress(body)
     for answered in range(2):
-        head = await reader.readuntil(b"\r\n\r\n")
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError:
+            break  # the client closed the connection
         length = next(
             int(line.split(b":")[1])
             for line in head.lower().split(b"\r\n")
@@ -296,37 +306,53 @@ async def closing_server(
             break
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"content-length: %d\r\n\r\n%s" % (len(body), body)
+            b"content-encoding: %s\r\ncontent-length: %d\r\n\r\n%s"
+            % (encoding.encode(), len(body), body)
         )
         await writer.drain()
     writer.close()
+
+
+async def calls(
+    opened: list[asyncio.Task[Any]], count: int, http: str | None = None, encoding: str = "identity"
+) -> list[str]:
+    """`count` calls of an OpenAIChat (through `http`, or its own choice of client) to a
+    `closing_server`, 0.4 s apart; what each answered."""
+    server = await asyncio.start_server(
+        lambda r, w: closing_server(r, w, opened, encoding), "127.0.0.1", 0
+    )
+    port = server.sockets[0].getsockname()[1]
+    options = {} if http is None else {"http_client": http_client(http)}
+    model = OpenAIChat(
+        "m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", retries=0, **options
+    )
+    replies = []
+    try:
+        for n in range(count):
+            if n:
+                await asyncio.sleep(0.4)
+            turn = await model.complete([{"role": "user", "content": "hi"}], [], Said())
+            replies.append(turn["content"])
+    finally:
+        await model.aclose()
+        server.close()
+        await asyncio.wait_for(asyncio.gather(*opened), 5)  # each saw its connection go
+    return replies
 
 
 def test_a_connection_idle_for_a_while_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
     """Servers close idle connections (uvicorn after 5 s): the aiohttp client drops its
     own first, so no request goes out on one the server is closing."""
     monkeypatch.setattr(openai_chat, "KEEPALIVE_S", 0.2)
-    opened: list[int] = []
-
-    async def two_calls() -> list[str]:
-        server = await asyncio.start_server(
-            lambda r, w: closing_server(r, w, opened), "127.0.0.1", 0
-        )
-        port = server.sockets[0].getsockname()[1]
-        model = OpenAIChat("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k", retries=0)
-        replies = []
-        try:
-            for _ in range(2):
-                turn = await model.complete([{"role": "user", "content": "hi"}], [], Said())
-                replies.append(turn["content"])
-                await asyncio.sleep(0.4)
-        finally:
-            await model.aclose()
-            server.close()
-        return replies
-
-    assert asyncio.run(two_calls()) == ["hi", "hi"]
+    opened: list[asyncio.Task[Any]] = []
+    replies = asyncio.run(calls(opened, 2))
+    assert replies == ["hi", "hi"]
     assert len(opened) == 2  # the second call on a connection of its own
+
+
+@pytest.mark.parametrize("http", HTTP_CLIENTS)
+def test_a_compressed_stream_is_decoded(http: str) -> None:
+    assert asyncio.run(calls([], 1, http, "gzip")) == ["hi"]
 
 
 class Said:

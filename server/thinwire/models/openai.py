@@ -156,8 +156,11 @@ def aiohttp_client(openai: Any) -> Any | None:
     factory = getattr(openai, "DefaultAioHttpClient", None)
     if factory is None:
         return None
+    default = openai.DEFAULT_CONNECTION_LIMITS
     limits = http_library(openai).Limits(
-        max_connections=1000, max_keepalive_connections=100, keepalive_expiry=KEEPALIVE_S
+        max_connections=default.max_connections,
+        max_keepalive_connections=default.max_keepalive_connections,
+        keepalive_expiry=KEEPALIVE_S,
     )
     try:
         return factory(limits=limits)
