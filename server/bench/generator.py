@@ -103,11 +103,11 @@ class LoadGenerator:
         stagger: float = 0.0,
     ) -> Cell:
         if self._pool is None or concurrency == 1:
-            own = time.process_time()
-            results, wall = asyncio.run(
-                run_cell(target, concurrency, streams, deltas, budget, pace, stagger)
+            start_at = time.time()
+            share = _run_share(
+                target, concurrency, streams, deltas, budget, pace, stagger, start_at
             )
-            return Cell(results, wall, [time.process_time() - own])
+            return Cell(share[0], share[2] - start_at, [share[1]])
         parts = min(self.processes, concurrency)
         start_at = time.time() + 0.05  # every share starts together
         futures: list[Future[tuple[list[Result], float, float]]] = [

@@ -47,8 +47,7 @@ def encode(seq: int, data: str) -> bytes:
 def encode_all(frames: Sequence[tuple[int, str]]) -> bytes:
     """Several SSE events, as one body."""
     if len(frames) == 1:  # a model's token per tick: the common case
-        seq, data = frames[0]
-        return f"id: {seq}\ndata: {data}\n\n".encode()
+        return encode(*frames[0])
     return "".join([f"id: {seq}\ndata: {data}\n\n" for seq, data in frames]).encode()
 
 
