@@ -133,7 +133,7 @@ class Store(abc.ABC):
 
     async def load_transcript(self, context_id: str) -> TranscriptView | None:
         """The branch shown, as the public transcript, and what goes with it; or None.
-        Reads the record and its branch's turns, never the history."""
+        Reads the record without its exchanges, then its branch's turns (`load_turns`)."""
         record = await self.load(context_id)
         if record is None:
             return None
