@@ -85,6 +85,29 @@ def test_reload_resumes_the_same_conversation(
     assert context_id in run_bodies[-1]
 
 
+def test_a_long_conversation_opens_on_its_latest_page(page: Page, demo: Demo) -> None:
+    page.goto(f"{demo.url}/?user=carol&pageSize=2")  # pages of two exchanges
+    expect(page.get_by_test_id("status")).to_have_text("idle")
+    for n in range(5):
+        send(page, f"message {n}")
+        wait_for_reply(page, n + 1)
+    user_texts = '[data-testid="turn"][data-role="user"] [data-testid="turn-text"]'
+
+    page.reload()
+    turns, earlier = page.get_by_test_id("turn"), page.get_by_test_id("load-earlier")
+    expect(turns).to_have_count(4)  # the latest two exchanges only
+    assert page.locator(user_texts).all_text_contents() == ["message 3", "message 4"]
+    earlier.click()
+    expect(turns).to_have_count(8)
+    earlier.click()
+    expect(turns).to_have_count(10)
+    expect(earlier).to_have_count(0)  # nothing before the first exchange
+    assert page.locator(user_texts).all_text_contents() == [f"message {n}" for n in range(5)]
+    send(page, "message 5")  # a send keeps the pages read
+    wait_for_reply(page, 6)
+    expect(turns).to_have_count(12)
+
+
 def test_each_user_resumes_their_own_conversation(page: Page, demo: Demo) -> None:
     open_as(page, demo, "alice")
     send(page, "alice was here")

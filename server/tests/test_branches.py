@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thinwire.branches import Lines, Position, parse_turn_id, turn_id
+from thinwire.branches import Lines, Page, Position, parse_turn_id, turn_id
 from thinwire.errors import NotFound
 from thinwire.exchanges import Exchange, History
-from thinwire.records import ContextRecord
+from thinwire.records import ContextRecord, branch_turns, json_array
 
 
 @dataclass
@@ -23,6 +23,7 @@ class Node:
 
     text: str
     parent: Node | None
+    position: Position
     children: list[Node] = field(default_factory=list)
     next: Node | None = None
 
@@ -76,7 +77,8 @@ def test_a_record_shows_what_a_plain_tree_would(operations: list[tuple[int | str
             record.start_run(f"r{n}", text, fork=beside)
             record.end_turn("end", text.upper())
             parent = path[at].parent if forking else leaf
-            node = Node(text, parent)
+            assert record.lines.leaf is not None
+            node = Node(text, parent, record.lines.leaf)
             (parent.children if parent else roots).append(node)
             if parent is not None and not forking:
                 parent.next = node
@@ -91,6 +93,34 @@ def test_a_record_shows_what_a_plain_tree_would(operations: list[tuple[int | str
         assert record.turn_count == len(turns) == 2 * len(expected)
         ids = [t["id"] for t in turns]
         assert len(set(ids)) == len(ids)
+        # Pages: the last `limit` exchanges of the branch shown, and of the branch leading
+        # to any exchange of the tree (its ancestors), with siblings told as above.
+        limit = n % 4 + 1
+        assert page_of(record, Page(limit)) == (turns[-2 * limit :], len(expected) > limit)
+        assert page_of(record, Page()) == (turns, False)
+        everything = [node for root in roots for node in walk(root)]
+        for node in everything:
+            ancestors = node.path()[:-1]
+            page, earlier = page_of(record, Page(limit, node.position))
+            kept = ancestors[-limit:]
+            assert [t["text"] for t in page if t["role"] == "user"] == [a.text for a in kept]
+            forks = [(len(siblings_of(a)), siblings_of(a).index(a)) for a in kept]
+            assert [(t["siblings"], t["siblingIndex"]) for t in page[::2]] == forks
+            assert earlier == (len(ancestors) > limit)
+        gone = Position(record.lines.next_line, 0)
+        assert record.lines.window(Page(1, gone)) is None
+
+
+def walk(node: Node) -> list[Node]:
+    return [node, *(n for child in node.children for n in walk(child))]
+
+
+def page_of(record: ContextRecord, page: Page) -> tuple[list[dict[str, object]], bool]:
+    """The turns of a page, from the exchanges in hand, and whether any precede it."""
+    window = record.lines.window(page)
+    assert window is not None
+    texts = [record.exchanges[p].turns_json().encode() for p in window.positions()]
+    return json.loads(json_array(branch_turns(window, texts))), window.has_earlier
 
 
 def test_turn_ids_name_their_exchange() -> None:

@@ -158,6 +158,7 @@ def test_clear_drops_history_but_keeps_state_and_id(client: TestClient) -> None:
         "turns": [],
         "activeRunId": None,
         "pendingInterrupt": None,
+        "hasEarlier": False,
     }
     context = server_context(client, context_id)
     assert [m["role"] for m in context.history] == ["system"]

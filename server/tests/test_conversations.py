@@ -333,6 +333,73 @@ def test_another_principal_cannot_reach_any_of_it(client: TestClient) -> None:
     assert listed(client)["conversations"][0]["title"] == "private"
 
 
+def page(client: TestClient, context_id: str, headers: dict[str, str] = ADA, **query: Any) -> Any:
+    return client.get(url(context_id), params=query, headers=headers)
+
+
+def read_back_in_pages(client: TestClient, context_id: str, limit: int) -> list[dict[str, Any]]:
+    """The branch shown, read from its end a page at a time, as a UI scrolling up does."""
+    body = page(client, context_id, limit=limit).json()
+    read = body["turns"]
+    while body["hasEarlier"]:
+        assert len(body["turns"]) == 2 * limit
+        body = page(client, context_id, limit=limit, before=read[0]["id"]).json()
+        read = body["turns"] + read
+    return list(read)
+
+
+@pytest.mark.parametrize("cold", [False, True], ids=["live", "cold"])
+def test_a_transcript_reads_in_pages_from_its_end(client: TestClient, cold: bool) -> None:
+    context_id = conversation(client, *(f"m{n}" for n in range(7)))
+    whole = turns(client, context_id)
+    edited = {"turnId": whole[6]["id"], "message": {"text": "M3"}}
+    client.post(url(context_id, "/edits"), json=edited, headers=ADA)
+    send(client, "m4'", context_id)
+    if cold:  # answered from the store's transcript, not the live context
+        registry = client.app.state.thinwire.contexts  # type: ignore[attr-defined]
+        registry.forget_cached(server_context(client, context_id, "chat"))
+    shown = turns(client, context_id)
+    assert [t["text"] for t in shown[::2]] == ["m0", "m1", "m2", "M3", "m4'"]
+    assert page(client, context_id).json()["hasEarlier"] is False
+    for limit in (1, 2, 5, 1000):
+        assert read_back_in_pages(client, context_id, limit) == shown
+    last = page(client, context_id, limit=2).json()
+    assert [t["text"] for t in last["turns"]] == ["M3", "M3 #8", "m4'", "m4' #9"]
+    assert last["hasEarlier"] is True and last["contextId"] == context_id
+    # Before a turn of a branch not shown: that branch's own earlier exchanges.
+    before = page(client, context_id, limit=2, before=whole[10]["id"]).json()  # m5
+    assert [t["text"] for t in before["turns"][::2]] == ["m3", "m4"]
+    assert [t["siblings"] for t in before["turns"][::2]] == [2, 1]
+    # The first page of another branch comes back from the switch itself.
+    switched = client.post(
+        url(context_id, "/branch"),
+        params={"limit": 1},
+        json={"turnId": shown[6]["id"], "index": 0},
+        headers=ADA,
+    ).json()
+    assert [t["text"] for t in switched["turns"]] == ["m6", "m6 #7"]
+    assert switched["hasEarlier"] is True
+    again = turns(client, context_id)
+    assert [t["id"] for t in again] == [t["id"] for t in whole]
+    assert read_back_in_pages(client, context_id, 3) == again
+
+
+def test_a_page_asked_for_wrongly_is_refused_and_reveals_nothing(client: TestClient) -> None:
+    context_id = conversation(client, "one", "two")
+    first = turns(client, context_id)[0]["id"]
+    for limit in ("0", "-1", "x", "1001", "²"):
+        assert error(page(client, context_id, limit=limit)) == (400, "invalid_request"), limit
+    for before in ("nope", "turn-000900000000-u0", "turn-000000000009-u0"):
+        assert error(page(client, context_id, before=before)) == (404, "turn_not_found")
+    # Another principal learns neither the conversation nor its turns.
+    for before in (first, "turn-000900000000-u0"):
+        response = page(client, context_id, EVE, limit=1, before=before)
+        assert error(response) == (404, "context_not_found")
+    cleared = client.post(url(context_id, "/clear"), headers=ADA)
+    assert cleared.status_code == 200  # the turn ids of the history cleared are gone
+    assert error(page(client, context_id, before=first)) == (404, "turn_not_found")
+
+
 # --- what each turn showed --------------------------------------------------------------
 
 
@@ -442,6 +509,7 @@ def test_an_agent_with_a_window_loads_only_the_latest_exchanges() -> None:
             "m12",
         ]
         assert len(turns(client, context_id)) == 26  # a read is the whole branch
+        assert read_back_in_pages(client, context_id, 5) == turns(client, context_id)
         first = turns(client, context_id)[0]["id"]  # long out of the window
         body = {"turnId": first, "message": {"text": "M0"}}
         edited = parse_sse(client.post(url(context_id, "/edits"), json=body, headers=ADA).text)

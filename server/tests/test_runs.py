@@ -118,6 +118,7 @@ def test_transcript_is_the_public_projection(client: TestClient) -> None:
         "turns",
         "activeRunId",
         "pendingInterrupt",
+        "hasEarlier",
     }
     assert body["title"] == "first message" and body["activeRunId"] is None
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from thinwire.branches import Position
+from thinwire.branches import Page, Position
 from thinwire.records import Checkpoint, json_array
 from thinwire.stores import (
     AlreadyExists,
@@ -567,6 +567,48 @@ async def test_branches_keep_every_exchange_and_show_one(store: Store) -> None:
     assert [t["siblings"] for t in loaded.transcript] == [1, 1, 2, 2]
     others = await store.load_exchanges("ctx-1", [Position(0, 2), Position(9, 9)])
     assert [e.position for e in others] == [Position(0, 2)]  # what there is, no more
+
+
+async def test_a_cold_read_pages_any_branch_from_its_end(store: Store) -> None:
+    made = conversation(turns=5)
+    reply(made, "q3'", "a3'", fork=Position(0, 3))
+    reply(made, "q4", "a4")
+    reply(made, "q5", "a5")
+    reply(made, "q1'", "a1'", fork=Position(0, 1))
+    made.show(Position(1, 5))
+    await saved(store, made)
+    whole = made.transcript
+    assert [t["text"] for t in whole[::2]] == ["q0", "q1", "q2", "q3'", "q4", "q5"]
+    for limit in range(1, 8):
+        view = await store.load_transcript("ctx-1", Page(limit))
+        assert view is not None and view.turns is not None
+        assert json.loads(json_array(view.turns)) == whole[-2 * limit :]
+        assert view.has_earlier == (limit < 6)
+        # Before an exchange: those leading to it, on its own branch (shown or not).
+        for before, ancestors in (
+            (Position(1, 5), ["q0", "q1", "q2", "q3'", "q4"]),
+            (Position(1, 3), ["q0", "q1", "q2"]),
+            (Position(0, 4), ["q0", "q1", "q2", "q3"]),
+            (Position(2, 1), ["q0"]),
+            (Position(0, 0), []),
+        ):
+            view = await store.load_transcript("ctx-1", Page(limit, before))
+            assert view is not None and view.turns is not None
+            turns = json.loads(json_array(view.turns))
+            assert [t["text"] for t in turns[::2]] == ancestors[-limit:]
+            assert view.has_earlier == (len(ancestors) > limit)
+    # Siblings are told as on the page's own branch, not the one shown.
+    for before, last in ((Position(1, 4), ("q3'", 2, 1)), (Position(0, 4), ("q3", 2, 0))):
+        marked = await store.load_transcript("ctx-1", Page(2, before))
+        assert marked is not None and marked.turns is not None
+        pair = json.loads(json_array(marked.turns))
+        assert [(t["text"], t["siblings"], t["siblingIndex"]) for t in pair[::2]] == [
+            ("q2", 1, 0),
+            last,
+        ]
+    for unknown in (Position(7, 0), Position(0, 9)):  # no such exchange
+        view = await store.load_transcript("ctx-1", Page(2, unknown))
+        assert view is not None and view.turns is None
 
 
 async def test_a_clear_drops_every_exchange(store: Store) -> None:

@@ -26,7 +26,17 @@ from typing import Any, NamedTuple
 
 from thinwire.errors import BadRequest, NotFound
 
-__all__ = ["Line", "Lines", "Position", "Segment", "parse_turn_id", "turn_id"]
+__all__ = [
+    "WHOLE",
+    "Line",
+    "Lines",
+    "Page",
+    "Position",
+    "Segment",
+    "Window",
+    "parse_turn_id",
+    "turn_id",
+]
 
 TURN_ID = re.compile(r"turn-([0-9a-f]{4})([0-9a-f]{8})-([ua])([0-9]{1,4})")
 
@@ -58,6 +68,38 @@ class Segment:
     line: int
     start: int
     end: int
+
+
+class Page(NamedTuple):
+    """Which exchanges of a transcript to read: the last `limit` (all of them when None)
+    of the branch shown, or, with `before`, of the branch that leads to that exchange
+    (its ancestors: the same whichever branch is shown since)."""
+
+    limit: int | None = None
+    before: Position | None = None
+
+
+#: The whole branch shown.
+WHOLE = Page()
+
+
+@dataclass(frozen=True)
+class Window:
+    """The exchanges of a page: depths `start` on of the path `segments`, and for each
+    depth among them with siblings, (how many, which one)."""
+
+    segments: list[Segment]
+    forks: dict[int, tuple[int, int]]
+    start: int
+
+    @property
+    def has_earlier(self) -> bool:
+        return self.start > 0
+
+    def positions(self) -> Iterator[Position]:
+        for segment in self.segments:
+            for depth in range(segment.start, segment.end + 1):
+                yield Position(segment.line, depth)
 
 
 def turn_id(position: Position, role: str, index: int) -> str:
@@ -139,21 +181,41 @@ class Lines:
             and self.parent_line(Position(line, position.depth)) == parent
         ]
 
-    def forks(self) -> dict[int, tuple[int, int]]:
-        """For each depth of the branch shown with siblings: (how many, which one)."""
+    def forks(self, leaf: Position | None = None, start: int = 0) -> dict[int, tuple[int, int]]:
+        """For each depth from `start` of the branch to `leaf` (the one shown by default)
+        with siblings: (how many, which one)."""
         found: dict[int, tuple[int, int]] = {}
         if len(self.lines) < 2:
             return found
         # Siblings share a parent, so all but one of them start a line: only the depths
         # where a line starts can have any.
-        starts = {spec.start for spec in self.lines.values()}
-        for position in self.positions():
-            if position.depth not in starts:
-                continue
-            siblings = self.siblings(position)
-            if len(siblings) > 1:
-                found[position.depth] = (len(siblings), siblings.index(position))
+        starts = sorted({spec.start for spec in self.lines.values()})
+        for segment in self.path(leaf):
+            for depth in starts:
+                if max(start, segment.start) <= depth <= segment.end:
+                    position = Position(segment.line, depth)
+                    siblings = self.siblings(position)
+                    if len(siblings) > 1:
+                        found[depth] = (len(siblings), siblings.index(position))
         return found
+
+    def window(self, page: Page = WHOLE) -> Window | None:
+        """The exchanges of `page`; None when its `before` is no exchange of these lines."""
+        leaf = self.leaf
+        if page.before is not None:
+            line, depth = page.before
+            spec = self.lines.get(line)
+            if spec is None or not spec.start <= depth <= spec.tail:
+                return None
+            parent = self.parent_line(page.before)  # None at depth 0 only
+            leaf = None if parent is None else Position(parent, depth - 1)
+        if leaf is None:
+            return Window([], {}, 0)
+        start = 0 if page.limit is None else max(0, leaf.depth + 1 - page.limit)
+        segments = [
+            Segment(s.line, max(s.start, start), s.end) for s in self.path(leaf) if s.end >= start
+        ]
+        return Window(segments, self.forks(leaf, start), start)
 
     # --- changes ----------------------------------------------------------------------
 

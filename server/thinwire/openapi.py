@@ -115,6 +115,20 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
     transcript = {
         "200": {"description": "Transcript", "content": json_content(ref(wire.Transcript))}
     }
+    transcript_limit = {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "description": "Only the last exchanges (a message and its reply) of the branch.",
+        "schema": {"type": "integer", "minimum": 1, "maximum": wire.MAX_TRANSCRIPT_PAGE},
+    }
+    transcript_before = {
+        "name": "before",
+        "in": "query",
+        "required": False,
+        "description": "A turn's id: the exchanges leading to its exchange, on its branch.",
+        "schema": {"type": "string"},
+    }
     page_parameters = [
         {
             "name": "limit",
@@ -156,14 +170,9 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
         },
         base: {
             "get": operation(
-                "The public transcript",
-                [agent, context],
-                {
-                    "200": {
-                        "description": "Transcript",
-                        "content": json_content(ref(wire.Transcript)),
-                    }
-                },
+                "The public transcript, or a page of it",
+                [agent, context, transcript_limit, transcript_before],
+                transcript,
             ),
             "patch": operation(
                 "Rename the conversation",
@@ -250,7 +259,7 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
         f"{base}/branch": {
             "post": operation(
                 "Show another alternative at a turn",
-                [agent, context],
+                [agent, context, transcript_limit],
                 transcript,
                 body=wire.BranchRequest,
                 errors=("400", "401", "404", "409", "413", "415"),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from thinwire import wire
-from thinwire.branches import Lines, Position, turn_id
+from thinwire.branches import Lines, Position, Window, turn_id
 from thinwire.errors import Conflict, NotFound
 from thinwire.exchanges import Exchange, History, Message
 from thinwire.jsontext import dumps
@@ -237,7 +237,9 @@ class ContextRecord:
     def transcript_turns(self) -> list[bytes]:
         """The public turns of the branch shown, as JSON (`branch_turns`)."""
         self._whole()
-        return branch_turns(self.lines, [e.turns_json().encode() for e in self.branch()])
+        window = self.lines.window()
+        assert window is not None
+        return branch_turns(window, [e.turns_json().encode() for e in self.branch()])
 
     @property
     def status(self) -> wire.ConversationStatus:
@@ -600,14 +602,14 @@ def with_ids(turns: Iterable[dict[str, Any]], position: Position) -> list[dict[s
     return out
 
 
-def branch_turns(lines: Lines, texts: Iterable[bytes]) -> list[bytes]:
-    """The public turns of the branch shown, as the items of one JSON array (see
+def branch_turns(window: Window, texts: Iterable[bytes]) -> list[bytes]:
+    """The public turns of a page of a branch, as the items of one JSON array (see
     `json_array`), from each exchange's turns as stored (`texts`: a JSON array, UTF-8,
-    per exchange of the branch from depth 0 on). Only the turns of an exchange with
-    siblings are decoded, to say how many and which."""
+    per exchange of `window` in order). Only the turns of an exchange with siblings are
+    decoded, to say how many and which."""
     items = [text.strip()[1:-1].strip() for text in texts]
-    for depth, (count, index) in lines.forks().items():  # a branch has one exchange a depth
-        items[depth] = with_siblings(items[depth], count, index)
+    for depth, (count, index) in window.forks.items():  # a branch has one exchange a depth
+        items[depth - window.start] = with_siblings(items[depth - window.start], count, index)
     return items
 
 
@@ -635,22 +637,26 @@ class TranscriptView:
     agent: str
     owner: str
     title: str | None
-    #: The turns of the branch shown, as the items of a JSON array (`json_array`): the
-    #: turns of an exchange or of several, UTF-8, ready to be sent.
-    turns: list[bytes]
+    #: The turns of the page read (`Page`; the branch shown by default), as the items of a
+    #: JSON array (`json_array`): the turns of an exchange or of several, UTF-8, ready to
+    #: be sent. None when the page's `before` is no exchange of the conversation.
+    turns: list[bytes] | None
     active_run: ActiveRun | None
     #: The public request of the interrupt the conversation waits for, if any.
     pending_interrupt: dict[str, Any] | None
+    #: Exchanges precede the page.
+    has_earlier: bool = False
 
     @classmethod
-    def of(cls, record: ContextRecord, turns: list[bytes] | None = None) -> TranscriptView:
-        """The view of a record with its branch in hand, or of one without its exchanges
-        and the `turns` of its branch."""
+    def of(cls, record: ContextRecord, window: Window | None, turns: list[bytes]) -> TranscriptView:
+        """The view of a record read without its exchanges, with the `turns` of `window`
+        (the page asked for; None when it is not there)."""
         return cls(
             agent=record.agent,
             owner=record.owner,
             title=record.title,
-            turns=record.transcript_turns() if turns is None else turns,
+            turns=None if window is None else turns,
             active_run=record.active_run,
             pending_interrupt=record.pending_interrupt,
+            has_earlier=window is not None and window.has_earlier,
         )

@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from thinwire import wire
 from thinwire.admin import is_operator
 from thinwire.boundary import PROTOCOL_HEADERS
+from thinwire.branches import Page, parse_turn_id
 from thinwire.contexts import Context
 from thinwire.errors import BadRequest
 from thinwire.openapi import openapi_document
@@ -54,6 +55,20 @@ def after_of(request: Request) -> int:
     if after is None:
         raise BadRequest("invalid_request", "Last-Event-ID / after must be a frame seq")
     return after
+
+
+def page_of(request: Request) -> Page:
+    """Which exchanges of a transcript the request asks for: `?limit=` (the last ones;
+    all by default), `?before=` a turn's id (those leading to its exchange)."""
+    raw_limit, raw_before = request.query_params.get("limit"), request.query_params.get("before")
+    limit = None if raw_limit is None else ascii_number(raw_limit, wire.MAX_TRANSCRIPT_PAGE)
+    if raw_limit is not None and not limit:
+        raise BadRequest(
+            "invalid_request",
+            f"limit: a whole number of exchanges from 1 to {wire.MAX_TRANSCRIPT_PAGE}",
+        )
+    before = None if raw_before is None else parse_turn_id(raw_before)[0]
+    return Page(limit, before)
 
 
 #: What a face's work hands its response: thinwire's frames, or a face's own events.
@@ -143,12 +158,13 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
     async def read_context(request: Request) -> Response:
         agent_name, principal = await caller(server, request)
         context_id = request.path_params["context_id"]
-        return json_body(await server.read_transcript(agent_name, context_id, principal))
+        page = page_of(request)
+        return json_body(await server.read_transcript(agent_name, context_id, principal, page))
 
     async def clear_context(request: Request) -> Response:
         context = await owned_context(request)
         await server.clear(context)
-        return json_body(server.transcript(context))
+        return json_body(await server.transcript(context))
 
     async def list_contexts(request: Request) -> Response:
         agent_name, principal = await caller(server, request)
@@ -192,8 +208,9 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
     async def switch_branch(request: Request) -> Response:
         context = await owned_context(request)
         body = await read_model(request, wire.BranchRequest, server.max_body_bytes)
+        page = page_of(request)
         await server.switch_branch(context, body.turn_id, body.index)
-        return json_body(server.transcript(context))
+        return json_body(await server.transcript(context, page))
 
     async def forget_context(request: Request) -> Response:
         await server.forget(await owned_context(request))

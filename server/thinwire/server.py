@@ -20,7 +20,7 @@ from starlette.requests import HTTPConnection
 
 from thinwire import wire
 from thinwire.agent import Agent
-from thinwire.branches import Position, parse_turn_id
+from thinwire.branches import WHOLE, Page, Position, parse_turn_id
 from thinwire.contexts import (
     DEFAULT_CACHE_BYTES,
     AgentFactory,
@@ -33,10 +33,11 @@ from thinwire.errors import BadRequest, Conflict, Misconfigured, NotFound, Store
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
 from thinwire.limits import RateLimiter, StreamLimiter
-from thinwire.records import TITLE_LENGTH, ContextRecord, json_array
+from thinwire.records import TITLE_LENGTH, ContextRecord, branch_turns, json_array
 from thinwire.runlog import FrameSource, Retagged, RunLog, StoredFrames
 from thinwire.runner import begin_run, execute
 from thinwire.stores import Store
+from thinwire.stores.base import log_lost
 from thinwire.stores.listing import Summary, decode_cursor, encode_cursor
 from thinwire.tickets import Tickets
 
@@ -395,15 +396,19 @@ class AgentServer:
             return stop_result(context, active.run_id, stopping=True)
         return stop_result(context, log.run_id if log else None, bool(log and log.stop_requested))
 
-    async def read_transcript(self, agent_name: str, context_id: str, principal: str) -> bytes:
-        """`GET` of a conversation, as JSON. A context this process does not hold is
-        answered from the store's transcript alone, without restoring it: reading a
-        long conversation back parses none of its history and fills no cache."""
+    async def read_transcript(
+        self, agent_name: str, context_id: str, principal: str, page: Page = WHOLE
+    ) -> bytes:
+        """`GET` of a conversation (a page of it), as JSON. A context this process does
+        not hold is answered from the store's transcript alone, without restoring it:
+        reading a long conversation back parses none of its history and fills no cache."""
         validate_context_id(context_id)
         if self.contexts.cached(context_id) is None:
-            view = await self.store.load_transcript(context_id)
+            view = await self.store.load_transcript(context_id, page)
             if view is None or view.agent != agent_name or view.owner != principal:
                 raise not_found(context_id)
+            if view.turns is None:
+                raise no_such_turn()
             if view.active_run is None:  # else: a run to find alive or record as killed
                 return encode_transcript(
                     context_id,
@@ -412,20 +417,35 @@ class AgentServer:
                     view.turns,
                     None,
                     view.pending_interrupt,
+                    has_earlier=view.has_earlier,
                 )
         context = await self.context(agent_name, context_id, principal)
-        await self.store.load_branch(context.record)  # a run may have loaded only its window
-        return self.transcript(context)
+        return await self.transcript(context, page)
 
-    def transcript(self, context: Context) -> bytes:
-        """The public projection of a live context, as JSON."""
+    async def transcript(self, context: Context, page: Page = WHOLE) -> bytes:
+        """A page of a live context's public transcript (the branch shown by default), as
+        JSON: the exchanges in hand as they are, the others as stored."""
+        record = context.record
+        window = record.lines.window(page)
+        if window is None:
+            raise no_such_turn()
+        positions = list(window.positions())
+        missing = [p for p in positions if p not in record.exchanges]
+        stored = await self.store.load_turns(record.id, missing) if missing else {}
+        if len(stored) < len(missing):
+            log_lost(record.id, [p for p in missing if p not in stored])
+        texts = [
+            (record.exchanges[p].turns_json() if p in record.exchanges else stored.get(p, "[]"))
+            for p in positions
+        ]
         return encode_transcript(
             context.id,
             context.agent_name,
-            context.record.title,
-            context.record.transcript_turns(),
+            record.title,
+            branch_turns(window, [text.encode() for text in texts]),
             active_run_id(context),
-            context.record.pending_interrupt,
+            record.pending_interrupt,
+            has_earlier=window.has_earlier,
         )
 
     async def clear(self, context: Context) -> None:
@@ -507,6 +527,8 @@ def encode_transcript(
     turns: Sequence[bytes],
     active_run: str | None,
     pending_interrupt: Mapping[str, Any] | None,
+    *,
+    has_earlier: bool = False,
 ) -> bytes:
     """A `Transcript` body. Everything but the turns goes through the wire model; the
     turns, public by construction (`public_turn`), are spliced in as stored."""
@@ -519,8 +541,13 @@ def encode_transcript(
         pending_interrupt=(
             wire.InterruptRequest.model_validate(pending_interrupt) if pending_interrupt else None
         ),
+        has_earlier=has_earlier,
     ).model_dump_json(by_alias=True, exclude={"turns"})
     return json_array(turns, before=b'{"turns":', after=b"," + rest[1:].encode())
+
+
+def no_such_turn() -> NotFound:
+    return NotFound("turn_not_found", "no such turn in this conversation")
 
 
 def last_message(record: ContextRecord) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_camel
 
 __all__ = [
     "MAX_SEQ",
+    "MAX_TRANSCRIPT_PAGE",
     "PROTOCOL_HEADER",
     "PROTOCOL_VERSION",
     "WEBSOCKET_SUBPROTOCOL",
@@ -64,6 +65,8 @@ WEBSOCKET_SUBPROTOCOL_LINES = f"{WEBSOCKET_SUBPROTOCOL}.lines"
 StopReason = Literal["end", "stopped", "interrupted", "error"]
 #: The greatest frame seq: what a JavaScript number holds exactly.
 MAX_SEQ = 2**53 - 1
+#: Exchanges one page of a transcript may hold (`GET …/contexts/{id}?limit=`).
+MAX_TRANSCRIPT_PAGE = 1000
 
 
 class WireModel(BaseModel):
@@ -416,6 +419,13 @@ class Transcript(WireModel):
     )
     pending_interrupt: InterruptRequest | None = Field(
         default=None, description="A decision the conversation waits for, if any."
+    )
+    has_earlier: bool = Field(
+        default=False,
+        description=(
+            "A page (`limit`) that does not reach the conversation's start: the exchanges"
+            " before it are read with `before` set to its first turn's id."
+        ),
     )
 
 

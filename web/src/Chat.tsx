@@ -9,6 +9,7 @@ import { ApprovalCard } from "./components/ApprovalCard";
 import { Composer } from "./components/Composer";
 import { Footer } from "./components/Footer";
 import { ConversationSidebar } from "./components/ConversationSidebar";
+import { LoadEarlier } from "./components/LoadEarlier";
 import type { TurnActions } from "./components/TurnView";
 import type { DemoUser } from "./users";
 
@@ -22,6 +23,12 @@ function transportFromUrl(search: string = window.location.search): "sse" | "web
   return new URLSearchParams(search).get("transport") === "websocket" ? "websocket" : "sse";
 }
 
+/** `?pageSize=N` shows a resumed conversation N exchanges at a time (1–1000); the hook's default otherwise. */
+function pageSizeFromUrl(search: string = window.location.search): number | undefined {
+  const pageSize = Number(new URLSearchParams(search).get("pageSize"));
+  return Number.isInteger(pageSize) && pageSize >= 1 && pageSize <= 1000 ? pageSize : undefined;
+}
+
 /**
  * One signed-in user's conversations with the demo agent. The provider owns the
  * conversation shown; the page, the approval card and the error banner each
@@ -30,7 +37,7 @@ function transportFromUrl(search: string = window.location.search): "sse" | "web
  */
 export function Chat({ user, onUserChange }: ChatProps) {
   return (
-    <AgentProvider agent="demo" persist={{ userId: user }} transport={transportFromUrl()}>
+    <AgentProvider agent="demo" persist={{ userId: user }} transport={transportFromUrl()} pageSize={pageSizeFromUrl()}>
       <div className="shell">
         <ConversationSidebar />
         <Conversation user={user} onUserChange={onUserChange} />
@@ -74,6 +81,8 @@ function Conversation({ user, onUserChange }: ChatProps) {
     <div className="app">
       <Header user={user} status={status} title={title} onUserChange={onUserChange} onNewConversation={reset} />
       <main className="conversation">
+        {/* Keyed by the first turn: a page shown, or another conversation, starts it afresh. */}
+        <LoadEarlier key={turns[0]?.id} />
         <MessageList turns={turns} busy={replying} awaitingDecision={waiting} actions={actions} />
         <ThinkingPanel text={thinking} />
         <ActivityList items={activity} />

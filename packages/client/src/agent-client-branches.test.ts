@@ -6,13 +6,13 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { AgentClient, type AgentClientOptions } from "./agent-client.js";
-import { ThinwireError } from "./errors.js";
 import type { InterruptRequest } from "./generated/wire.js";
 import type { Snapshot } from "./snapshot.js";
 import { SseTransport } from "./sse-transport.js";
 import { channel, conversationScript, fakeFetch, fakeWebSocket, newLog, runFrames, type Script, type ServerLog } from "./testing/index.js";
 import type { Transport } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
+import { rejection } from "./test-helpers.js";
 
 type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
 
@@ -28,16 +28,6 @@ const wires: Array<[string, Wire]> = [
 ];
 
 const MESSAGE_ID = /^[A-Za-z0-9_.:-]{8,64}$/;
-
-async function rejection(promise: Promise<unknown>): Promise<ThinwireError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ThinwireError);
-    return error as ThinwireError;
-  }
-  throw new Error("expected a rejection");
-}
 
 /** The turns as [role, text, siblingIndex/siblings]. */
 function shown(snapshot: Snapshot): Array<[string, string, string]> {
@@ -335,6 +325,64 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     const other = make({ onContext: undefined });
     await other.open(second);
     expect(other.getSnapshot().turns.map((turn) => turn.text)[0]).toBe("second");
+  });
+
+  describe("with earlier pages loaded", () => {
+    /** The user messages shown, and whether exchanges precede them. */
+    const messages = (snapshot: Snapshot) => ({
+      users: snapshot.turns.filter((turn) => turn.role === "user").map((turn) => turn.text),
+      hasEarlier: snapshot.hasEarlier,
+    });
+
+    /** A client showing `writer`'s conversation two exchanges a page, every page loaded. */
+    async function reader(writer: AgentClient, make: (more?: Partial<AgentClientOptions>) => AgentClient) {
+      const client = make({ contextId: writer.getSnapshot().contextId, pageSize: 2 });
+      await client.start();
+      expect(client.getSnapshot().hasEarlier).toBe(true);
+      while (client.getSnapshot().hasEarlier) await client.loadEarlier();
+      return client;
+    }
+
+    it("keeps them when the reload after a regeneration begins at a turn shown", async () => {
+      const { client: writer, make } = setup();
+      for (const text of ["one", "two", "three", "four"]) await writer.send(text);
+      const client = await reader(writer, make);
+      const before = client.getSnapshot().turns;
+
+      await client.regenerate(); // reloads the last page: "three", then the new "four"
+      const after = client.getSnapshot();
+      expect(messages(after)).toEqual({ users: ["one", "two", "three", "four"], hasEarlier: false });
+      expect(after.turns.slice(0, 6)).toEqual(before.slice(0, 6));
+      expect(shown(after).at(-1)).toEqual(["assistant", before[7]!.text, "2/2"]);
+    });
+
+    it("keeps them when the branch switched to goes on from a turn shown", async () => {
+      const { client: writer, make } = setup();
+      for (const text of ["one", "two", "three", "four"]) await writer.send(text);
+      await writer.regenerate();
+      const client = await reader(writer, make);
+      const before = client.getSnapshot().turns;
+
+      await client.switchBranch(before[7]!.id, 0);
+      const after = client.getSnapshot();
+      expect(messages(after)).toEqual({ users: ["one", "two", "three", "four"], hasEarlier: false });
+      expect(after.turns.slice(0, 6)).toEqual(before.slice(0, 6));
+      expect(shown(after).slice(-2).map(([, , position]) => position)).toEqual(["1/2", "1/2"]);
+    });
+
+    it("shows the page alone when it begins at no turn shown, then reads along its branch", async () => {
+      const { client: writer, make } = setup();
+      for (const text of ["one", "two", "three"]) await writer.send(text);
+      await writer.edit(writer.getSnapshot().turns[0]!.id, "uno");
+      for (const text of ["dos", "tres"]) await writer.send(text);
+      const client = await reader(writer, make);
+      expect(messages(client.getSnapshot())).toEqual({ users: ["uno", "dos", "tres"], hasEarlier: false });
+
+      await client.switchBranch(client.getSnapshot().turns[0]!.id, 0);
+      expect(messages(client.getSnapshot())).toEqual({ users: ["two", "three"], hasEarlier: true });
+      await client.loadEarlier();
+      expect(messages(client.getSnapshot())).toEqual({ users: ["one", "two", "three"], hasEarlier: false });
+    });
   });
 });
 

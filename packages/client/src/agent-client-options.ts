@@ -14,6 +14,14 @@ export interface AgentClientOptions {
   /** Resume this conversation: `start()` loads its transcript and follows a run in progress. */
   contextId?: string | null;
   /**
+   * Exchanges (a user message and its reply) per page of a transcript: a
+   * conversation is loaded with its last `pageSize` exchanges, and
+   * `loadEarlier()` shows the page before. A whole number from 1 to 1000
+   * (default 50), or `Infinity` for the whole transcript at once; anything
+   * else throws a TypeError here.
+   */
+  pageSize?: number;
+  /**
    * How runs are streamed: `"sse"` (the default, over `fetch`), `"websocket"`
    * (one socket at `{baseUrl}/agents/{agent}/ws`), or a Transport of your own.
    * A transport the client creates is closed by `dispose()`; one you pass in

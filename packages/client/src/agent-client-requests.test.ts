@@ -74,6 +74,7 @@ function transcript(contextId: string, activeRunId: string | null = null): Trans
     ],
     activeRunId,
     pendingInterrupt: null,
+    hasEarlier: false,
   };
 }
 
@@ -133,7 +134,7 @@ describe("AgentClient credentials", () => {
     await client.start();
     await client.send("hi");
     expect(requests.map((request) => [request.method, request.url, request.credentials])).toEqual([
-      ["GET", "/agents/demo/contexts/ctx-1", "include"],
+      ["GET", "/agents/demo/contexts/ctx-1?limit=50", "include"],
       ["POST", "/agents/demo/runs", "include"],
     ]);
   });
@@ -241,7 +242,7 @@ describe("AgentClient requests end cleanly", () => {
     client.reset();
     client.dispose();
     expect(requests.map((request) => [request.method, request.url, request.body, request.signal.aborted])).toEqual([
-      ["GET", "/agents/demo/contexts/ctx-1", "read", false],
+      ["GET", "/agents/demo/contexts/ctx-1?limit=50", "read", false],
       ["POST", "/agents/demo/runs", "read", false],
     ]);
   });

@@ -5,7 +5,6 @@
  */
 import { describe, expect, it } from "vitest";
 import { AgentClient, type AgentClientOptions } from "./agent-client.js";
-import { ThinwireError } from "./errors.js";
 import type { InterruptRequest, Transcript } from "./generated/wire.js";
 import { SseTransport } from "./sse-transport.js";
 import {
@@ -20,6 +19,7 @@ import {
 } from "./testing/index.js";
 import type { Transport } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
+import { rejection } from "./test-helpers.js";
 
 type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
 
@@ -34,23 +34,13 @@ const wires: Array<[string, Wire]> = [
   })],
 ];
 
-async function rejection(promise: Promise<unknown>): Promise<ThinwireError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ThinwireError);
-    return error as ThinwireError;
-  }
-  throw new Error("expected a rejection");
-}
-
 function transcript(
   contextId: string,
   turns: Transcript["turns"],
   activeRunId: string | null = null,
   pendingInterrupt: InterruptRequest | null = null,
 ): Transcript {
-  return { contextId, agent: "demo", title: null, turns, activeRunId, pendingInterrupt };
+  return { contextId, agent: "demo", title: null, turns, activeRunId, pendingInterrupt, hasEarlier: false };
 }
 
 /** The wire's pattern of a `messageId`. */

@@ -6,21 +6,12 @@ import type { Frame, InterruptRequest, Transcript } from "./generated/wire.js";
 import { channel, fakeWebSocket, MockTransport, newLog, runFrames as run, transcriptTurn } from "./testing/index.js";
 import type { Transport, TransportRunRequest } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
+import { rejection } from "./test-helpers.js";
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 function jsonResponse(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
-}
-
-async function rejection(promise: Promise<unknown>): Promise<ThinwireError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ThinwireError);
-    return error as ThinwireError;
-  }
-  throw new Error("expected a rejection");
 }
 
 describe("AgentClient.send", () => {
@@ -72,6 +63,7 @@ describe("AgentClient.send", () => {
       thinking: "Checking the sky.",
       activity: [{ callId: "c1", name: "weather", state: "ok" }],
       title: null,
+      hasEarlier: false,
       turns: [
         {
           id: "turn-u1",
@@ -314,7 +306,7 @@ describe("AgentClient.start (hydration)", () => {
     await started;
     expect(fetch).toHaveBeenCalledTimes(1);
     const [url, init] = fetch.mock.calls[0]!;
-    expect(url).toBe("/api/agents/demo/contexts/ctx-7");
+    expect(url).toBe("/api/agents/demo/contexts/ctx-7?limit=50");
     expect(new Headers(init?.headers).get("Thinwire-Protocol")).toBe("1");
     expect(client.getSnapshot()).toEqual({
       contextId: "ctx-7",
@@ -324,7 +316,8 @@ describe("AgentClient.start (hydration)", () => {
       thinking: "",
       activity: [],
       title: null,
-      // An older server's transcript: no ids, nothing per turn but the text and the tools.
+      // An older server's transcript: whole (no hasEarlier), no ids, nothing per turn but the text and the tools.
+      hasEarlier: false,
       turns: [
         { ...NO_TURN_DETAIL, id: expect.any(String), role: "user", text: "Hello", toolCalls: [], streaming: false, stopReason: null },
         {
@@ -364,6 +357,7 @@ describe("AgentClient.start (hydration)", () => {
       ],
       activeRunId: null,
       pendingInterrupt: null,
+      hasEarlier: false,
     };
     const client = new AgentClient({ agent: "demo", contextId: "ctx-7", fetch: async () => jsonResponse(200, body) });
     await client.start();
@@ -481,6 +475,7 @@ describe("AgentClient.reset and dispose", () => {
       activity: [],
       turns: [],
       title: null,
+      hasEarlier: false,
     });
     expect(onContext.mock.calls).toEqual([["ctx-1"], [null]]);
     stream.push(r.token("late"));

@@ -25,6 +25,12 @@
  * Turns carry the server's ids, so a view keys them the same before and
  * after a reload. `open()` switches the client to another conversation.
  *
+ * A long conversation is loaded a page at a time (`pageSize` exchanges, the
+ * last ones first); `loadEarlier()` shows the page before the first turn
+ * shown. It is no job: it may go while a run streams, which it leaves alone
+ * (the streaming reply is the last turn, and stays so), and its answer is
+ * dropped when the conversation shown changed meanwhile.
+ *
  * Every run the client reads — a send's, a decision's, a regeneration's, an
  * edit's, the one `start()` found in progress — ends in `onFinish` (its
  * result) or `onError` (its failure), and a run that failed on the server in
@@ -96,8 +102,10 @@ export class AgentClient {
   /** The run found in progress by `start()`. */
   #following: Job | null = null;
   #hydration: { controller: AbortController; promise: Promise<void> } | null = null;
-  /** Requests outside any job (ending a waiting run), cancelled by `reset()`. */
+  /** Requests outside any job (ending a waiting run, earlier pages), cancelled by `reset()`. */
   readonly #sideRequests = new Set<AbortController>();
+  /** The `loadEarlier()` in flight. */
+  #earlier: { controller: AbortController; promise: Promise<void> } | null = null;
   #started = false;
   #disposed = false;
 
@@ -116,7 +124,7 @@ export class AgentClient {
     this.#transport = typeof option === "string" ? createTransport(option, fetchImpl, credentials) : option;
     const target = () => this.#target();
     const view = this.#view;
-    this.#transcripts = new TranscriptLoader({ fetch: fetchImpl, credentials }, target, view);
+    this.#transcripts = new TranscriptLoader({ fetch: fetchImpl, credentials }, target, view, pageSizeOf(options.pageSize));
     this.#reader = new RunReader({
       transport: this.#transport,
       target,
@@ -344,6 +352,54 @@ export class AgentClient {
   }
 
   /**
+   * Shows the page of exchanges before the first turn shown (`GET
+   * …/contexts/{id}?limit={pageSize}&before={turnId}`) ahead of the turns,
+   * and `hasEarlier` for what precedes it. Resolves once it is shown, at once
+   * when `hasEarlier` is false; a call while one is in flight gets its promise.
+   * Allowed while a run streams, which goes on unharmed.
+   *
+   * The answer is dropped, and the promise resolves, when the conversation
+   * shown changed meanwhile (`open()`, `reset()`, another branch). A
+   * `turn_not_found` (the history changed on the server: cleared, say)
+   * loads the latest page again instead, unless a run is being read. Any
+   * other failure rejects with its ThinwireError and changes nothing in the
+   * view: no `error`, no status `error`, and no `onError`.
+   *
+   * ```ts
+   * if (client.getSnapshot().hasEarlier) await client.loadEarlier();
+   * ```
+   */
+  loadEarlier(): Promise<void> {
+    if (this.#earlier && !this.#earlier.controller.signal.aborted) return this.#earlier.promise;
+    const { contextId, turns, hasEarlier } = this.#view.snapshot;
+    const first = turns[0];
+    if (this.#disposed || !hasEarlier || contextId === null || !first) return Promise.resolve();
+    const controller = new AbortController();
+    this.#sideRequests.add(controller);
+    const earlier = {
+      controller,
+      promise: this.#showEarlier(contextId, first.id, controller.signal).finally(() => {
+        this.#sideRequests.delete(controller);
+        if (this.#earlier === earlier) this.#earlier = null;
+      }),
+    };
+    this.#earlier = earlier;
+    return earlier.promise;
+  }
+
+  /** The page before the turn `before`; a vanished turn shows the latest page instead. */
+  async #showEarlier(contextId: string, before: string, signal: AbortSignal): Promise<void> {
+    try {
+      await this.#transcripts.earlier(contextId, before, signal);
+    } catch (caught) {
+      if (signal.aborted) return;
+      const error = toThinwireError(caught);
+      if (error.code !== "turn_not_found") throw error;
+      await this.#transcripts.refresh(contextId, signal, () => this.#running() === null);
+    }
+  }
+
+  /**
    * Answers the pending interrupt (`snapshot.interrupt`) with one of its
    * `options`, or a value matching its `decisionSchema`, and streams the run
    * the decision continues into a new assistant reply, exactly like `send()`.
@@ -556,6 +612,17 @@ export class AgentClient {
   }
 }
 
+
+/** Exchanges per page of a transcript, unless `pageSize` says otherwise; the server reads at most MAX_PAGE_SIZE. */
+const DEFAULT_PAGE_SIZE = 50;
+const MAX_PAGE_SIZE = 1000;
+
+/** The `pageSize` option, checked: a whole number the server accepts, or Infinity for no pages. */
+function pageSizeOf(pageSize: number | undefined): number {
+  if (pageSize === undefined) return DEFAULT_PAGE_SIZE;
+  if (pageSize === Infinity || (Number.isInteger(pageSize) && pageSize >= 1 && pageSize <= MAX_PAGE_SIZE)) return pageSize;
+  throw new TypeError(`pageSize must be a whole number from 1 to ${MAX_PAGE_SIZE}, or Infinity.`);
+}
 
 /** The transport a client creates (and closes) itself. */
 function createTransport(kind: "sse" | "websocket", fetchImpl: typeof fetch, credentials: RequestCredentials): Transport {

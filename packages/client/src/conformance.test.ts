@@ -52,10 +52,11 @@ describe.each([1, 7, 4096])("the Python demo stream in %i-byte chunks", (size) =
 
     for (const run of runs) {
       const result = await client.send(run.message);
-      const { turns, interrupt, title, ...view } = client.getSnapshot();
+      const { turns, interrupt, title, hasEarlier, ...view } = client.getSnapshot();
       expect(result).toEqual(run.result);
       expect(interrupt).toBeNull();
       expect(title).toBeNull();
+      expect(hasEarlier).toBe(false);
       expect(view).toEqual({
         contextId: run.contextId,
         status: run.status,

@@ -6,22 +6,12 @@
 import { describe, expect, it, vi } from "vitest";
 import { AgentClient } from "./agent-client.js";
 import { ConversationList, type ConversationListOptions } from "./conversation-list.js";
-import { ThinwireError } from "./errors.js";
 import type { ConversationSummary } from "./generated/wire.js";
 import { SseTransport } from "./sse-transport.js";
 import { conversationScript, fakeFetch, fakeWebSocket, newLog, type Script, type ServerLog } from "./testing/index.js";
 import type { Transport } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
-
-async function rejection(promise: Promise<unknown>): Promise<ThinwireError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ThinwireError);
-    return error as ThinwireError;
-  }
-  throw new Error("expected a rejection");
-}
+import { rejection } from "./test-helpers.js";
 
 /** A server with `count` conversations, the first one the least recently active. */
 async function serverWith(count: number, script: Script = conversationScript()) {

@@ -37,6 +37,7 @@ describe("reduceFrame", () => {
         { callId: "c2", name: "calendar", state: "error" },
       ],
       title: null,
+      hasEarlier: false,
       turns: [
         {
           ...blank,

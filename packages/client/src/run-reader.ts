@@ -130,7 +130,8 @@ export class RunReader {
    */
   async resume(job: Job, contextId: string, active: ActiveRun): Promise<SendResult> {
     const view = this.#view;
-    const reply = view.openReply(active.turns, { runId: active.runId, lastSeq: null, interrupt: active.interrupt });
+    const { runId, interrupt, hasEarlier } = active;
+    const reply = view.openReply(active.turns, { runId, lastSeq: null, interrupt, hasEarlier });
     const signal = job.signal;
     try {
       const frames = () => this.#transport.attach({ ...this.#target(), contextId, after: 0, signal });

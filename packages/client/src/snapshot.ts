@@ -74,10 +74,25 @@ export interface Snapshot {
   interrupt: InterruptRequest | null;
   /** The conversation's title: from the transcript, a `title` frame (the agent named it) or a rename; null when it has none. */
   title: string | null;
+  /**
+   * Exchanges precede the first turn shown: the transcript was loaded a page
+   * at a time (`pageSize`), and `loadEarlier()` shows the page before.
+   */
+  hasEarlier: boolean;
 }
 
 export function emptySnapshot(contextId: string | null = null): Snapshot {
-  return { turns: [], thinking: "", activity: [], status: "idle", error: null, contextId, interrupt: null, title: null };
+  return {
+    turns: [],
+    thinking: "",
+    activity: [],
+    status: "idle",
+    error: null,
+    contextId,
+    interrupt: null,
+    title: null,
+    hasEarlier: false,
+  };
 }
 
 /** The meta of a turn the transcript has not described yet. */

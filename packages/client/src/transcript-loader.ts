@@ -3,8 +3,15 @@
  * a conversation on `start()` (hydrate), shows it again after the view fell
  * out of step with the server (refresh: a refused decision, a waiting run
  * stopped, the sibling counts after a regeneration or an edit), reads the
- * reply of a run that ended unseen (settle), and shows another branch
- * (`POST …/branch`).
+ * reply of a run that ended unseen (settle), shows another branch
+ * (`POST …/branch`), and the exchanges before those shown (earlier).
+ *
+ * Each reads a page: the last `pageSize` exchanges of the branch (`?limit=`),
+ * or those before a turn (`&before=`). A page that replaces the turns shown
+ * keeps the earlier pages loaded when it begins at a turn among them (the
+ * branch goes on from there, so what precedes it still holds); otherwise it
+ * is shown alone. An older server ignores `limit` and sends the whole
+ * transcript without `hasEarlier`.
  *
  * Turns carry the server's ids, the same as the run that streamed them
  * announced, so React keys stay stable. A transcript without ids (an older
@@ -23,7 +30,7 @@ import {
 import { type JsonRequests, requestJson } from "./http.js";
 import { publicInterrupt } from "./interrupt.js";
 import type { SendResult } from "./send-result.js";
-import { type Activity, NO_META, runEnded, type Turn } from "./snapshot.js";
+import { type Activity, NO_META, runEnded, type Snapshot, type Turn } from "./snapshot.js";
 import { agentUrl, type TransportTarget } from "./transport.js";
 import type { View } from "./view.js";
 
@@ -32,18 +39,21 @@ export interface ActiveRun {
   runId: string;
   turns: Turn[];
   interrupt: InterruptRequest | null;
+  hasEarlier: boolean;
 }
 
 export class TranscriptLoader {
   readonly #requests: JsonRequests;
   readonly #target: () => TransportTarget;
   readonly #view: View;
+  readonly #pageSize: number;
 
-  /** `target` is read at each request, so changed headers are picked up. */
-  constructor(requests: JsonRequests, target: () => TransportTarget, view: View) {
+  /** `target` is read at each request, so changed headers are picked up; `pageSize` may be Infinity (no pages). */
+  constructor(requests: JsonRequests, target: () => TransportTarget, view: View, pageSize: number) {
     this.#requests = requests;
     this.#target = target;
     this.#view = view;
+    this.#pageSize = pageSize;
   }
 
   /**
@@ -60,10 +70,11 @@ export class TranscriptLoader {
       const turns = publicTurns(transcript.turns).map((turn) => this.#turn(turn));
       const interrupt = publicInterrupt(transcript.pendingInterrupt);
       const title = titleOf(transcript);
+      const hasEarlier = hasEarlierOf(transcript);
       const runId = transcript.activeRunId;
       if (title !== view.snapshot.title) view.show({ title });
-      if (typeof runId === "string" && runId !== "") return { runId, turns, interrupt };
-      view.show({ turns, interrupt, status: "idle" });
+      if (typeof runId === "string" && runId !== "") return { runId, turns, interrupt, hasEarlier };
+      view.show({ turns, interrupt, hasEarlier, status: "idle" });
     } catch (caught) {
       if (signal.aborted) return null;
       const error = toThinwireError(caught);
@@ -95,7 +106,7 @@ export class TranscriptLoader {
     }
     if (signal.aborted || !current() || this.#view.snapshot.contextId !== contextId) return undefined;
     const interrupt = publicInterrupt(transcript.pendingInterrupt);
-    this.#view.show({ turns: this.#replaceTurns(publicTurns(transcript.turns)), interrupt, title: titleOf(transcript) });
+    this.#view.show({ ...this.#replacePage(transcript), interrupt, title: titleOf(transcript) });
     return interrupt;
   }
 
@@ -105,11 +116,11 @@ export class TranscriptLoader {
    * (`branch_not_found`, …); shows nothing once `signal` fired.
    */
   async branch(contextId: string, request: BranchRequest, signal: AbortSignal): Promise<void> {
-    const path = `/contexts/${encodeURIComponent(contextId)}/branch`;
+    const path = `/contexts/${encodeURIComponent(contextId)}/branch${this.#query()}`;
     const transcript = await this.#request("POST", path, signal, request);
     if (signal.aborted || this.#view.snapshot.contextId !== contextId) throw aborted();
     this.#view.show({
-      turns: this.#replaceTurns(publicTurns(transcript.turns)),
+      ...this.#replacePage(transcript),
       interrupt: publicInterrupt(transcript.pendingInterrupt),
       title: titleOf(transcript),
       status: "idle",
@@ -129,7 +140,7 @@ export class TranscriptLoader {
     }
     const stopReason = reply.stopReason ?? "end";
     this.#view.show({
-      turns: this.#replaceTurns(turns),
+      ...this.#replacePage(transcript, turns),
       interrupt: publicInterrupt(transcript.pendingInterrupt),
       title: titleOf(transcript),
       ...runEnded(this.#view.snapshot, stopReason),
@@ -137,9 +148,33 @@ export class TranscriptLoader {
     return { text: reply.text, toolCalls: [...reply.toolCalls], contextId, runId, stopReason };
   }
 
-  /** `GET …/contexts/{contextId}`: the public transcript of a conversation. */
-  #load(contextId: string, signal: AbortSignal): Promise<Transcript> {
-    return this.#request("GET", `/contexts/${encodeURIComponent(contextId)}`, signal);
+  /**
+   * Shows the page of exchanges before the turn `before`, the first one shown,
+   * ahead of the turns shown — unless the conversation or its first turn
+   * changed meanwhile (a reset, another conversation, another branch), or
+   * `signal` fired: then nothing. Throws the server's refusal
+   * (`turn_not_found`: that turn is gone, the history changed).
+   */
+  async earlier(contextId: string, before: string, signal: AbortSignal): Promise<void> {
+    const transcript = await this.#load(contextId, signal, before);
+    const { contextId: shown, turns } = this.#view.snapshot;
+    if (signal.aborted || shown !== contextId || turns[0]?.id !== before) return;
+    const page = publicTurns(transcript.turns).map((turn) => this.#turn(turn));
+    this.#view.show({ turns: [...page, ...turns], hasEarlier: hasEarlierOf(transcript) });
+  }
+
+  /** `GET …/contexts/{contextId}`: a page of the public transcript of a conversation, the last or the one `before` a turn. */
+  #load(contextId: string, signal: AbortSignal, before?: string): Promise<Transcript> {
+    return this.#request("GET", `/contexts/${encodeURIComponent(contextId)}${this.#query(before)}`, signal);
+  }
+
+  /** The query asking for a page: none for the whole transcript. */
+  #query(before?: string): string {
+    const query = new URLSearchParams();
+    if (Number.isFinite(this.#pageSize)) query.set("limit", String(this.#pageSize));
+    if (before !== undefined) query.set("before", before);
+    const text = query.toString();
+    return text === "" ? "" : `?${text}`;
   }
 
   /** A request answered with a transcript. */
@@ -160,11 +195,29 @@ export class TranscriptLoader {
     return known === undefined ? shown : { ...shown, id: known };
   }
 
-  /** The transcript's turns; those without an id keep the ids of the turns shown at the same places. */
-  #replaceTurns(turns: readonly TranscriptTurn[]): Turn[] {
+  /**
+   * What to show of a page of the branch in place of the turns shown: after
+   * the turns shown before its first one, if it is among them, and under
+   * their `hasEarlier`; else alone.
+   */
+  #replacePage(transcript: Transcript, turns = publicTurns(transcript.turns)): Pick<Snapshot, "turns" | "hasEarlier"> {
+    const hasEarlier = hasEarlierOf(transcript);
+    const shown = this.#view.snapshot;
+    const first = turns[0]?.id;
+    // A page that is not the whole branch may go on from earlier pages shown.
+    const kept = hasEarlier && first ? shown.turns.findIndex((turn) => turn.id === first) : -1;
+    if (kept < 0) return { turns: this.#replaceTurns(turns), hasEarlier };
+    return { turns: [...shown.turns.slice(0, kept), ...this.#replaceTurns(turns, kept)], hasEarlier: shown.hasEarlier };
+  }
+
+  /**
+   * The transcript's turns, shown from index `offset` on; those without an id
+   * keep the ids of the turns shown at the same places.
+   */
+  #replaceTurns(turns: readonly TranscriptTurn[], offset = 0): Turn[] {
     const shown = this.#view.snapshot.turns;
     return turns.map((turn, index) => {
-      const current = shown[index];
+      const current = shown[offset + index];
       return this.#turn(turn, current?.role === turn.role ? current.id : undefined);
     });
   }
@@ -195,6 +248,11 @@ function publicTurns(turns: readonly TranscriptTurn[]): TranscriptTurn[] {
 
 function titleOf(transcript: Transcript): string | null {
   return typeof transcript.title === "string" ? transcript.title : null;
+}
+
+/** An older server sends no `hasEarlier`: its transcript is whole. */
+function hasEarlierOf(transcript: Transcript): boolean {
+  return transcript.hasEarlier === true;
 }
 
 /** A whole number of at least `min`, else `fallback`. */

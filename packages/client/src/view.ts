@@ -83,13 +83,14 @@ export class View {
   /**
    * Shows `turns` followed by a fresh, empty assistant reply, streaming, with the
    * previous run's thinking, activity and error cleared; returns the reply.
-   * `run` sets the run being read and the pending interrupt (the current ones
-   * by default). `exchange` numbers the reply among the alternatives of its
-   * exchange (a regenerated reply, an edited message's answer).
+   * `run` sets the run being read, the pending interrupt and whether exchanges
+   * precede `turns` (the current ones by default). `exchange` numbers the
+   * reply among the alternatives of its exchange (a regenerated reply, an
+   * edited message's answer).
    */
   openReply(
     turns: readonly Turn[],
-    run: { runId?: string | null; lastSeq?: number | null; interrupt?: InterruptRequest | null } = {},
+    run: { runId?: string | null; lastSeq?: number | null; interrupt?: InterruptRequest | null; hasEarlier?: boolean } = {},
     exchange: Partial<Pick<Turn, "siblings" | "siblingIndex">> = {},
   ): Turn {
     const reply = this.turn("assistant", "", { streaming: true, ...exchange });
@@ -105,6 +106,7 @@ export class View {
         error: null,
         status: "streaming",
         interrupt: run.interrupt === undefined ? state.snapshot.interrupt : run.interrupt,
+        hasEarlier: run.hasEarlier ?? state.snapshot.hasEarlier,
       },
     });
     return reply;
@@ -113,21 +115,30 @@ export class View {
   /**
    * Shows a failed run: the partial reply `replyId` is kept, closed (dropped
    * when empty). `restore`: the request produced no frame, so it leaves no
-   * trace but the error — these turns, shown before it, come back.
-   * `interrupt`, when given, becomes the pending one.
+   * trace but the error — these turns, shown before it, come back, after the
+   * earlier ones loaded meanwhile. `interrupt`, when given, becomes the
+   * pending one.
    */
   failRun(
     error: ThinwireError,
     replyId: string,
     { restore, interrupt = this.#state.snapshot.interrupt }: { restore?: readonly Turn[]; interrupt?: InterruptRequest | null } = {},
   ): void {
-    const turns =
-      restore ??
-      this.#state.snapshot.turns.flatMap((turn): Turn[] => {
-        if (turn.id !== replyId) return [turn];
-        return turn.text === "" ? [] : [{ ...turn, streaming: false }];
-      });
+    const turns = restore
+      ? this.#withEarlier(restore)
+      : this.#state.snapshot.turns.flatMap((turn): Turn[] => {
+          if (turn.id !== replyId) return [turn];
+          return turn.text === "" ? [] : [{ ...turn, streaming: false }];
+        });
     this.show({ turns, interrupt, status: "error", error: errorInfo(error) });
+  }
+
+  /** `turns`, after those shown before its first one: the earlier pages `loadEarlier()` added since they were shown. */
+  #withEarlier(turns: readonly Turn[]): readonly Turn[] {
+    const first = turns[0];
+    const shown = this.#state.snapshot.turns;
+    const index = first ? shown.findIndex((turn) => turn.id === first.id) : -1;
+    return index > 0 ? [...shown.slice(0, index), ...turns] : turns;
   }
 
   /** No change is made or announced any more. */

@@ -38,6 +38,13 @@ export interface UseAgentOptions {
   headers?: Record<string, string>;
   /** Resume this conversation (`null`: start a new one, ignoring storage). */
   contextId?: string | null;
+  /**
+   * Exchanges per page of a transcript: a resumed conversation shows its
+   * last `pageSize` (default 50), and `loadEarlier` the page before; a whole
+   * number from 1 to 1000, or `Infinity` for the whole transcript (read when
+   * the client is created).
+   */
+  pageSize?: number;
   /** Remember the conversation id per user, in `localStorage` unless `storage` is given. */
   persist?: { userId: string; storage?: Storage };
   /**
@@ -83,6 +90,7 @@ export function createClient(latest: { readonly current: UseAgentOptions }, resu
     fetch: options.fetch,
     credentials: options.credentials,
     reconnect: options.reconnect,
+    pageSize: options.pageSize,
     contextId,
     schedule: nextFrame,
     minNotifyInterval: MIN_COMMIT_INTERVAL_MS,

@@ -165,6 +165,7 @@ describe("AgentProvider ownership", () => {
       turns: [transcriptTurn("user", "Hello"), transcriptTurn("assistant", "Hi")],
       activeRunId: null,
       pendingInterrupt: null,
+      hasEarlier: false,
     };
     const fetch = vi.fn(async () => new Response(JSON.stringify(transcript), { headers: { "content-type": "application/json" } }));
     const transport = new MockTransport(() => {
@@ -227,10 +228,11 @@ describe("AgentProvider ownership", () => {
         turns: [transcriptTurn("user", "I am Bob")],
         activeRunId: null,
         pendingInterrupt: null,
+        hasEarlier: false,
       },
     };
     const fetch = async (input: RequestInfo | URL) => {
-      const contextId = String(input).split("/contexts/")[1] ?? "";
+      const contextId = new URL(String(input), "http://server.test").pathname.split("/contexts/")[1] ?? "";
       return new Response(JSON.stringify(transcripts[contextId]), { headers: { "content-type": "application/json" } });
     };
     const transport = new MockTransport(() => []);

@@ -1,7 +1,17 @@
-/** useAgent over a MockTransport or a fake server: streaming, persist, StrictMode and <Activity>, commit rate, decisions. */
+/** useAgent over a MockTransport or a fake server: streaming, persist, StrictMode and <Activity>, commit rate, decisions, pages. */
 import { act, cleanup, fireEvent, render, renderHook, screen, waitFor } from "@testing-library/react";
-import { type Frame, type SendResult, ThinwireError, type Transcript } from "@thinwire/client";
-import { channel, fakeFetch, fakeWebSocket, MockTransport, newLog, runFrames, type Script, transcriptTurn } from "@thinwire/client/testing";
+import { AgentClient, type Frame, type SendResult, ThinwireError, type Transcript } from "@thinwire/client";
+import {
+  channel,
+  conversationScript,
+  fakeFetch,
+  fakeWebSocket,
+  MockTransport,
+  newLog,
+  runFrames,
+  type Script,
+  transcriptTurn,
+} from "@thinwire/client/testing";
 import { Activity, Profiler } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";
@@ -16,7 +26,7 @@ function frames(contextId: string, runId: string, reply: string, firstSeq = 1): 
 function fakeServer(transcripts: Record<string, Transcript> = {}) {
   let minted = 0;
   const fetch = vi.fn(async (input: RequestInfo | URL) => {
-    const contextId = decodeURIComponent(String(input).split("/contexts/")[1] ?? "");
+    const contextId = decodeURIComponent(new URL(String(input), "http://server.test").pathname.split("/contexts/")[1] ?? "");
     const transcript = transcripts[contextId];
     if (!transcript) {
       return new Response(JSON.stringify({ error: { code: "context_not_found", message: "Unknown." } }), {
@@ -43,6 +53,7 @@ function transcript(contextId: string, userText: string, reply: string): Transcr
     ],
     activeRunId: null,
     pendingInterrupt: null,
+    hasEarlier: false,
   };
 }
 
@@ -118,7 +129,7 @@ describe("useAgent", () => {
     await waitFor(() => expect(result.current.status).toBe("idle"));
     expect(result.current.turns.map((turn) => turn.text)).toEqual(["Hi, I am Alice", "Hello Alice"]);
     expect(fetch).toHaveBeenCalledTimes(1);
-    expect(String(fetch.mock.calls[0]![0])).toBe("/agents/demo/contexts/ctx-a");
+    expect(String(fetch.mock.calls[0]![0])).toBe("/agents/demo/contexts/ctx-a?limit=50");
 
     await act(async () => {
       await result.current.send("again");
@@ -155,8 +166,8 @@ describe("useAgent", () => {
     expect(result.current.contextRef.current).toBe("ctx-b");
     await waitFor(() => expect(result.current.turns.map((turn) => turn.text)).toEqual(["I am Bob", "Hi Bob"]));
     expect(fetch.mock.calls.map((call) => String(call[0]))).toEqual([
-      "/agents/demo/contexts/ctx-a",
-      "/agents/demo/contexts/ctx-b",
+      "/agents/demo/contexts/ctx-a?limit=50",
+      "/agents/demo/contexts/ctx-b?limit=50",
     ]);
 
     await act(async () => {
@@ -643,7 +654,7 @@ describe("useAgent requests", () => {
       await result.current.send("more");
     });
     expect(calls).toEqual([
-      ["https://api.test/agents/demo/contexts/ctx-1", "include"],
+      ["https://api.test/agents/demo/contexts/ctx-1?limit=50", "include"],
       ["https://api.test/agents/demo/runs", "include"],
     ]);
   });
@@ -677,5 +688,38 @@ describe("useAgent requests", () => {
     } finally {
       vi.unstubAllGlobals();
     }
+  });
+});
+
+describe("useAgent pages", () => {
+  it("shows the last page, hasEarlier, and a stable loadEarlier that shows the page before", async () => {
+    const serve = fakeFetch(conversationScript(), newLog());
+    const urls: string[] = [];
+    const fetch: typeof globalThis.fetch = (input, init) => {
+      urls.push(String(input));
+      return serve(input, init);
+    };
+    const writer = new AgentClient({ agent: "demo", fetch });
+    for (const text of ["one", "two", "three"]) await writer.send(text);
+    const contextId = writer.getSnapshot().contextId;
+    writer.dispose();
+    urls.length = 0;
+
+    const { result, rerender } = renderHook(() => useAgent({ agent: "demo", fetch, contextId, pageSize: 2 }), {
+      reactStrictMode: true,
+    });
+    await waitFor(() => expect(result.current.turns).toHaveLength(4));
+    expect(result.current.hasEarlier).toBe(true);
+    expect(urls).toEqual([`/agents/demo/contexts/${contextId}?limit=2`]);
+    const { loadEarlier } = result.current;
+    rerender();
+    expect(result.current.loadEarlier).toBe(loadEarlier);
+
+    await act(async () => {
+      await result.current.loadEarlier();
+    });
+    expect(urls[1]).toMatch(/\?limit=2&before=turn-/);
+    expect(result.current.turns.filter((turn) => turn.role === "user").map((turn) => turn.text)).toEqual(["one", "two", "three"]);
+    expect(result.current.hasEarlier).toBe(false);
   });
 });

@@ -15,7 +15,9 @@
  * nothing else) lives in storage under `contextStorageKey(agent, userId)`.
  * Turns carry the server's ids, so `turn.id` is a key that holds from the
  * stream to the transcript; `regenerate`, `edit` and `switchBranch` move
- * between the branches the server keeps.
+ * between the branches the server keeps. A long conversation is shown a page
+ * at a time (`pageSize`); `loadEarlier` adds the page before, while
+ * `hasEarlier`.
  */
 import type { AgentClient, SendOptions, SendResult, Snapshot } from "@thinwire/client";
 import { useContext, useEffect, useMemo, useRef, useSyncExternalStore } from "react";
@@ -77,6 +79,16 @@ export interface UseAgentResult extends Omit<Snapshot, "contextId"> {
    * ```
    */
   switchBranch(turnId: string, index: number): Promise<void>;
+  /**
+   * Shows the page of exchanges before the first turn, while `hasEarlier`;
+   * one request at a time. A failure rejects and leaves the view (and
+   * `error`) as it was.
+   *
+   * ```tsx
+   * {hasEarlier && <button onClick={() => loadEarlier().catch(() => {})}>Show earlier messages</button>}
+   * ```
+   */
+  loadEarlier(): Promise<void>;
   /** Dismisses `error`; status `error` goes back to `idle`. */
   clearError(): void;
   reset(): void;
@@ -119,6 +131,7 @@ export function useAgent(options?: UseAgentOptions | { client: AgentClient }): U
       regenerate: () => client.regenerate(),
       edit: (turnId: string, text: string, editOptions?: SendOptions) => client.edit(turnId, text, editOptions),
       switchBranch: (turnId: string, index: number) => client.switchBranch(turnId, index),
+      loadEarlier: () => client.loadEarlier(),
       clearError: () => client.clearError(),
       reset: () => client.reset(),
     }),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
+from thinwire.branches import Page
 from thinwire.errors import AlreadyExists, LeaseLost, StoreError, VersionConflict
 from thinwire.records import ContextRecord, TranscriptView
 from thinwire.stores.base import AuditEntry, Event, Store
@@ -40,6 +41,7 @@ __all__ = [
     "Event",
     "LeaseLost",
     "MemoryStore",
+    "Page",
     "SQLiteStore",
     "Store",
     "StoreError",

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from thinwire.branches import Position
+from thinwire.branches import WHOLE, Page, Position
 from thinwire.exchanges import Exchange
 from thinwire.records import ContextRecord, TranscriptView, branch_turns
 from thinwire.stores.listing import Cursor, Summary
@@ -131,19 +131,21 @@ class Store(abc.ABC):
         found = await self.load_exchanges(context_id, positions)
         return {exchange.position: exchange.turns_json() for exchange in found}
 
-    async def load_transcript(self, context_id: str) -> TranscriptView | None:
-        """The branch shown, as the public transcript, and what goes with it; or None.
-        Reads the record without its exchanges, then its branch's turns (`load_turns`)."""
+    async def load_transcript(self, context_id: str, page: Page = WHOLE) -> TranscriptView | None:
+        """A page of the conversation (the whole branch shown by default), as the public
+        transcript, and what goes with it; or None. Reads the record without its
+        exchanges, then the page's turns (`load_turns`)."""
         record = await self.load(context_id)
         if record is None:
             return None
-        positions = list(record.lines.positions())
+        window = record.lines.window(page)
+        positions = list(window.positions()) if window else []
         turns = await self.load_turns(context_id, positions) if positions else {}
         lost = [position for position in positions if position not in turns]
         if lost:
             log_lost(context_id, lost)
         texts = [turns.get(p, "[]").encode() for p in positions]
-        return TranscriptView.of(record, branch_turns(record.lines, texts))
+        return TranscriptView.of(record, window, branch_turns(window, texts) if window else [])
 
     @abc.abstractmethod
     async def list_contexts(

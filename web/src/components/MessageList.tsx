@@ -15,10 +15,10 @@ export function MessageList({ turns, busy, awaitingDecision, actions }: MessageL
   const last = turns[turns.length - 1];
   const lastReply = [...turns].reverse().find((turn) => turn.role === "assistant");
 
-  // Keep the newest text in view while a reply streams in.
+  // Keep the newest text in view while a reply streams in; earlier pages added above leave the scroll alone.
   useEffect(() => {
     endRef.current?.scrollIntoView({ block: "end" });
-  }, [turns.length, last?.text]);
+  }, [last?.id, last?.text]);
 
   return (
     <section

@@ -325,6 +325,8 @@ export interface Transcript {
   activeRunId: string | null;
   /** A decision the conversation waits for, if any. */
   pendingInterrupt: InterruptRequest | null;
+  /** A page (`limit`) that does not reach the conversation's start: the exchanges before it are read with `before` set to its first turn's id. */
+  hasEarlier: boolean;
 }
 
 /** One public turn of a conversation: what the user said or what the agent replied, with what it showed while it streamed. */

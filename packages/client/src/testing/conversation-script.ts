@@ -2,9 +2,10 @@
  * A fake server's script that keeps conversations as a thinwire server does:
  * turns with stable ids, a tree of exchanges (a user turn and its reply) where
  * a regeneration or an edit adds a sibling and a branch switch picks one, a
- * title, and the caller's conversations listed most recently active first
- * with a keyset cursor. Serve it with `fakeFetch` / `fakeWebSocket`; both wires
- * made from one script are one server.
+ * title, transcripts a page at a time (the last `limit` exchanges, or those
+ * `before` a turn along its branch), and the caller's conversations listed
+ * most recently active first with a keyset cursor. Serve it with `fakeFetch`
+ * / `fakeWebSocket`; both wires made from one script are one server.
  *
  * ```ts
  * const script = conversationScript({ answer: (text) => ({ text: `Echo: ${text}`, title: "Echoes" }) });
@@ -23,7 +24,7 @@ import type {
   TranscriptTurn,
   TurnMeta,
 } from "../generated/wire.js";
-import type { ConversationQuery, Refusal, Reply, Script } from "./fake-server.js";
+import type { ConversationQuery, Refusal, Reply, Script, TranscriptQuery } from "./fake-server.js";
 import { runFrames } from "./frames.js";
 
 /** What the agent shows for a message: its reply, and what it streams before it. */
@@ -54,6 +55,12 @@ interface Exchange extends Node {
   reply: TranscriptTurn;
 }
 
+/** An exchange of a branch, with the node it hangs from. */
+interface Step {
+  exchange: Exchange;
+  parent: Node;
+}
+
 interface Conversation extends Node {
   contextId: string;
   title: string | null;
@@ -68,6 +75,8 @@ interface Conversation extends Node {
 
 const refusal = (status: number, code: string, message: string): Refusal => ({ error: { status, code, message } });
 const NO_CONTEXT = refusal(404, "context_not_found", "No such conversation.");
+const NO_TURN = refusal(404, "turn_not_found", "No such turn.");
+const WHOLE: TranscriptQuery = { limit: null, before: null };
 
 export function conversationScript(options: ConversationScriptOptions = {}): Script {
   const conversations = new Map<string, Conversation>();
@@ -75,9 +84,9 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
   const now = options.now ?? (() => ++tick);
   let minted = 0;
 
-  /** The exchanges of the current branch, each with the node it hangs from. */
-  function branch(conversation: Conversation): Array<{ exchange: Exchange; parent: Node }> {
-    const path: Array<{ exchange: Exchange; parent: Node }> = [];
+  /** The exchanges of the current branch. */
+  function branch(conversation: Conversation): Step[] {
+    const path: Step[] = [];
     for (let parent: Node = conversation; parent.children.length > 0; ) {
       const exchange = parent.children[parent.active]!;
       path.push({ exchange, parent });
@@ -86,8 +95,18 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
     return path;
   }
 
-  function turns(conversation: Conversation): TranscriptTurn[] {
-    return branch(conversation).flatMap(({ exchange, parent }) => {
+  /** The exchanges from the first to the one of the turn `turnId`, on whichever branch it is; null when there is none. */
+  function lineage(parent: Node, turnId: string): Step[] | null {
+    for (const exchange of parent.children) {
+      if (exchange.user.id === turnId || exchange.reply.id === turnId) return [{ exchange, parent }];
+      const rest = lineage(exchange, turnId);
+      if (rest) return [{ exchange, parent }, ...rest];
+    }
+    return null;
+  }
+
+  function turns(path: readonly Step[]): TranscriptTurn[] {
+    return path.flatMap(({ exchange, parent }) => {
       const numbers = { siblings: parent.children.length, siblingIndex: parent.children.indexOf(exchange) };
       return [
         { ...exchange.user, ...numbers },
@@ -96,13 +115,29 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
     });
   }
 
-  function transcript(conversation: Conversation): Transcript {
+  /** The page `query` asks for: the last `limit` exchanges of the branch shown, or of those before the turn `before`. */
+  function transcript(conversation: Conversation, { limit, before }: TranscriptQuery = WHOLE): Transcript | Refusal {
+    let path = branch(conversation);
+    if (before !== null) {
+      const found = lineage(conversation, before);
+      if (!found) return NO_TURN;
+      path = found.slice(0, -1);
+    }
+    const start = limit === null ? 0 : Math.max(0, path.length - limit);
     const { contextId, title } = conversation;
-    return { contextId, agent: "demo", title, turns: turns(conversation), activeRunId: null, pendingInterrupt: null };
+    return {
+      contextId,
+      agent: "demo",
+      title,
+      turns: turns(path.slice(start)),
+      activeRunId: null,
+      pendingInterrupt: null,
+      hasEarlier: start > 0,
+    };
   }
 
   function summary(conversation: Conversation): ConversationSummary {
-    const shown = turns(conversation);
+    const shown = turns(branch(conversation));
     return {
       contextId: conversation.contextId,
       title: conversation.title,
@@ -126,7 +161,7 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
   function exchange(conversation: Conversation, parent: Node, text: string): Reply {
     const history = branch(conversation);
     const cut = history.findIndex((step) => step.parent === parent);
-    const before = turns(conversation).slice(0, cut < 0 ? undefined : 2 * cut);
+    const before = turns(history).slice(0, cut < 0 ? undefined : 2 * cut);
     const answered = options.answer?.(text, before) ?? `You said “${text}”.`;
     const answer = typeof answered === "string" ? { text: answered } : answered;
     const user = turn(conversation, "user", text);
@@ -197,21 +232,21 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       }
       return exchange(conversation, step.parent, message.text);
     },
-    branch(contextId, { turnId, index }) {
+    branch(contextId, { turnId, index }, query) {
       const conversation = find(contextId);
       if ("error" in conversation) return conversation;
       const step = branch(conversation).find(({ exchange }) => exchange.user.id === turnId || exchange.reply.id === turnId);
       if (!step || index >= step.parent.children.length) return refusal(404, "branch_not_found", "No such branch.");
       step.parent.active = index;
-      return transcript(conversation);
+      return transcript(conversation, query);
     },
     attach(contextId, after) {
       const frames = conversations.get(contextId)?.lastRun.filter((frame) => "seq" in frame && frame.seq > after) ?? [];
       return frames.length > 0 ? { frames } : { nothing: true };
     },
-    transcript(contextId) {
+    transcript(contextId, query) {
       const conversation = conversations.get(contextId);
-      return conversation && transcript(conversation);
+      return conversation && transcript(conversation, query);
     },
     conversations({ limit, cursor }: ConversationQuery): ConversationPage {
       const key = (conversation: Conversation) => `${String(conversation.updatedAt).padStart(16, "0")}|${conversation.contextId}`;

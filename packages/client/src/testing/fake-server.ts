@@ -15,9 +15,10 @@
  * …/regenerate` and `…/edits`, or the `regenerate` and `edit` commands) and
  * remembered by `messageId` the same way. The conversation routes the client
  * calls over HTTP — the list (`GET …/contexts`), a rename (`PATCH`), a forget
- * (`DELETE`) and a branch switch (`POST …/branch`) — are the script's too.
+ * (`DELETE`) and a branch switch (`POST …/branch`) — are the script's too,
+ * and so is a transcript: its query (`limit`, `before`) asks for a page.
  * `conversationScript()` (`conversation-script.ts`) is a script that keeps
- * conversations as the server does, branches and all.
+ * conversations as the server does, branches and pages and all.
  *
  * It issues WebSocket tickets too (`POST …/tickets`, from the fake `fetch`):
  * a socket opened at `…/ws?ticket=…` with a ticket it did not issue, or one
@@ -69,6 +70,14 @@ export interface ConversationQuery {
   cursor: string | null;
 }
 
+/** The query of a transcript (`GET …/contexts/{id}`, `POST …/branch`): which page of it. */
+export interface TranscriptQuery {
+  /** The last this many exchanges; null for all of them. */
+  limit: number | null;
+  /** Those before the exchange of this turn, along its branch; null for the branch shown. */
+  before: string | null;
+}
+
 export interface Script {
   /** A send; not called for a repeat of a `messageId` that started a run (see above). */
   run(body: RunRequest): Reply;
@@ -80,9 +89,10 @@ export interface Script {
   /** Defaults to `turn_not_found`. Not called for a repeat of a `messageId` that started a run. */
   edit?(contextId: string, request: EditRequest): Reply;
   stop?(contextId: string): void;
-  transcript?(contextId: string): Transcript | undefined;
+  /** `GET …/contexts/{id}`: undefined for `context_not_found`; without a query, the whole transcript. */
+  transcript?(contextId: string, query?: TranscriptQuery): Transcript | Refusal | undefined;
   /** `POST …/branch`: the transcript of that branch; defaults to `branch_not_found`. */
-  branch?(contextId: string, request: BranchRequest): Transcript | Refusal;
+  branch?(contextId: string, request: BranchRequest, query?: TranscriptQuery): Transcript | Refusal;
   /** `GET …/contexts`: a page of the caller's conversations; defaults to none. */
   conversations?(query: ConversationQuery): ConversationPage | Refusal;
   /** `PATCH …/contexts/{id}`; defaults to `context_not_found`. */
@@ -143,6 +153,7 @@ const NOTHING_TO_REGENERATE: Reply = {
 };
 const NO_TURN: Reply = { error: { status: 404, code: "turn_not_found", message: "No such turn." } };
 const NO_CONTEXT: Refusal = { error: { status: 404, code: "context_not_found", message: "Unknown context." } };
+const NO_BRANCH: Refusal = { error: { status: 404, code: "branch_not_found", message: "No such branch." } };
 const tick = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
 /** The runs each script (each server) started, by the `messageId` of the send that started them. */
@@ -296,9 +307,7 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
       } else if (match[2] === "/branch" && method === "POST") {
         const request = body() as BranchRequest;
         log.branches.push({ contextId, ...request });
-        return answerJson(
-          script.branch?.(contextId, request) ?? { error: { status: 404, code: "branch_not_found", message: "No such branch." } },
-        );
+        return answerJson(script.branch?.(contextId, request, transcriptQuery(url)) ?? NO_BRANCH);
       } else if (match[2] === "/stop") {
         log.stops.push(contextId);
         script.stop?.(contextId);
@@ -317,9 +326,7 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
         return refusal ? answerJson(refusal) : new Response(null, { status: 204 });
       } else {
         log.transcripts.push(contextId);
-        const transcript = script.transcript?.(contextId);
-        if (!transcript) return json(404, { error: { code: "context_not_found", message: "Unknown context." } });
-        return json(200, transcript);
+        return answerJson(script.transcript?.(contextId, transcriptQuery(url)) ?? NO_CONTEXT);
       }
     }
     if ("error" in reply) {
@@ -351,6 +358,12 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
     });
     return new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } });
   };
+}
+
+/** The page a transcript request asks for. */
+function transcriptQuery(url: URL): TranscriptQuery {
+  const limit = url.searchParams.get("limit");
+  return { limit: limit === null ? null : Number(limit), before: url.searchParams.get("before") };
 }
 
 async function* toAsync(frames: Iterable<Frame> | AsyncIterable<Frame>): AsyncGenerator<Frame> {

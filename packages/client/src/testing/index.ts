@@ -23,6 +23,7 @@ export {
   type Script,
   type ServerLog,
   type TicketRefusal,
+  type TranscriptQuery,
 } from "./fake-server.js";
 export { conversationScript, type Answer, type ConversationScriptOptions } from "./conversation-script.js";
 export { channel, runFrames, transcriptTurn, type StartIds } from "./frames.js";

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from thinwire.branches import Position
+from thinwire.branches import WHOLE, Page, Position
 from thinwire.errors import AlreadyExists, VersionConflict
 from thinwire.exchanges import Exchange
 from thinwire.jsontext import dumps
@@ -94,17 +94,19 @@ class SQLiteStore(Store):
 
         return await self._database.read(load)
 
-    async def load_transcript(self, context_id: str) -> TranscriptView | None:
+    async def load_transcript(self, context_id: str, page: Page = WHOLE) -> TranscriptView | None:
         """In one trip to the database thread: the record, then each stretch of the
-        branch's turns joined by SQLite, as the bytes stored (`joined_turns`)."""
+        page's turns joined by SQLite, as the bytes stored (`joined_turns`)."""
 
         def read(connection: sqlite3.Connection) -> TranscriptView | None:
             record = load_record(connection, context_id)
             if record is None:
                 return None
-            forks = record.lines.forks()
-            parts: list[bytes] = []
-            for segment in record.lines.path():
+            window = record.lines.window(page)
+            if window is None:
+                return TranscriptView.of(record, None, [])
+            forks, parts = window.forks, []
+            for segment in window.segments:
                 start = segment.start
                 inside = sorted(d for d in forks if segment.start <= d <= segment.end)
                 for depth in [*inside, segment.end + 1]:
@@ -113,7 +115,7 @@ class SQLiteStore(Store):
                         items = joined_turns(connection, context_id, segment.line, depth, depth + 1)
                         parts.append(with_siblings(items, *forks[depth]))
                     start = depth + 1
-            return TranscriptView.of(record, parts)
+            return TranscriptView.of(record, window, parts)
 
         return await self._database.read(read)
 
