@@ -13,8 +13,10 @@ is left at its default):
    in a row to one conversation (hot: it stays cached). A 10-turn conversation would
    grow by the sends themselves, so there are enough of them to send each a few times
    only. Each send: the time to its first delta and to its end, and the server's CPU
-   (the scheduler's account, to the nanosecond). A cold `GET` of each transcript, round
-   the sizes the same way, is the cold resume.
+   (the scheduler's account, to the nanosecond). A cold `GET` of each transcript's
+   latest page, round the sizes the same way, is the cold resume (what `useAgent` reads
+   when it opens a conversation: `RESUME_PAGE` exchanges); a cold `GET` of the whole
+   transcript is measured beside it.
 3. Live: 1,000 conversations of 1,000 turns on a fresh server with the default cache, one
    send each; the server's RSS before and after, beside the cache's byte bound. Building
    them by sends would take ~500,000 runs, so the 1,000-turn conversation of step 1 is
@@ -48,6 +50,8 @@ __all__ = ["ConversationPlan", "run_conversations"]
 #: of the live conversations (reads them whole: what the cache's byte bound is for).
 AGENT = "scribe"
 WHOLE = "scribe-whole"
+#: Exchanges of the page a UI resuming a conversation reads: the hook's default `pageSize`.
+RESUME_PAGE = 50
 CONTEXT_ID = re.compile(rb'"contextId":"(ctx-[0-9a-f]{36})"')
 
 
@@ -159,12 +163,15 @@ async def turns_of(port: int, context_id: str, agent: str = AGENT) -> int:
     return len(json.loads(body)["turns"])
 
 
-async def timed_read(port: int, context_id: str, turns: int) -> float:
+async def timed_read(port: int, context_id: str, turns: int, page: int | None = None) -> float:
+    """The seconds a `GET` of the transcript takes: whole, or its last `page` exchanges."""
+    query = "" if page is None else f"?limit={page}"
     began = time.perf_counter()
-    status, body = await get(port, f"/agents/{AGENT}/contexts/{context_id}")
+    status, body = await get(port, f"/agents/{AGENT}/contexts/{context_id}{query}")
     elapsed = time.perf_counter() - began
-    if status != 200 or len(json.loads(body)["turns"]) < turns:
-        raise RuntimeError(f"GET {context_id}: {status} {body[:200]!r}")
+    expected = turns if page is None else min(turns, 2 * page)
+    if status != 200 or len(json.loads(body)["turns"]) < expected:
+        raise RuntimeError(f"GET {context_id}{query}: {status} {body[:200]!r}")
     return elapsed
 
 
@@ -179,9 +186,11 @@ async def cold_and_hot(
 ) -> dict[int, dict[str, Any]]:
     sizes = list(built)
     reads: dict[int, list[float]] = {turns: [] for turns in sizes}
+    resumes: dict[int, list[float]] = {turns: [] for turns in sizes}
     for i in range(plan.reads):  # round the sizes: each read finds its conversation cold
         for turns in sizes:
             ids = built[turns]
+            resumes[turns].append(await timed_read(port, ids[i % len(ids)], turns, RESUME_PAGE))
             reads[turns].append(await timed_read(port, ids[i % len(ids)], turns))
     cold: dict[int, list[Sent]] = {turns: [] for turns in sizes}
     for i in range(plan.sends):
@@ -202,6 +211,9 @@ async def cold_and_hot(
     for turns in sizes:
         figures[turns] = {
             "conversations": len(built[turns]),
+            "resume_page": RESUME_PAGE,
+            "resume_p50_ms": percentile(resumes[turns], 0.5) * 1e3,
+            "resume_p99_ms": percentile(resumes[turns], 0.99) * 1e3,
             "read_p50_ms": percentile(reads[turns], 0.5) * 1e3,
             "read_p99_ms": percentile(reads[turns], 0.99) * 1e3,
         }
@@ -295,7 +307,8 @@ def run_conversations(plan: ConversationPlan) -> dict[str, Any]:
                 f"  {turns:>5} turns: send cold {row['cold']['cpu_ms']:6.2f} ms CPU,"
                 f" first delta p50 {row['cold']['first_delta_p50_ms']:6.2f} ms;"
                 f" hot {row['hot']['cpu_ms']:6.2f} ms CPU;"
-                f" cold read p99 {row['read_p99_ms']:6.2f} ms",
+                f" cold resume p99 {row['resume_p99_ms']:6.2f} ms,"
+                f" whole read p99 {row['read_p99_ms']:6.2f} ms",
                 flush=True,
             )
 

@@ -161,13 +161,21 @@ def test_the_report_reads_the_targets_off_the_figures() -> None:
 def test_long_conversation_and_listing_targets_compare_sizes_and_read_p99() -> None:
     def size(cpu: float, first: float, read_p99: float) -> dict[str, Any]:
         kind = {"cpu_ms": cpu, "first_delta_p50_ms": first, "first_delta_p99_ms": first}
-        return {"cold": kind, "hot": kind, "read_p50_ms": 1.0, "read_p99_ms": read_p99}
+        reads = {"read_p50_ms": 1.0, "read_p99_ms": read_p99}
+        resumes = {"resume_page": 50, "resume_p50_ms": 0.5, "resume_p99_ms": read_p99 / 3}
+        return {"cold": kind, "hot": kind, **reads, **resumes}
 
+    sizes = {"10": size(1.0, 2.0, 1.0), "1000": size(1.2, 2.5, 7.5), "5000": size(1.4, 3.2, 9.0)}
     results = {
-        "conversations": {"sizes": {"10": size(1.0, 2.0, 1.0), "5000": size(1.4, 3.2, 9.0)}},
+        "conversations": {"sizes": sizes},
         "listing": {"conversations": 10_000, "page": 50, "pages": 400, "p50_ms": 1, "p99_ms": 6},
     }
     found = {target: (measured, met) for target, measured, met in targets(results)}
+    # A resume reads the hook's first page; the whole read is shown beside it.
+    assert found["cold resume of 1,000 turns ≤ 3 ms p99"] == ("2.50 ms", True)
+    assert "| 1000 | 1.20 | 2.50 | 2.50 | 1.20 | 2.50 | 2.50 | 0.50 | 2.50 | 1.00 | 7.50 |" in (
+        report(results)
+    )
     assert found["cold send CPU at 5,000 turns ≤ 1.5x at 10"] == ("1.40x", True)
     assert found["hot first delta at 5,000 turns ≤ 1.5x at 10"] == ("1.60x", False)
     assert found["a page of 50 of 10,000 conversations ≤ 5 ms p99"] == ("6.00 ms", False)
