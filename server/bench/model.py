@@ -68,16 +68,20 @@ def run_model(plan: ModelPlan, generator: LoadGenerator) -> list[dict[str, Any]]
     """A `ChatAgent` streaming the stub's deltas, and the `deltas` agent saying the same
     deltas with `run.say` as they would come from a model (one per event-loop tick: the
     ChatAgent reads each chunk of the stub's stream as it arrives), on one thinwire
-    server: rounds of each, side by side."""
+    server: rounds of each, side by side; and the `sdk` agent, the same model streamed
+    by hand through the SDK, for what talking to a model costs any agent."""
     stub_port = free_port()
     stub_argv = python_server("openai-stub", stub_port)
     rows: list[dict[str, Any]] = []
     with started("openai-stub", stub_argv, stub_port, helper=True):
         model_url = f"http://127.0.0.1:{stub_port}/v1"
         with server_for("thinwire", "--model-url", model_url) as (server, say):
-            chat = replace(say, name="thinwire-chat", path="/agents/chat/runs")
-            targets = {"thinwire-say": replace(say, name="thinwire-say"), "thinwire-chat": chat}
-            paces = {"thinwire-say": "yield", "thinwire-chat": "burst"}
+            targets = {
+                "thinwire-say": replace(say, name="thinwire-say"),
+                "thinwire-chat": replace(say, name="thinwire-chat", path="/agents/chat/runs"),
+                "thinwire-sdk": replace(say, name="thinwire-sdk", path="/agents/sdk/runs"),
+            }
+            paces = {"thinwire-say": "yield", "thinwire-chat": "burst", "thinwire-sdk": "burst"}
             for name, target in targets.items():
                 generator.run(target, 10, 40, plan.deltas, plan.budget, paces[name])  # warm-up
             for round_ in range(1, plan.rounds + 1):

@@ -174,6 +174,22 @@ def model_table(rows: Sequence[Row]) -> list[str]:
             f"| {'' if ratio is None else f'{ratio:.2f}x'} | {_ms(row['ttff_p50_ms'])} "
             f"| {row['failures']}/{row['streams']} |"
         )
+    by_hand = [
+        row
+        for row in paired(rows, baseline="thinwire-sdk")
+        if row["server"] == "thinwire-chat" and "ratio" in row
+    ]
+    if by_hand:
+        lines.append("")
+        lines.append(
+            "thinwire-sdk streams the same model by hand (the SDK's chunks, `run.say` per"
+            " content). ChatAgent's CPU per token over it, per round (median):"
+        )
+        for row in by_hand:
+            ratios = row["ratios"]["cpu_s_per_1k"]
+            lines.append(
+                f"C={row['concurrency']}: {_rounds(ratios)} ({row['ratio']['cpu_s_per_1k']:.2f}x)."
+            )
     return [*lines, ""]
 
 

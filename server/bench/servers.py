@@ -15,7 +15,8 @@ The servers:
 - `thinwire`: `create_app` with the default SQLite store, the event log and SSE or
   WebSocket; the agent says the N deltas with `run.say`, pausing as asked. (With
   `--store memory`, the same without SQLite: what the store costs.) With `--model-url`,
-  the `chat` agent is a `ChatAgent` over the OpenAI-compatible stub at that URL.
+  the `chat` agent is a `ChatAgent` over the OpenAI-compatible stub at that URL, and the
+  `sdk` agent streams the same model by hand: the SDK's chunks, `run.say` per content.
 - `sse-starlette`: `EventSourceResponse`, the common Python choice.
 
 Each app also answers `POST /idle` (bare, sse-starlette) or runs the `gated` agent
@@ -251,6 +252,30 @@ def chat_agent(model_url: str) -> type[Agent]:
     return Chat
 
 
+def sdk_agent(model_url: str) -> type[Agent]:
+    """What an agent streaming the model by hand is: the `openai` SDK's own stream over
+    its aiohttp client (as ChatAgent's), `run.say` per content delta, nothing kept but
+    the reply. No tools, no journal: the floor of talking to a model."""
+    import openai
+
+    clients: list[Any] = []  # made on the server's loop, at the first run
+
+    class Relay(Agent):
+        async def run(self, run: Run, text: str) -> None:
+            if not clients:
+                http = openai.DefaultAioHttpClient()
+                client = openai.AsyncOpenAI(base_url=model_url, api_key="bench", http_client=http)
+                clients.append(client)
+            stream = await clients[0].chat.completions.create(
+                model="stub-model", messages=[{"role": "user", "content": text}], stream=True
+            )
+            async for chunk in stream:
+                if chunk.choices and chunk.choices[0].delta.content:
+                    await run.say(chunk.choices[0].delta.content)
+
+    return Relay
+
+
 def thinwire_app(
     heartbeat: float,
     data_dir: Path | None,
@@ -272,6 +297,7 @@ def thinwire_app(
     }
     if model_url is not None:
         agents["chat"] = chat_agent(model_url)
+        agents["sdk"] = sdk_agent(model_url)
     return thinwire.create_app(
         agents,
         identify=thinwire.anonymous,

@@ -180,3 +180,20 @@ def test_long_conversation_and_listing_targets_compare_sizes_and_read_p99() -> N
     assert found["hot first delta at 5,000 turns ≤ 1.5x at 10"] == ("1.60x", False)
     assert found["a page of 50 of 10,000 conversations ≤ 5 ms p99"] == ("6.00 ms", False)
     assert "400 pages of 50 through 10,000 conversations" in report(results)
+
+
+def test_chat_agent_is_read_against_run_say_and_shown_against_the_sdk_by_hand() -> None:
+    model = [
+        row(server, 1, workload="model", round=n, cpu_s_per_1k=cpu)
+        for n, figures in ((1, (0.040, 0.050, 0.060)), (2, (0.040, 0.046, 0.050)))
+        for server, cpu in zip(
+            ("thinwire-say", "thinwire-chat", "thinwire-sdk"), figures, strict=True
+        )
+    ]
+    results = {"model": model}
+    found = {target: (measured, met) for target, measured, met in targets(results)}
+    # The target's baseline is run.say (1.25x, 1.15x): the hand-written agent is beside it.
+    assert found["ChatAgent CPU per token ≤ 1.2x run.say at C=1"] == ("1.20x", True)
+    text = report(results)
+    assert "| thinwire-sdk | 1 |" in text
+    assert "C=1: 0.83 0.92 (0.88x)." in text
