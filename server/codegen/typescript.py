@@ -88,6 +88,9 @@ export const WEBSOCKET_SUBPROTOCOL = {{ subprotocol | tojson }};
 /** The same protocol with several frames to a message, one per line: offered first. */
 export const WEBSOCKET_SUBPROTOCOL_LINES = {{ subprotocol_lines | tojson }};
 
+/** The most exchanges one page of a transcript holds (`GET …/contexts/{id}?limit=`). */
+export const MAX_TRANSCRIPT_PAGE = {{ max_transcript_page }};
+
 /** Every frame type of this protocol version; a client ignores any other. */
 export const FRAME_TYPES: readonly FrameType[] = {{ frame_types | tojson }};
 
@@ -181,6 +184,7 @@ def typescript(schema: dict[str, Any]) -> str:
         frames=frames,
         subprotocol=wire.WEBSOCKET_SUBPROTOCOL,
         subprotocol_lines=wire.WEBSOCKET_SUBPROTOCOL_LINES,
+        max_transcript_page=wire.MAX_TRANSCRIPT_PAGE,
         frame_types=[m.model_fields["type"].default for m in FRAMES],
         stop_reasons=list(get_args(wire.StopReason)),
         server_codes=sorted(codes.ERROR_CODES),

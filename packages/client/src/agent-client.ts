@@ -58,7 +58,7 @@ import {
   toThinwireError,
   turnNotFound,
 } from "./errors.js";
-import type { EditRequest, RunRequest } from "./generated/wire.js";
+import { type EditRequest, MAX_TRANSCRIPT_PAGE, type RunRequest } from "./generated/wire.js";
 import { Job } from "./job.js";
 import { Messages } from "./messages.js";
 import { Notifier } from "./notifier.js";
@@ -613,15 +613,15 @@ export class AgentClient {
 }
 
 
-/** Exchanges per page of a transcript, unless `pageSize` says otherwise; the server reads at most MAX_PAGE_SIZE. */
+/** Exchanges per page of a transcript, unless `pageSize` says otherwise. */
 const DEFAULT_PAGE_SIZE = 50;
-const MAX_PAGE_SIZE = 1000;
 
 /** The `pageSize` option, checked: a whole number the server accepts, or Infinity for no pages. */
 function pageSizeOf(pageSize: number | undefined): number {
   if (pageSize === undefined) return DEFAULT_PAGE_SIZE;
-  if (pageSize === Infinity || (Number.isInteger(pageSize) && pageSize >= 1 && pageSize <= MAX_PAGE_SIZE)) return pageSize;
-  throw new TypeError(`pageSize must be a whole number from 1 to ${MAX_PAGE_SIZE}, or Infinity.`);
+  const accepted = Number.isInteger(pageSize) && pageSize >= 1 && pageSize <= MAX_TRANSCRIPT_PAGE;
+  if (pageSize === Infinity || accepted) return pageSize;
+  throw new TypeError(`pageSize must be a whole number from 1 to ${MAX_TRANSCRIPT_PAGE}, or Infinity.`);
 }
 
 /** The transport a client creates (and closes) itself. */

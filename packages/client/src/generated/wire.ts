@@ -394,6 +394,9 @@ export const WEBSOCKET_SUBPROTOCOL = "thinwire.v1";
 /** The same protocol with several frames to a message, one per line: offered first. */
 export const WEBSOCKET_SUBPROTOCOL_LINES = "thinwire.v1.lines";
 
+/** The most exchanges one page of a transcript holds (`GET …/contexts/{id}?limit=`). */
+export const MAX_TRANSCRIPT_PAGE = 1000;
+
 /** Every frame type of this protocol version; a client ignores any other. */
 export const FRAME_TYPES: readonly FrameType[] = ["run_start", "title", "thinking", "tool_call", "tool_result", "token", "interrupt", "done", "error", "rejected"];
 
