@@ -33,11 +33,10 @@ from thinwire.errors import BadRequest, Conflict, Misconfigured, NotFound, Store
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
 from thinwire.limits import RateLimiter, StreamLimiter
-from thinwire.records import TITLE_LENGTH, ContextRecord, branch_turns, json_array
+from thinwire.records import TITLE_LENGTH, ContextRecord, json_array
 from thinwire.runlog import FrameSource, Retagged, RunLog, StoredFrames
 from thinwire.runner import begin_run, execute
 from thinwire.stores import Store
-from thinwire.stores.base import log_lost
 from thinwire.stores.listing import Summary, decode_cursor, encode_cursor
 from thinwire.tickets import Tickets
 
@@ -429,20 +428,11 @@ class AgentServer:
         window = record.lines.window(page)
         if window is None:
             raise no_such_turn()
-        positions = list(window.positions())
-        missing = [p for p in positions if p not in record.exchanges]
-        stored = await self.store.load_turns(record.id, missing) if missing else {}
-        if len(stored) < len(missing):
-            log_lost(record.id, [p for p in missing if p not in stored])
-        texts = [
-            (record.exchanges[p].turns_json() if p in record.exchanges else stored.get(p, "[]"))
-            for p in positions
-        ]
         return encode_transcript(
             context.id,
             context.agent_name,
             record.title,
-            branch_turns(window, [text.encode() for text in texts]),
+            await self.store.window_turns(record.id, window, record.exchanges),
             active_run_id(context),
             record.pending_interrupt,
             has_earlier=window.has_earlier,

@@ -37,11 +37,12 @@ import abc
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from thinwire.branches import WHOLE, Page, Position
+from thinwire.branches import WHOLE, Page, Position, Window
 from thinwire.exchanges import Exchange
 from thinwire.records import ContextRecord, TranscriptView, branch_turns
 from thinwire.stores.listing import Cursor, Summary
@@ -52,6 +53,9 @@ if TYPE_CHECKING:
 __all__ = ["AuditEntry", "Event", "Store"]
 
 logger = logging.getLogger("thinwire.stores")
+
+#: No exchanges in hand (`Store.window_turns`).
+EMPTY: Mapping[Position, Exchange] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -139,13 +143,22 @@ class Store(abc.ABC):
         if record is None:
             return None
         window = record.lines.window(page)
-        positions = list(window.positions()) if window else []
-        turns = await self.load_turns(context_id, positions) if positions else {}
-        lost = [position for position in positions if position not in turns]
+        turns = await self.window_turns(context_id, window) if window else []
+        return TranscriptView.of(record, window, turns)
+
+    async def window_turns(
+        self, context_id: str, window: Window, held: Mapping[Position, Exchange] = EMPTY
+    ) -> list[bytes]:
+        """The public turns of `window` (`branch_turns`): of the exchanges `held` (a live
+        record's, newer than the store's) as they are, of the others as stored."""
+        positions = list(window.positions())
+        missing = [p for p in positions if p not in held]
+        stored = await self.load_turns(context_id, missing) if missing else {}
+        lost = [p for p in missing if p not in stored]
         if lost:
             log_lost(context_id, lost)
-        texts = [turns.get(p, "[]").encode() for p in positions]
-        return TranscriptView.of(record, window, branch_turns(window, texts) if window else [])
+        texts = [held[p].turns_json() if p in held else stored.get(p, "[]") for p in positions]
+        return branch_turns(window, [text.encode() for text in texts])
 
     @abc.abstractmethod
     async def list_contexts(
