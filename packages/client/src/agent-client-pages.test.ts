@@ -66,6 +66,16 @@ function messages(snapshot: Snapshot): string[] {
   return snapshot.turns.filter((turn) => turn.role === "user").map((turn) => turn.text);
 }
 
+/** A conversation script whose reads of an earlier page (`before`) are refused with `code`. */
+function refusingEarlier(status: number, code: string): Script {
+  const base = conversationScript({ answer });
+  return {
+    ...base,
+    transcript: (contextId, query) =>
+      query?.before ? { error: { status, code, message: "Refused." } } : base.transcript!(contextId, query),
+  };
+}
+
 describe("AgentClient pages of a transcript", () => {
   async function resumed(count: number, options: Partial<AgentClientOptions> = {}) {
     const { fetch, requests, hold } = server();
@@ -173,13 +183,7 @@ describe("AgentClient pages of a transcript", () => {
   });
 
   it("shows the latest page again when the turn it reads before is gone (turn_not_found)", async () => {
-    const base = conversationScript({ answer });
-    const script: Script = {
-      ...base,
-      transcript: (contextId, query) =>
-        query?.before ? { error: { status: 404, code: "turn_not_found", message: "No such turn." } } : base.transcript!(contextId, query),
-    };
-    const { fetch, requests } = server(script);
+    const { fetch, requests } = server(refusingEarlier(404, "turn_not_found"));
     const contextId = await conversation(fetch, 5);
     const client = new AgentClient({ agent: "demo", fetch, contextId, pageSize: 2 });
     await client.start();
@@ -199,13 +203,7 @@ describe("AgentClient pages of a transcript", () => {
   });
 
   it("rejects on any other failure, leaving the view as it was and onError untold", async () => {
-    const base = conversationScript({ answer });
-    const script: Script = {
-      ...base,
-      transcript: (contextId, query) =>
-        query?.before ? { error: { status: 503, code: "store_unavailable", message: "Down." } } : base.transcript!(contextId, query),
-    };
-    const { fetch } = server(script);
+    const { fetch } = server(refusingEarlier(503, "store_unavailable"));
     const contextId = await conversation(fetch, 5);
     const onError = vi.fn();
     const client = new AgentClient({ agent: "demo", fetch, contextId, pageSize: 2, onError });
