@@ -16,11 +16,13 @@ import os
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute, Mount
+from starlette.types import Receive, Scope, Send
 
 from thinwire import wire
 from thinwire.a2a import A2A, a2a_routes
@@ -32,6 +34,7 @@ from thinwire.boundary import EXCEPTION_HANDLERS
 from thinwire.browser import BrowserGuard
 from thinwire.contexts import DEFAULT_CACHE_BYTES, AgentFactory
 from thinwire.coordination import Coordinator
+from thinwire.direct import SERVER_SEND
 from thinwire.identity import Identify
 from thinwire.limits import RateLimiter
 from thinwire.routes import http_routes
@@ -147,7 +150,7 @@ def create_app(
     middleware = [Middleware(BrowserGuard, allowed_origins=origins)]
     if cors:
         middleware.insert(0, cors_middleware(origins))
-    app = Starlette(
+    app = ThinwireApp(
         debug=debug,
         routes=all_routes,
         middleware=middleware,
@@ -156,6 +159,22 @@ def create_app(
     )
     app.state.thinwire = server
     return app
+
+
+class ThinwireApp(Starlette):
+    """The app `create_app` makes. It keeps the send the server hands it where streams
+    find it (`direct.SERVER_SEND`), to write their frames past its own middleware, as
+    long as that middleware is all its own: one added later (`add_middleware`) sees
+    every message."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._own_middleware = list(self.user_middleware)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan" and self.user_middleware == self._own_middleware:
+            scope[SERVER_SEND] = send
+        await super().__call__(scope, receive, send)
 
 
 def check_agents(agents: Mapping[str, AgentFactory]) -> None:

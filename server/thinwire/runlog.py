@@ -358,8 +358,9 @@ class Follower:
         await Outlet(self, send, timeout, self.heartbeat if heartbeats else None).run()
 
 
-#: How an outlet sends a batch (None: a heartbeat): an awaitable, started at once.
-Send = Callable[[Batch | None], Awaitable[Any]]
+#: How an outlet sends a batch (None: a heartbeat): an awaitable, started at once, or
+#: None when the batch was written already, in full (`direct.py`).
+Send = Callable[[Batch | None], Awaitable[Any] | None]
 
 
 class Outlet:
@@ -447,6 +448,9 @@ class Outlet:
         while): True if the send completed; if not, the outlet is busy and the reader's
         task finishes the send (or raises its error)."""
         awaitable = self.send(batch)
+        if awaitable is None:  # written already, in full
+            self.quiet_since = self.sent_at = time.monotonic()
+            return True
         steps = awaitable if type(awaitable) is CoroutineType else awaitable.__await__()
         self.sending_since = now = time.monotonic()
         loop, task = self.loop, self.task

@@ -6,7 +6,9 @@ per stream than a model's tokens do). Closing the stream never touches the run.
 
 A live run's log is pumped (`Follower.pump`): its frames are written as they come,
 without the writer task waking per frame, and heartbeats and the write timeout come from
-one periodic check per event loop rather than a timer per write (see `runlog.py`).
+one periodic check per event loop rather than a timer per write (see `runlog.py`). Under
+`thinwire serve`, the body's chunks are written to the connection directly, past the
+middleware and h11 (`direct.py`).
 
 A client that stops reading cannot make the server buffer for it: frames are read from
 the run's log, not queued per client, and each write must complete within
@@ -24,6 +26,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from thinwire import wire
+from thinwire.direct import chunk_writer
 from thinwire.runlog import Batch, Follower, FrameSource
 
 __all__ = ["SSE_HEADERS", "EventStream", "encode", "encode_all"]
@@ -75,14 +78,19 @@ class EventStream(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        direct = chunk_writer(scope)
 
         async def write(body: bytes, more: bool = True) -> None:
+            if more and direct is not None and direct(body):
+                return
             # asyncio's own timeout: a fraction of anyio.fail_after's cost.
             async with asyncio.timeout(self.send_timeout):
                 await send({"type": "http.response.body", "body": body, "more_body": more})
 
-        def body(batch: Batch | None) -> Awaitable[None]:
+        def body(batch: Batch | None) -> Awaitable[None] | None:
             data = HEARTBEAT if batch is None else encode_all(batch)
+            if direct is not None and direct(data):
+                return None
             return send({"type": "http.response.body", "body": data, "more_body": True})
 
         async def stream() -> None:

@@ -36,6 +36,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from thinwire import wire
 from thinwire.browser import cross_site
+from thinwire.direct import message_writer
 from thinwire.errors import (
     BadRequest,
     PayloadTooLarge,
@@ -139,6 +140,8 @@ class Session:
         self.lines = lines
         self.followers: set[asyncio.Task[None]] = set()
         self.send_lock = asyncio.Lock()
+        #: Writes a message to the connection itself, where the server allows (direct.py).
+        self.direct = message_writer(websocket.scope)
 
     async def send(self, text: str) -> None:
         async with self.send_lock:
@@ -149,12 +152,20 @@ class Session:
             for text in self.messages(texts):
                 await self.websocket.send_text(text)
 
-    def send_batch(self, batch: Batch | None) -> Awaitable[None]:
-        """A batch's frames under the lock (a message each, or one message of lines);
-        timed by the pump."""
+    def send_batch(self, batch: Batch | None) -> Awaitable[None] | None:
+        """A batch's frames (a message each, or one message of lines): written at once
+        where they can be (None), else sent under the lock; timed by the pump."""
         if batch is not None and len(batch) == 1:  # a model's token: the common case
-            return self.send_texts((batch[0][1],))
-        return self.send_texts(self.messages([data for _, data in batch or ()]))
+            texts: Sequence[str] = (batch[0][1],)
+        else:
+            texts = self.messages([data for _, data in batch or ()])
+        direct = self.direct
+        if direct is not None and not self.send_lock.locked():
+            for i, text in enumerate(texts):
+                if not direct(text):
+                    return self.send_texts(texts[i:])
+            return None
+        return self.send_texts(texts)
 
     def messages(self, texts: Sequence[str]) -> Sequence[str]:
         if self.lines and len(texts) > 1:

@@ -1,0 +1,260 @@
+"""A stream's chunks written straight to uvicorn's connection (thinwire.direct), against
+uvicorn's HTTP/1.1 protocol as `thinwire serve` runs it, in a thread of this process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from websockets.frames import Frame, Opcode
+from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Subprotocol
+
+from conftest import app_for, parse_sse
+from thinwire import Agent, Run, sse, websocket, wire
+from thinwire.direct import SERVER_SEND, Writer, chunk_writer, message_writer, text_frame
+from thinwire.serving import protocol_with
+from thinwire.testing.server import free_port
+
+CHUNKS = [b"first", b"x" * 70_000, b"third"]
+
+
+@contextmanager
+def uvicorn_serving(app: ASGIApp) -> Iterator[int]:
+    """`app` under uvicorn's h11 protocol, as `thinwire serve` runs it: its port."""
+    port = free_port()
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", http=protocol_with(10.0)
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(500):
+            if server.started:
+                break
+            threading.Event().wait(0.01)
+        else:
+            raise RuntimeError("uvicorn did not start")
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def read_response(sock: socket.socket, buffered: bytes = b"") -> tuple[bytes, bytes, bytes]:
+    """One HTTP/1.1 response off a kept-alive connection: (head, raw body, what follows)."""
+    data = buffered
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, data = data.partition(b"\r\n\r\n")
+    if b"transfer-encoding: chunked" not in head.lower():
+        while chunk := sock.recv(65536):  # close-delimited
+            data += chunk
+        return head, data, b""
+    while b"0\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    end = data.index(b"0\r\n\r\n") + 5
+    return head, data[:end], data[end:]
+
+
+def dechunk(raw: bytes) -> list[bytes]:
+    chunks = []
+    while True:
+        size_line, _, raw = raw.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            return chunks
+        chunks.append(raw[:size])
+        assert raw[size : size + 2] == b"\r\n"
+        raw = raw[size + 2 :]
+
+
+def chunk_app(seen: list[bool]) -> ASGIApp:
+    """Starts a response, writes CHUNKS directly where it can (else sends them), ends it;
+    records whether it could."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        scope[SERVER_SEND] = send
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        write = chunk_writer(scope)
+        seen.append(write is not None)
+        for chunk in CHUNKS:
+            if write is None or not write(chunk):
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    return app
+
+
+def test_chunks_written_directly_frame_as_h11_would_and_keep_the_connection() -> None:
+    seen: list[bool] = []
+    with (
+        uvicorn_serving(chunk_app(seen)) as port,
+        socket.create_connection(("127.0.0.1", port)) as sock,
+    ):
+        request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+        sock.sendall(request + request)  # two requests on one kept-alive connection
+        head, raw, rest = read_response(sock)
+        head2, raw2, _ = read_response(sock, rest)
+    assert seen == [True, True]
+    assert head.startswith(b"HTTP/1.1 200") and head2.startswith(b"HTTP/1.1 200")
+    assert raw.startswith(b"5\r\nfirst\r\n") and raw.endswith(b"5\r\nthird\r\n0\r\n\r\n")
+    assert dechunk(raw) == CHUNKS and dechunk(raw2) == CHUNKS
+
+
+def test_an_http_1_0_client_gets_every_chunk_the_asgi_way() -> None:
+    seen: list[bool] = []
+    with (
+        uvicorn_serving(chunk_app(seen)) as port,
+        socket.create_connection(("127.0.0.1", port)) as sock,
+    ):
+        sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+        head, body, _ = read_response(sock)
+    assert seen == [False]  # h11 delimits the body by closing: no chunks to write
+    assert head.startswith(b"HTTP/1.1 200") and body == b"".join(CHUNKS)
+
+
+def test_only_uvicorns_own_send_is_written_past() -> None:
+    async def wrapped(message: Message) -> None:
+        raise AssertionError("not called")
+
+    assert chunk_writer({"type": "http", "method": "POST"}) is None
+    assert chunk_writer({"type": "http", "method": "POST", SERVER_SEND: wrapped}) is None
+
+
+class Ticker(Agent):
+    """Says 40 deltas, a loop tick apart: most are written one by one, as they come. Told
+    "big", deltas of every size a WebSocket frame's length is written in."""
+
+    async def run(self, run: Run, text: str) -> None:
+        deltas = BIG if text == "big" else [f"{i}," for i in range(40)]
+        for delta in deltas:
+            await run.say(delta)
+            await asyncio.sleep(0)
+
+
+BIG = ["a", "b" * 200, "c" * 70_000, "d"]
+
+
+@pytest.fixture
+def direct_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the chunks or messages the streams wrote directly (a count per stream or
+    socket)."""
+    counts: list[int] = []
+
+    def counting_with(make: Callable[[Scope], Writer | None]) -> Callable[[Scope], Writer | None]:
+        return lambda scope: counting(make(scope))
+
+    def counting(write: Writer | None) -> Writer | None:
+        if write is None:
+            return None
+        counts.append(0)
+        index = len(counts) - 1
+
+        def counted(data: Any) -> bool:
+            written = write(data)
+            counts[index] += written
+            return written
+
+        return counted
+
+    monkeypatch.setattr(sse, "chunk_writer", counting_with(chunk_writer))
+    monkeypatch.setattr(websocket, "message_writer", counting_with(message_writer))
+    return counts
+
+
+def run_over_http(port: int) -> tuple[list[dict[str, Any]], bytes]:
+    """A run's frames and its whole SSE body, over HTTP/1.1."""
+    body = json.dumps({"message": {"text": "go"}}).encode()
+    request = (
+        b"POST /agents/ticker/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(request)
+        head, raw, _ = read_response(sock)
+    assert head.startswith(b"HTTP/1.1 200")
+    body = b"".join(dechunk(raw))
+    return parse_sse(body.decode()), body
+
+
+def test_a_thinwire_stream_writes_its_chunks_directly(direct_writes: list[int]) -> None:
+    with uvicorn_serving(app_for({"ticker": Ticker})) as port:
+        frames, _ = run_over_http(port)
+    text = "".join(f["delta"] for f in frames if f["type"] == "token")
+    assert text == "".join(f"{i}," for i in range(40)) and frames[-1]["type"] == "done"
+    assert len(direct_writes) == 1 and direct_writes[0] > 0
+
+
+class BodyCounter:
+    """A user's middleware that looks at every body message."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.body = b""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def counting(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                self.body += message["body"]
+            await send(message)
+
+        await self.app(scope, receive, counting)
+
+
+def test_middleware_added_to_the_app_sees_every_chunk(direct_writes: list[int]) -> None:
+    app = app_for({"ticker": Ticker})
+    app.add_middleware(BodyCounter)
+    with uvicorn_serving(app) as port:
+        frames, body = run_over_http(port)
+    assert frames[-1]["type"] == "done"
+    assert direct_writes == []  # nothing went past the user's middleware
+    counter = app.middleware_stack
+    while not isinstance(counter, BodyCounter):
+        counter = counter.app  # type: ignore[union-attr]
+    assert counter.body == body
+
+
+def frames_of_run(socket: ClientConnection, text: str) -> list[dict[str, Any]]:
+    socket.send(json.dumps({"type": "send", "message": {"text": text}}))
+    frames = [json.loads(socket.recv(timeout=10))]
+    while frames[-1]["type"] != "done":
+        frames.append(json.loads(socket.recv(timeout=10)))
+    return frames
+
+
+def test_a_websocket_writes_its_messages_directly(direct_writes: list[int]) -> None:
+    with uvicorn_serving(app_for({"ticker": Ticker})) as port:
+        url = f"ws://127.0.0.1:{port}/agents/ticker/ws"
+        subprotocols = [Subprotocol(wire.WEBSOCKET_SUBPROTOCOL)]
+        with connect(url, subprotocols=subprotocols) as socket:  # compressed, if it can be
+            assert "permessage-deflate" in socket.response.headers["Sec-WebSocket-Extensions"]
+            ticks = frames_of_run(socket, "go")
+            # A rejection is sent the ASGI way, compressed: it decodes after direct ones.
+            unknown = {"type": "attach", "contextId": "ctx-" + "0" * 36}
+            socket.send(json.dumps(unknown))
+            rejected = json.loads(socket.recv(timeout=10))
+            big = frames_of_run(socket, "big")
+    assert "".join(f["delta"] for f in ticks if f["type"] == "token") == "".join(
+        f"{i}," for i in range(40)
+    )
+    assert rejected["type"] == "rejected" and rejected["code"] == "context_not_found"
+    assert [f["delta"] for f in big if f["type"] == "token"] == BIG
+    assert len(direct_writes) == 1 and direct_writes[0] > len(BIG)
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 65_535, 65_536, 70_000])
+def test_a_text_frame_is_framed_as_the_websockets_library_frames_it(size: int) -> None:
+    data = ("é" * size).encode()[:size]
+    assert text_frame(data) == Frame(Opcode.TEXT, data).serialize(mask=False, extensions=[])

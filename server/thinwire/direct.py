@@ -1,0 +1,116 @@
+"""Writing a stream's frames straight to uvicorn's connection.
+
+Sent as an ASGI message, a frame passes through each middleware's send wrapper and
+uvicorn's protocol machinery (h11's state machine; the websockets library's frame
+encoder) before its bytes reach the socket: for a model's token, more CPU than
+everything else thinwire does with it. So under uvicorn's own protocols (what `thinwire
+serve` runs) a stream writes its frames to the connection's transport itself, framed
+as those protocols frame them:
+
+- HTTP/1.1, an SSE body's chunks (`<size in hex>\\r\\n<data>\\r\\n`), between the
+  response's start and its end. Both of those still go through the app's stack, so h11
+  sees the response begin and end, and the connection is ready for its next request.
+- WebSocket, a text message as one unmasked frame. Never compressed, which
+  permessage-deflate allows message by message; the compressor never sees it, so the
+  messages that are compressed still decode.
+
+A frame goes the ASGI way instead whenever writing it directly could differ from sending
+it: the client's buffer is full (the send waits for it to drain, under the stream's send
+timeout), the connection is gone or closing, the response is over.
+
+The send used is the one the server handed the app (`SERVER_SEND`, which the app's
+outermost layer records). Under anything that wraps the app (a user's middleware,
+another ASGI server, uvicorn's httptools or wsproto protocols) it is not uvicorn's own,
+and every frame is an ASGI message, as it always was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from starlette.types import Scope
+
+try:
+    from h11._writers import ChunkedWriter
+    from uvicorn.protocols.http.h11_impl import RequestResponseCycle
+except ImportError:  # pragma: no cover - a uvicorn without its h11 protocol
+    ChunkedWriter = RequestResponseCycle = None  # type: ignore[assignment,misc]
+try:
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+    from websockets.protocol import State
+except ImportError:  # pragma: no cover - an older uvicorn or websockets
+    WebSocketsSansIOProtocol = State = None  # type: ignore[assignment,misc]
+
+__all__ = ["SERVER_SEND", "Writer", "chunk_writer", "message_writer", "text_frame"]
+
+#: The scope key under which the app's outermost layer keeps the server's own send.
+SERVER_SEND = "thinwire.server_send"
+
+#: Writes one chunk of a started response, or one text message: False if it did not
+#: (send it instead).
+Writer = Callable[[Any], bool]
+
+
+def _server(scope: Scope, kind: Any) -> Any:
+    """The object of `kind` whose `send` method the server handed the app, if it did."""
+    send: Any = scope.get(SERVER_SEND)
+    owner = getattr(send, "__self__", None)
+    if kind is None or type(owner) is not kind:
+        return None
+    return owner if getattr(send, "__func__", None) is vars(kind).get("send") else None
+
+
+def chunk_writer(scope: Scope) -> Writer | None:
+    """A writer of the body chunks (bytes) of the response this request has started, if
+    the server is uvicorn's HTTP/1.1 protocol framing the body in chunks; else None."""
+    cycle = _server(scope, RequestResponseCycle)
+    # h11 chose chunks (an HTTP/1.1 client, no Content-Length) and the response is open.
+    if cycle is None or type(getattr(cycle.conn, "_writer", None)) is not ChunkedWriter:
+        return None
+    if scope.get("method") == "HEAD" or not cycle.response_started:
+        return None
+    transport, flow = cycle.transport, cycle.flow
+
+    def write(data: bytes) -> bool:
+        # An empty chunk would end the body: that is the ASGI send's to do.
+        if not data or flow.write_paused or cycle.disconnected or cycle.response_complete:
+            return False
+        transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+        return True
+
+    return write
+
+
+def message_writer(scope: Scope) -> Writer | None:
+    """A writer of text messages (str) to the WebSocket this scope accepted, if the
+    server is uvicorn's websockets protocol; else None."""
+    protocol = _server(scope, WebSocketsSansIOProtocol)
+    if protocol is None or not protocol.handshake_complete:
+        return None
+    transport, conn, writable = protocol.transport, protocol.conn, protocol.writable
+
+    def write(text: str) -> bool:
+        if (
+            not writable.is_set()
+            or protocol.close_sent
+            or protocol.disconnected
+            or conn.state is not State.OPEN
+            or conn.expect_continuation_frame
+        ):
+            return False
+        transport.write(text_frame(text.encode()))
+        return True
+
+    return write
+
+
+def text_frame(data: bytes) -> bytes:
+    """A whole text message from the server, as one frame: FIN and the text opcode, the
+    length in 7, 16 or 64 bits, no mask (RFC 6455, 5.2)."""
+    size = len(data)
+    if size < 126:
+        return bytes((0x81, size)) + data
+    if size < 1 << 16:
+        return b"\x81\x7e" + size.to_bytes(2, "big") + data
+    return b"\x81\x7f" + size.to_bytes(8, "big") + data
