@@ -174,13 +174,8 @@ def direct_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return counts
 
 
-def run_over_http(port: int) -> tuple[list[dict[str, Any]], bytes]:
-    """A run's frames and its whole SSE body, over HTTP/1.1."""
-    body = json.dumps({"message": {"text": "go"}}).encode()
-    request = (
-        b"POST /agents/ticker/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-    )
+def sse_over_http(port: int, request: bytes) -> tuple[list[dict[str, Any]], bytes]:
+    """The frames of an SSE response, and its whole body, over HTTP/1.1."""
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.sendall(request)
         head, raw, _ = read_response(sock)
@@ -189,12 +184,25 @@ def run_over_http(port: int) -> tuple[list[dict[str, Any]], bytes]:
     return parse_sse(body.decode()), body
 
 
+def run_over_http(port: int) -> tuple[list[dict[str, Any]], bytes]:
+    body = json.dumps({"message": {"text": "go"}}).encode()
+    return sse_over_http(
+        port,
+        b"POST /agents/ticker/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
+    )
+
+
 def test_a_thinwire_stream_writes_its_chunks_directly(direct_writes: list[int]) -> None:
     with uvicorn_serving(app_for({"ticker": Ticker})) as port:
         frames, _ = run_over_http(port)
+        # A finished run's frames, read back from the store, are written the same way.
+        path = f"/agents/ticker/contexts/{frames[0]['contextId']}/events?after=0"
+        replayed, _ = sse_over_http(port, b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path.encode())
     text = "".join(f["delta"] for f in frames if f["type"] == "token")
     assert text == "".join(f"{i}," for i in range(40)) and frames[-1]["type"] == "done"
-    assert len(direct_writes) == 1 and direct_writes[0] > 0
+    assert replayed == frames
+    assert len(direct_writes) == 2 and all(count > 0 for count in direct_writes)
 
 
 class BodyCounter:
