@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> None:
         port=args.port,
         log_level="warning",
         access_log=False,
+        http="h11",  # as `thinwire serve` runs, whether httptools is installed or not
+        ws="websockets-sansio",
         backlog=4096,
         timeout_graceful_shutdown=2,
     )

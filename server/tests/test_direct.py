@@ -28,12 +28,12 @@ CHUNKS = [b"first", b"x" * 70_000, b"third"]
 
 
 @contextmanager
-def uvicorn_serving(app: ASGIApp) -> Iterator[int]:
-    """`app` under uvicorn's h11 protocol, as `thinwire serve` runs it: its port."""
+def uvicorn_serving(app: ASGIApp, http: str = "h11") -> Iterator[int]:
+    """`app` under uvicorn, with its h11 protocol as `thinwire serve` runs it (or another
+    one, as `uvicorn[standard]` picks httptools): its port."""
     port = free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", http=protocol_with(10.0)
-    )
+    protocol = protocol_with(10.0) if http == "h11" else http
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=protocol)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -78,7 +78,7 @@ def dechunk(raw: bytes) -> list[bytes]:
         raw = raw[size + 2 :]
 
 
-def chunk_app(seen: list[bool]) -> ASGIApp:
+def chunk_app(seen: list[bool], headers: list[tuple[bytes, bytes]] | None = None) -> ASGIApp:
     """Starts a response, writes CHUNKS directly where it can (else sends them), ends it;
     records whether it could."""
 
@@ -86,7 +86,7 @@ def chunk_app(seen: list[bool]) -> ASGIApp:
         if scope["type"] != "http":
             return
         scope[SERVER_SEND] = send
-        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.start", "status": 200, "headers": headers or []})
         write = chunk_writer(scope)
         seen.append(write is not None)
         for chunk in CHUNKS:
@@ -97,10 +97,13 @@ def chunk_app(seen: list[bool]) -> ASGIApp:
     return app
 
 
-def test_chunks_written_directly_frame_as_h11_would_and_keep_the_connection() -> None:
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_chunks_written_directly_frame_as_uvicorn_would_and_keep_the_connection(
+    http: str,
+) -> None:
     seen: list[bool] = []
     with (
-        uvicorn_serving(chunk_app(seen)) as port,
+        uvicorn_serving(chunk_app(seen), http) as port,
         socket.create_connection(("127.0.0.1", port)) as sock,
     ):
         request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -123,6 +126,20 @@ def test_an_http_1_0_client_gets_every_chunk_the_asgi_way() -> None:
         head, body, _ = read_response(sock)
     assert seen == [False]  # h11 delimits the body by closing: no chunks to write
     assert head.startswith(b"HTTP/1.1 200") and body == b"".join(CHUNKS)
+
+
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_a_body_of_a_given_length_is_sent_the_asgi_way(http: str) -> None:
+    seen: list[bool] = []
+    length = [(b"content-length", str(sum(map(len, CHUNKS))).encode())]
+    with (
+        uvicorn_serving(chunk_app(seen, length), http) as port,
+        socket.create_connection(("127.0.0.1", port)) as sock,
+    ):
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        head, body, _ = read_response(sock)
+    assert seen == [False]
+    assert b"transfer-encoding" not in head.lower() and body == b"".join(CHUNKS)
 
 
 def test_only_uvicorns_own_send_is_written_past() -> None:
@@ -193,8 +210,9 @@ def run_over_http(port: int) -> tuple[list[dict[str, Any]], bytes]:
     )
 
 
-def test_a_thinwire_stream_writes_its_chunks_directly(direct_writes: list[int]) -> None:
-    with uvicorn_serving(app_for({"ticker": Ticker})) as port:
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_a_thinwire_stream_writes_its_chunks_directly(direct_writes: list[int], http: str) -> None:
+    with uvicorn_serving(app_for({"ticker": Ticker}), http) as port:
         frames, _ = run_over_http(port)
         # A finished run's frames, read back from the store, are written the same way.
         path = f"/agents/ticker/contexts/{frames[0]['contextId']}/events?after=0"

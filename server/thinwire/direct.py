@@ -3,13 +3,15 @@
 Sent as an ASGI message, a frame passes through each middleware's send wrapper and
 uvicorn's protocol machinery (h11's state machine; the websockets library's frame
 encoder) before its bytes reach the socket: for a model's token, more CPU than
-everything else thinwire does with it. So under uvicorn's own protocols (what `thinwire
-serve` runs) a stream writes its frames to the connection's transport itself, framed
-as those protocols frame them:
+everything else thinwire does with it. So under uvicorn's own protocols (`thinwire
+serve` runs h11 and websockets-sansio; `uvicorn[standard]` brings httptools) a stream
+writes its frames to the connection's transport itself, framed as those protocols
+frame them:
 
 - HTTP/1.1, an SSE body's chunks (`<size in hex>\\r\\n<data>\\r\\n`), between the
-  response's start and its end. Both of those still go through the app's stack, so h11
-  sees the response begin and end, and the connection is ready for its next request.
+  response's start and its end. Both of those still go through the app's stack, so the
+  protocol sees the response begin and end, and the connection is ready for its next
+  request.
 - WebSocket, a text message as one unmasked frame. Never compressed, which
   permessage-deflate allows message by message; the compressor never sees it, so the
   messages that are compressed still decode.
@@ -20,8 +22,8 @@ timeout), the connection is gone or closing, the response is over.
 
 The send used is the one the server handed the app (`SERVER_SEND`, which the app's
 outermost layer records). Under anything that wraps the app (a user's middleware,
-another ASGI server, uvicorn's httptools or wsproto protocols) it is not uvicorn's own,
-and every frame is an ASGI message, as it always was.
+another ASGI server, uvicorn's wsproto protocol) it is not uvicorn's own, and every
+frame is an ASGI message, as it always was.
 """
 
 from __future__ import annotations
@@ -33,9 +35,13 @@ from starlette.types import Scope
 
 try:
     from h11._writers import ChunkedWriter
-    from uvicorn.protocols.http.h11_impl import RequestResponseCycle
+    from uvicorn.protocols.http.h11_impl import RequestResponseCycle as H11Cycle
 except ImportError:  # pragma: no cover - a uvicorn without its h11 protocol
-    ChunkedWriter = RequestResponseCycle = None  # type: ignore[assignment,misc]
+    ChunkedWriter = H11Cycle = None  # type: ignore[assignment,misc]
+try:
+    from uvicorn.protocols.http.httptools_impl import RequestResponseCycle as HttptoolsCycle
+except ImportError:  # without httptools (uvicorn[standard] brings it)
+    HttptoolsCycle = None  # type: ignore[assignment,misc]
 try:
     from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
     from websockets.protocol import State
@@ -63,11 +69,17 @@ def _server(scope: Scope, kind: Any) -> Any:
 
 def chunk_writer(scope: Scope) -> Writer | None:
     """A writer of the body chunks (bytes) of the response this request has started, if
-    the server is uvicorn's HTTP/1.1 protocol framing the body in chunks; else None."""
-    cycle = _server(scope, RequestResponseCycle)
-    # h11 chose chunks (an HTTP/1.1 client, no Content-Length) and the response is open.
-    if cycle is None or type(getattr(cycle.conn, "_writer", None)) is not ChunkedWriter:
-        return None
+    the server is uvicorn's h11 or httptools protocol framing the body in chunks; else
+    None."""
+    cycle = _server(scope, H11Cycle)
+    if cycle is not None:
+        # h11 chose chunks (an HTTP/1.1 client, no Content-Length).
+        if type(getattr(cycle.conn, "_writer", None)) is not ChunkedWriter:
+            return None
+    else:
+        cycle = _server(scope, HttptoolsCycle)
+        if cycle is None or getattr(cycle, "chunked_encoding", None) is not True:
+            return None
     if scope.get("method") == "HEAD" or not cycle.response_started:
         return None
     transport, flow = cycle.transport, cycle.flow
