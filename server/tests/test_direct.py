@@ -20,7 +20,14 @@ from websockets.typing import Subprotocol
 
 from conftest import app_for, parse_sse
 from thinwire import Agent, Run, sse, websocket, wire
-from thinwire.direct import SERVER_SEND, Writer, chunk_writer, message_writer, text_frame
+from thinwire.direct import (
+    COMPRESS_ABOVE,
+    SERVER_SEND,
+    Writer,
+    chunk_writer,
+    message_writer,
+    text_frame,
+)
 from thinwire.serving import protocol_with
 from thinwire.testing.server import free_port
 
@@ -284,3 +291,39 @@ def test_a_websocket_writes_its_messages_directly(direct_writes: list[int]) -> N
 def test_a_text_frame_is_framed_as_the_websockets_library_frames_it(size: int) -> None:
     data = ("é" * size).encode()[:size]
     assert text_frame(data) == Frame(Opcode.TEXT, data).serialize(mask=False, extensions=[])
+
+
+@pytest.fixture
+def direct_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the WebSocket messages written directly."""
+    sizes: list[int] = []
+
+    def recording(scope: Scope) -> Writer | None:
+        write = message_writer(scope)
+        if write is None:
+            return None
+
+        def recorded(text: str) -> bool:
+            written = write(text)
+            if written:
+                sizes.append(len(text))
+            return written
+
+        return recorded
+
+    monkeypatch.setattr(websocket, "message_writer", recording)
+    return sizes
+
+
+@pytest.mark.parametrize("compression", ["deflate", None])
+def test_a_big_message_is_left_to_compression_where_the_client_takes_it(
+    direct_sizes: list[int], compression: str | None
+) -> None:
+    with uvicorn_serving(app_for({"ticker": Ticker})) as port:
+        url = f"ws://127.0.0.1:{port}/agents/ticker/ws"
+        subprotocols = [Subprotocol(wire.WEBSOCKET_SUBPROTOCOL)]
+        with connect(url, subprotocols=subprotocols, compression=compression) as socket:
+            big = frames_of_run(socket, "big")
+    assert [f["delta"] for f in big if f["type"] == "token"] == BIG
+    assert direct_sizes  # the small ones are written directly either way
+    assert (max(direct_sizes) > COMPRESS_ABOVE) is (compression is None)

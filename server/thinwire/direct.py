@@ -12,9 +12,11 @@ frame them:
   response's start and its end. Both of those still go through the app's stack, so the
   protocol sees the response begin and end, and the connection is ready for its next
   request.
-- WebSocket, a text message as one unmasked frame. Never compressed, which
-  permessage-deflate allows message by message; the compressor never sees it, so the
-  messages that are compressed still decode.
+- WebSocket, a text message as one unmasked frame, uncompressed: permessage-deflate
+  allows that message by message, and the compressor never sees it, so the messages
+  that are compressed still decode. Where the client takes compressed messages, one
+  over COMPRESS_ABOVE characters (a burst as lines, a replay) goes the ASGI way, to be
+  compressed; a token's frame is too small to be worth it.
 
 A frame goes the ASGI way instead whenever writing it directly could differ from sending
 it: the client's buffer is full (the send waits for it to drain, under the stream's send
@@ -28,6 +30,7 @@ frame is an ASGI message, as it always was.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -48,10 +51,21 @@ try:
 except ImportError:  # pragma: no cover - an older uvicorn or websockets
     WebSocketsSansIOProtocol = State = None  # type: ignore[assignment,misc]
 
-__all__ = ["SERVER_SEND", "Writer", "chunk_writer", "message_writer", "text_frame"]
+__all__ = [
+    "COMPRESS_ABOVE",
+    "SERVER_SEND",
+    "Writer",
+    "chunk_writer",
+    "message_writer",
+    "text_frame",
+]
 
 #: The scope key under which the app's outermost layer keeps the server's own send.
 SERVER_SEND = "thinwire.server_send"
+
+#: Characters past which a message goes the ASGI way where the client takes compressed
+#: messages.
+COMPRESS_ABOVE = 1024
 
 #: Writes one chunk of a started response, or one text message: False if it did not
 #: (send it instead).
@@ -101,10 +115,14 @@ def message_writer(scope: Scope) -> Writer | None:
     if protocol is None or not protocol.handshake_complete:
         return None
     transport, conn, writable = protocol.transport, protocol.conn, protocol.writable
+    # Compression negotiated: a big message (a burst as lines, a replay) is worth its
+    # deflate, a token's frame is not.
+    largest = COMPRESS_ABOVE if conn.extensions else math.inf
 
     def write(text: str) -> bool:
         if (
-            not writable.is_set()
+            len(text) > largest
+            or not writable.is_set()
             or protocol.close_sent
             or protocol.disconnected
             or conn.state is not State.OPEN
