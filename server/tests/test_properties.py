@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from conftest import app_for, parse_sse
 from thinwire import wire
 from thinwire.demo import DemoAgent
+from thinwire.errors import StateValueError
 from thinwire.runlog import encode_frame
 from thinwire.sse import encode
+from thinwire.state import check_json, copy_json
 
 ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=200)
 
@@ -49,6 +51,27 @@ CONTENT_TYPES = st.sampled_from(
 )
 
 client = TestClient(app_for({"demo": DemoAgent}, runs_per_second=0))
+
+
+def containers(value: Any) -> list[int]:
+    """The ids of every dict and list in a JSON value."""
+    if isinstance(value, dict):
+        return [id(value), *(i for item in value.values() for i in containers(item))]
+    if isinstance(value, list):
+        return [id(value), *(i for item in value for i in containers(item))]
+    return []
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=JSON)
+def test_a_copied_json_value_is_equal_and_shares_no_container(value: Any) -> None:
+    try:
+        check_json(value)
+    except StateValueError:
+        assume(False)  # infinities: AgentState refuses them before copying
+    copied = copy_json(value)
+    assert json.dumps(copied) == json.dumps(value)
+    assert not set(containers(copied)) & set(containers(value))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
