@@ -138,11 +138,11 @@ class AgentState(MutableMapping[str, JSONValue]):
 
     def to_json(self) -> dict[str, JSONValue]:
         """A copy of every value, for storage."""
-        return {key: copy_json(value) for key, value in self._data.items()}
+        return copy_json(self._data)  # type: ignore[no-any-return]
 
     def restore(self, snapshot: Mapping[str, JSONValue]) -> None:
         """Go back to `snapshot` (from `to_json`), forgetting the writes since."""
-        self._data = {key: copy_json(value) for key, value in snapshot.items()}
+        self._data = copy_json(dict(snapshot))
         self._pending = []
 
     def take_audit(self) -> list[AuditEntry]:
