@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 import uvicorn
+from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from websockets.frames import Frame, Opcode
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
 from conftest import app_for, parse_sse
-from thinwire import Agent, Run, sse, websocket, wire
+from thinwire import Agent, Run, mount, sse, websocket, wire
 from thinwire.direct import (
     COMPRESS_ABOVE,
     SERVER_SEND,
@@ -172,30 +173,32 @@ BIG = ["a", "b" * 200, "c" * 70_000, "d"]
 
 
 @pytest.fixture
-def direct_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the chunks or messages the streams wrote directly (a count per stream or
-    socket)."""
-    counts: list[int] = []
+def direct_writes(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """The sizes of the chunks or messages written directly: a list per stream or socket
+    that could write directly."""
+    writers: list[list[int]] = []
 
-    def counting_with(make: Callable[[Scope], Writer | None]) -> Callable[[Scope], Writer | None]:
-        return lambda scope: counting(make(scope))
+    def recording_with(make: Callable[[Scope], Writer | None]) -> Callable[[Scope], Writer | None]:
+        def recording(scope: Scope) -> Writer | None:
+            write = make(scope)
+            if write is None:
+                return None
+            sizes: list[int] = []
+            writers.append(sizes)
 
-    def counting(write: Writer | None) -> Writer | None:
-        if write is None:
-            return None
-        counts.append(0)
-        index = len(counts) - 1
+            def recorded(data: Any) -> bool:
+                written = write(data)
+                if written:
+                    sizes.append(len(data))
+                return written
 
-        def counted(data: Any) -> bool:
-            written = write(data)
-            counts[index] += written
-            return written
+            return recorded
 
-        return counted
+        return recording
 
-    monkeypatch.setattr(sse, "chunk_writer", counting_with(chunk_writer))
-    monkeypatch.setattr(websocket, "message_writer", counting_with(message_writer))
-    return counts
+    monkeypatch.setattr(sse, "chunk_writer", recording_with(chunk_writer))
+    monkeypatch.setattr(websocket, "message_writer", recording_with(message_writer))
+    return writers
 
 
 def sse_over_http(port: int, request: bytes) -> tuple[list[dict[str, Any]], bytes]:
@@ -218,7 +221,9 @@ def run_over_http(port: int) -> tuple[list[dict[str, Any]], bytes]:
 
 
 @pytest.mark.parametrize("http", ["h11", "httptools"])
-def test_a_thinwire_stream_writes_its_chunks_directly(direct_writes: list[int], http: str) -> None:
+def test_a_thinwire_stream_writes_its_chunks_directly(
+    direct_writes: list[list[int]], http: str
+) -> None:
     with uvicorn_serving(app_for({"ticker": Ticker}), http) as port:
         frames, _ = run_over_http(port)
         # A finished run's frames, read back from the store, are written the same way.
@@ -227,7 +232,21 @@ def test_a_thinwire_stream_writes_its_chunks_directly(direct_writes: list[int], 
     text = "".join(f["delta"] for f in frames if f["type"] == "token")
     assert text == "".join(f"{i}," for i in range(40)) and frames[-1]["type"] == "done"
     assert replayed == frames
-    assert len(direct_writes) == 2 and all(count > 0 for count in direct_writes)
+    assert len(direct_writes) == 2 and all(direct_writes)
+
+
+def test_a_mounted_app_sends_every_chunk_the_asgi_way(direct_writes: list[list[int]]) -> None:
+    parent = Starlette()
+    mount(parent, "/api", app_for({"ticker": Ticker}))
+    body = json.dumps({"message": {"text": "go"}}).encode()
+    with uvicorn_serving(parent) as port:
+        frames, _ = sse_over_http(
+            port,
+            b"POST /api/agents/ticker/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
+        )
+    assert frames[-1]["type"] == "done"
+    assert direct_writes == []  # the parent's middleware stands between
 
 
 class BodyCounter:
@@ -246,7 +265,7 @@ class BodyCounter:
         await self.app(scope, receive, counting)
 
 
-def test_middleware_added_to_the_app_sees_every_chunk(direct_writes: list[int]) -> None:
+def test_middleware_added_to_the_app_sees_every_chunk(direct_writes: list[list[int]]) -> None:
     app = app_for({"ticker": Ticker})
     app.add_middleware(BodyCounter)
     with uvicorn_serving(app) as port:
@@ -267,7 +286,7 @@ def frames_of_run(socket: ClientConnection, text: str) -> list[dict[str, Any]]:
     return frames
 
 
-def test_a_websocket_writes_its_messages_directly(direct_writes: list[int]) -> None:
+def test_a_websocket_writes_its_messages_directly(direct_writes: list[list[int]]) -> None:
     with uvicorn_serving(app_for({"ticker": Ticker})) as port:
         url = f"ws://127.0.0.1:{port}/agents/ticker/ws"
         subprotocols = [Subprotocol(wire.WEBSOCKET_SUBPROTOCOL)]
@@ -284,7 +303,7 @@ def test_a_websocket_writes_its_messages_directly(direct_writes: list[int]) -> N
     )
     assert rejected["type"] == "rejected" and rejected["code"] == "context_not_found"
     assert [f["delta"] for f in big if f["type"] == "token"] == BIG
-    assert len(direct_writes) == 1 and direct_writes[0] > len(BIG)
+    assert len(direct_writes) == 1 and len(direct_writes[0]) > len(BIG)
 
 
 @pytest.mark.parametrize("size", [0, 1, 125, 126, 65_535, 65_536, 70_000])
@@ -293,31 +312,9 @@ def test_a_text_frame_is_framed_as_the_websockets_library_frames_it(size: int) -
     assert text_frame(data) == Frame(Opcode.TEXT, data).serialize(mask=False, extensions=[])
 
 
-@pytest.fixture
-def direct_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The sizes of the WebSocket messages written directly."""
-    sizes: list[int] = []
-
-    def recording(scope: Scope) -> Writer | None:
-        write = message_writer(scope)
-        if write is None:
-            return None
-
-        def recorded(text: str) -> bool:
-            written = write(text)
-            if written:
-                sizes.append(len(text))
-            return written
-
-        return recorded
-
-    monkeypatch.setattr(websocket, "message_writer", recording)
-    return sizes
-
-
 @pytest.mark.parametrize("compression", ["deflate", None])
 def test_a_big_message_is_left_to_compression_where_the_client_takes_it(
-    direct_sizes: list[int], compression: str | None
+    direct_writes: list[list[int]], compression: str | None
 ) -> None:
     with uvicorn_serving(app_for({"ticker": Ticker})) as port:
         url = f"ws://127.0.0.1:{port}/agents/ticker/ws"
@@ -325,5 +322,6 @@ def test_a_big_message_is_left_to_compression_where_the_client_takes_it(
         with connect(url, subprotocols=subprotocols, compression=compression) as socket:
             big = frames_of_run(socket, "big")
     assert [f["delta"] for f in big if f["type"] == "token"] == BIG
-    assert direct_sizes  # the small ones are written directly either way
-    assert (max(direct_sizes) > COMPRESS_ABOVE) is (compression is None)
+    (sizes,) = direct_writes
+    assert sizes  # the small ones are written directly either way
+    assert (max(sizes) > COMPRESS_ABOVE) is (compression is None)
