@@ -7,7 +7,8 @@ import json
 import math
 import secrets
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator
+from array import array
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from thinwire.stores import (
     ContextRecord,
     Event,
     MemoryStore,
+    RunEvents,
     SQLiteStore,
     Store,
     StoreError,
@@ -209,6 +211,21 @@ async def test_a_save_lands_its_events_with_it(store: Store) -> None:
     assert [e.seq for e in await store.read_events("ctx-1")] == [1, 2]
 
 
+def run_events(seqs: Sequence[int], time: float = 100.0) -> RunEvents:
+    return RunEvents(array("q", seqs), [event(n).data for n in seqs], "run-1", time)
+
+
+async def test_a_runs_frames_land_as_the_events_they_stand_for(store: Store) -> None:
+    frames = run_events(range(1, 201))
+    assert list(frames) == [event(n) for n in range(1, 201)]
+    assert frames[-1] == event(200) and list(frames[1:3]) == [event(2), event(3)]
+    await store.create(record())
+    await store.save(record(), expected_version=1, events=frames)
+    await store.append_events("ctx-1", run_events(range(150, 206)))  # a retried flush
+    await store.append_events("ctx-1", run_events([207, 206], time=100.0))  # out of order
+    assert await store.read_events("ctx-1") == [event(n) for n in range(1, 208)]
+
+
 async def test_events_are_trimmed_and_expired(store: Store) -> None:
     await store.create(record())
     await store.create(record("ctx-2"))
@@ -345,7 +362,12 @@ async def test_sqlite_keeps_a_flush_as_one_span_and_cuts_spans_exactly(tmp_path:
     assert [e.seq for e in kept] == list(range(150, 206))
     assert kept[0] == event(150, time=7.0) and kept[-1] == event(205, time=9.0)
     assert kept[52:55] == [event(202, "run-2", 8.0), event(203, time=9.0), event(204, "run-2", 8.0)]
+    # A run's frames handed over as they are in its log make one span too.
+    await store.append_events("ctx-1", run_events(range(206, 406), time=10.0))
     await store.close()
+    with sqlite3.connect(tmp_path / "t.db") as connection:
+        rows = connection.execute("SELECT first_seq, last_seq FROM spans ORDER BY 1").fetchall()
+    assert rows[-1] == (206, 405) and rows[-2][1] == 205
 
 
 async def test_sqlite_refuses_a_frame_that_is_not_json(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from thinwire import wire
 from thinwire.errors import RunTooLong
 from thinwire.records import SEQ_LEASE
-from thinwire.stores import Event, Store
+from thinwire.stores import Event, RunEvents, Store
 
 if TYPE_CHECKING:
     from thinwire.contexts import Context
@@ -172,15 +172,19 @@ class RunLog:
             outlet.notify()
 
     @property
-    def unflushed(self) -> list[Event]:
+    def unflushed(self) -> RunEvents:
         """The frames not yet in the store's event log, oldest first, as events."""
-        now = time.time()
-        run_id = self.run_id
+        return self.unflushed_and()
+
+    def unflushed_and(self, *closing: Event) -> RunEvents:
+        """The unflushed frames, then `closing` (frames saved with them, not published
+        yet)."""
         start = self.flushed
-        return [
-            Event(seq, run_id, data, now)
-            for seq, data in zip(self.seqs[start:], self.frames[start:], strict=True)
-        ]
+        seqs, frames = self.seqs[start:], self.frames[start:]
+        for event in closing:
+            seqs.append(event.seq)
+            frames.append(event.data)
+        return RunEvents(seqs, frames, self.run_id, time.time())
 
     def _wake(self, value: bool) -> None:
         if self._waiters:

@@ -278,7 +278,7 @@ async def finish(
     )
     stored = len(log.frames)
     try:
-        await registry.save(context, events=[*log.unflushed, done])
+        await registry.save(context, events=log.unflushed_and(done))
     except Exception:
         # Nothing of this run's end landed; the stored run stays marked and is recorded
         # as interrupted when the context is next loaded.

@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 from thinwire.branches import Page
 from thinwire.errors import AlreadyExists, LeaseLost, StoreError, VersionConflict
 from thinwire.records import ContextRecord, TranscriptView
-from thinwire.stores.base import AuditEntry, Event, Store
+from thinwire.stores.base import AuditEntry, Event, RunEvents, Store
 from thinwire.stores.memory import MemoryStore
 from thinwire.stores.sqlite import SQLiteStore
 
@@ -42,6 +42,7 @@ __all__ = [
     "LeaseLost",
     "MemoryStore",
     "Page",
+    "RunEvents",
     "SQLiteStore",
     "Store",
     "StoreError",

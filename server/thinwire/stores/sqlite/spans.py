@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from operator import attrgetter
 
-from thinwire.stores.base import Event
+from thinwire.stores.base import Event, RunEvents
 
 __all__ = ["SEPARATOR", "expire", "insert", "read", "spans", "trim"]
 
@@ -22,6 +22,9 @@ SEPARATOR = "\x1e"
 def spans(events: Sequence[Event]) -> Iterator[Sequence[Event]]:
     """Events in seq order, cut into runs of consecutive seqs of one run and one time."""
     if not events:
+        return
+    if isinstance(events, RunEvents) and events.consecutive:
+        yield events  # a run's frames: one span, no event made to find it out
         return
     first = events[0]
     if [e.seq for e in events] == list(range(first.seq, first.seq + len(events))) and len(
@@ -45,7 +48,8 @@ def continues(previous: Event, event: Event) -> bool:
 
 
 def join_frames(span: Sequence[Event]) -> str:
-    joined = SEPARATOR.join([event.data for event in span])
+    frames = span.frames if isinstance(span, RunEvents) else [event.data for event in span]
+    joined = SEPARATOR.join(frames)
     if joined.count(SEPARATOR) != len(span) - 1:
         raise ValueError("an event's data is not JSON: it holds a raw U+001E")
     return joined
@@ -55,9 +59,11 @@ def insert(connection: sqlite3.Connection, context_id: str, events: Sequence[Eve
     """Keep `events`; a seq kept already stays as it is (a retried flush)."""
     if not events:
         return
-    seqs = [e.seq for e in events]
-    if seqs == list(range(seqs[0], seqs[0] + len(seqs))):
-        ordered = list(events)  # a run's flush: consecutive already
+    ordered: Sequence[Event]
+    if isinstance(events, RunEvents) and events.consecutive:
+        ordered = events  # a run's flush, read as it is
+    elif [e.seq for e in events] == list(range(events[0].seq, events[0].seq + len(events))):
+        ordered = list(events)  # consecutive already
     else:  # each seq once (the first given), in order
         ordered = sorted({e.seq: e for e in reversed(events)}.values(), key=attrgetter("seq"))
     kept = connection.execute(
