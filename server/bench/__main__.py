@@ -84,6 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--load-processes", type=int, help="load generator processes (default: one per core)"
     )
+    parser.add_argument(
+        "--connections",
+        choices=("kept", "fresh"),
+        default="kept",
+        help="a load worker keeps its connection between streams, as clients do (kept), "
+        "or opens one per stream (fresh)",
+    )
     parser.add_argument("--out", type=Path, help="the JSON file (default .thinwire/bench/)")
     args = parser.parse_args(argv)
     suites = [s for s in args.only.split(",") if s]
@@ -116,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             "workloads": [asdict(w) for w in plan.workloads],
             "budget_s": plan.budget,
             "rounds": plan.rounds,
+            "connections": args.connections,
             "capacity": asdict(capacity),
             "model": asdict(model),
             "conversations": asdict(conversations),
@@ -133,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             seconds[suite] = time.perf_counter() - start
             print(f"  ({seconds[suite]:.0f} s)", flush=True)
 
-    with LoadGenerator(args.load_processes) as generator:
+    with LoadGenerator(args.load_processes, keep=args.connections == "kept") as generator:
         results["machine"]["load_generator_processes"] = generator.processes
         if "streams" in suites:
             results["streams"] = timed("streams", lambda: run_throughput(plan, servers, generator))

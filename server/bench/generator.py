@@ -57,6 +57,7 @@ def _run_share(
     budget: float,
     pace: str,
     stagger: float,
+    keep: bool,
     start_at: float,
 ) -> tuple[list[Result], float, float]:
     """One process's share of a cell, from `start_at` (a wall clock time) on: its
@@ -65,15 +66,19 @@ def _run_share(
     if delay > 0:
         time.sleep(delay)
     own = time.process_time()
-    results, _ = asyncio.run(run_cell(target, concurrency, streams, deltas, budget, pace, stagger))
+    results, _ = asyncio.run(
+        run_cell(target, concurrency, streams, deltas, budget, pace, stagger, keep)
+    )
     return results, time.process_time() - own, time.time()
 
 
 class LoadGenerator:
-    """`run` a cell in this process, or split over one process per load core."""
+    """`run` a cell in this process, or split over one process per load core; its
+    workers keep their connections from one stream to the next unless `keep` is False."""
 
-    def __init__(self, processes: int | None = None) -> None:
+    def __init__(self, processes: int | None = None, keep: bool = True) -> None:
         self.processes = processes or max(1, len(LOAD_CORES))
+        self.keep = keep
         self._pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> LoadGenerator:
@@ -105,14 +110,23 @@ class LoadGenerator:
         if self._pool is None or concurrency == 1:
             start_at = time.time()
             share = _run_share(
-                target, concurrency, streams, deltas, budget, pace, stagger, start_at
+                target, concurrency, streams, deltas, budget, pace, stagger, self.keep, start_at
             )
             return Cell(share[0], share[2] - start_at, [share[1]])
         parts = min(self.processes, concurrency)
         start_at = time.time() + 0.05  # every share starts together
         futures: list[Future[tuple[list[Result], float, float]]] = [
             self._pool.submit(
-                _run_share, target, workers, share, deltas, budget, pace, stagger, start_at
+                _run_share,
+                target,
+                workers,
+                share,
+                deltas,
+                budget,
+                pace,
+                stagger,
+                self.keep,
+                start_at,
             )
             for workers, share in zip(
                 _split(concurrency, parts), _split(streams, parts), strict=True

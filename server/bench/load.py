@@ -1,6 +1,9 @@
 """The load generator: raw asyncio protocols that open streams and check every delta.
 
-One connection per stream. An SSE stream is read through HTTP/1.1 chunked encoding; a
+Each worker keeps its connection from one stream to the next, as users' clients do: a
+browser keeps its HTTP/1.1 connections alive between requests, and a page's WebSocket
+serves all its runs (`keep=False`, the bench's `--connections fresh`, opens one per
+stream instead, handshake and all). An SSE stream is read through HTTP/1.1 chunked encoding; a
 WebSocket through its own small frame parser (server frames are never masked). Every
 event is parsed as JSON and checked: the deltas are "w0 ", "w1 ", … in order, a `seq`
 grows by one, a closing frame's `text` (where there is one) is the whole reply, and the
@@ -26,7 +29,7 @@ from pydantic_core import from_json
 
 from bench.servers import delta, expected_text, work_text
 
-__all__ = ["Result", "Target", "open_idle", "run_cell", "stream_once"]
+__all__ = ["Connection", "Result", "Target", "open_idle", "run_cell", "stream_once"]
 
 DELTA_TYPES = frozenset({"token", "text-delta"})
 #: Frame types that close a stream (thinwire, bare, sse-starlette; the AI SDK's `finish`).
@@ -152,26 +155,35 @@ class Checker:
 
 
 class SseProtocol(asyncio.Protocol):
-    """HTTP/1.1 response, chunked body, SSE events -> a Checker."""
+    """HTTP/1.1 responses, chunked bodies, SSE events -> a Checker per request. The
+    connection is kept for the next request unless the server says it closes it."""
 
-    def __init__(self, request: bytes, checker: Checker, done: asyncio.Future[Result]) -> None:
-        self.request = request
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.checker: Checker | None = None
+        self.done: asyncio.Future[Result] | None = None
+        self.reusable = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.reusable = True
+
+    def begin(self, request: bytes, checker: Checker, done: asyncio.Future[Result]) -> None:
+        assert self.transport is not None and self.reusable
         self.checker = checker
         self.done = done
-        self.transport: asyncio.Transport | None = None
         self.head = b""
         self.in_body = False
         self.chunked = False
         self.raw = bytearray()  # body bytes not yet de-chunked
         self.sse = b""  # de-chunked bytes not yet split into events
         self.ended = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        transport.write(self.request)
+        self.transport.write(request)
 
     def data_received(self, data: bytes) -> None:
+        if self.checker is None or self.ended:
+            return  # nothing asked for: not expected, and not ours to check
         try:
             if not self.in_body:
                 self.head += data
@@ -184,7 +196,10 @@ class SseProtocol(asyncio.Protocol):
                 if status != b"200":
                     self.finish(False, f"HTTP {status.decode()}")
                     return
-                self.chunked = b"transfer-encoding: chunked" in head.lower()
+                lowered = head.lower()
+                self.chunked = b"transfer-encoding: chunked" in lowered
+                if not self.chunked or b"connection: close" in lowered:
+                    self.reusable = False
             if self.chunked:
                 self.dechunk(data)
             else:
@@ -202,10 +217,12 @@ class SseProtocol(asyncio.Protocol):
             if line_end < 0:
                 break
             size = int(raw[position:line_end], 16)
+            start = line_end + 2
             if size == 0:
+                if len(raw) < start + 2:
+                    break  # the CRLF that ends the body is still to come
                 self.ended = True
                 break
-            start = line_end + 2
             if len(raw) < start + size + 2:
                 break
             pieces.append(bytes(raw[start : start + size]))
@@ -222,6 +239,7 @@ class SseProtocol(asyncio.Protocol):
         blocks = (self.sse + data).split(b"\n\n")
         self.sse = blocks.pop()
         checker = self.checker
+        assert checker is not None
         for block in blocks:
             if block.startswith(b":"):
                 checker.beat()
@@ -233,40 +251,44 @@ class SseProtocol(asyncio.Protocol):
             checker.event(block[start + 6 : end if end >= 0 else len(block)])
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.finish(self.ended, "" if self.ended else f"connection lost ({exc})")
+        self.reusable = False
+        if self.checker is not None:
+            ended = self.ended
+            self.finish(ended, "" if ended else f"connection lost ({exc})")
 
     def finish(self, cleanly: bool, reason: str = "") -> None:
-        if not self.done.done():
+        if self.done is not None and not self.done.done():
+            assert self.checker is not None
             self.done.set_result(self.checker.result(cleanly, reason))
+        if not cleanly:
+            self.close()
+
+    def close(self) -> None:
+        self.reusable = False
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
 
 class WsProtocol(asyncio.Protocol):
-    """A WebSocket client: handshake, one `send` command, text frames -> a Checker. It
-    offers `thinwire.v1.lines` first, as the client package does: a message may hold
-    several frames, one per line."""
+    """A WebSocket client: handshake, then a `send` command per stream, text frames -> a
+    Checker. It offers `thinwire.v1.lines` first, as the client package does: a message
+    may hold several frames, one per line. One socket serves a worker's streams one after
+    the other, as a page's socket serves its runs."""
 
-    def __init__(
-        self,
-        target: Target,
-        deltas: int,
-        pace: str,
-        checker: Checker,
-        done: asyncio.Future[Result],
-    ) -> None:
+    def __init__(self, target: Target) -> None:
         self.target = target
-        self.deltas = deltas
-        self.pace = pace
-        self.checker = checker
-        self.done = done
         self.transport: asyncio.Transport | None = None
+        self.checker: Checker | None = None
+        self.done: asyncio.Future[Result] | None = None
+        self.command = b""  # a `send` waiting for the handshake
         self.buffer = b""
         self.open = False
+        self.reusable = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        self.reusable = True
         key = base64.b64encode(os.urandom(16)).decode()
         transport.write(
             (
@@ -276,6 +298,20 @@ class WsProtocol(asyncio.Protocol):
                 "Sec-WebSocket-Protocol: thinwire.v1.lines, thinwire.v1\r\n\r\n"
             ).encode()
         )
+
+    def begin(self, deltas: int, pace: str, checker: Checker, done: asyncio.Future[Result]) -> None:
+        assert self.reusable
+        self.checker = checker
+        self.done = done
+        text = work_text(deltas, pace)
+        self.command = json.dumps({"type": "send", "message": {"text": text}}).encode()
+        if self.open:
+            self.send_command()
+
+    def send_command(self) -> None:
+        command, self.command = self.command, b""
+        if command:
+            self.send_frame(0x1, command)
 
     def send_frame(self, opcode: int, payload: bytes) -> None:
         assert self.transport is not None and len(payload) < 126
@@ -296,9 +332,7 @@ class WsProtocol(asyncio.Protocol):
                     return
                 self.buffer = self.buffer[end + 4 :]
                 self.open = True
-                text = work_text(self.deltas, self.pace)
-                command = {"type": "send", "message": {"text": text}}
-                self.send_frame(0x1, json.dumps(command).encode())
+                self.send_command()
             self.frames()
         except Exception as exc:
             self.finish(False, f"{type(exc).__name__}: {exc}")
@@ -325,12 +359,13 @@ class WsProtocol(asyncio.Protocol):
             payload = buffer[start : start + length]
             position = start + length
             if opcode == 0x1:
+                checker = self.checker
+                if checker is None or checker.closed:
+                    continue  # nothing asked for: not ours to check
                 for line in payload.split(b"\n"):
-                    self.checker.event(line)
-                if self.checker.closed:
-                    self.send_frame(0x8, (1000).to_bytes(2, "big"))
+                    checker.event(line)
+                if checker.closed:
                     self.finish(True)
-                    return
             elif opcode == 0x8:
                 self.finish(False, "the server closed the socket")
                 return
@@ -339,38 +374,73 @@ class WsProtocol(asyncio.Protocol):
         self.buffer = buffer[position:]
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.reusable = False
         self.finish(False, f"connection lost ({exc})")
 
     def finish(self, cleanly: bool, reason: str = "") -> None:
-        if not self.done.done():
+        if self.done is not None and not self.done.done():
+            assert self.checker is not None
             self.done.set_result(self.checker.result(cleanly, reason))
+        if not cleanly:
+            self.close()
+
+    def close(self) -> None:
+        self.reusable = False
         if self.transport is not None and not self.transport.is_closing():
+            if self.open:
+                self.send_frame(0x8, (1000).to_bytes(2, "big"))
             self.transport.close()
+
+
+class Connection:
+    """A worker's connection to the target, kept from one stream to the next (`keep`), as
+    a browser keeps its HTTP connections and a page its socket; or opened afresh for each
+    stream. A failed stream drops it."""
+
+    def __init__(self, target: Target, keep: bool = True) -> None:
+        self.target = target
+        self.keep = keep
+        self.protocol: SseProtocol | WsProtocol | None = None
+
+    async def stream(self, deltas: int, pace: str = "burst", timeout: float = 60.0) -> Result:
+        """Ask for one stream, read it to its end and check it."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Result] = loop.create_future()
+        checker = Checker(deltas, time.perf_counter())
+        protocol = self.protocol
+        if protocol is None or not protocol.reusable:
+            self.close()
+            fresh: SseProtocol | WsProtocol = (
+                WsProtocol(self.target) if self.target.transport == "ws" else SseProtocol()
+            )
+            try:
+                await loop.create_connection(lambda: fresh, "127.0.0.1", self.target.port)
+            except OSError as exc:
+                return Result(ok=False, error=f"connect: {exc}")
+            self.protocol = protocol = fresh
+        if isinstance(protocol, WsProtocol):
+            protocol.begin(deltas, pace, checker, done)
+        else:
+            protocol.begin(self.target.request(deltas, pace), checker, done)
+        try:
+            result = await asyncio.wait_for(done, timeout)
+        except TimeoutError:
+            result = checker.result(False, f"timed out after {timeout:.0f} s")
+        if not result.ok or not self.keep:
+            self.close()
+        return result
+
+    def close(self) -> None:
+        if self.protocol is not None:
+            self.protocol.close()
+            self.protocol = None
 
 
 async def stream_once(
     target: Target, deltas: int, pace: str = "burst", timeout: float = 60.0
 ) -> Result:
-    """Open one stream, read it to its end and check it."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[Result] = loop.create_future()
-    checker = Checker(deltas, time.perf_counter())
-    protocol: Callable[[], asyncio.Protocol]
-    if target.transport == "ws":
-        protocol = lambda: WsProtocol(target, deltas, pace, checker, done)  # noqa: E731
-    else:
-        request = target.request(deltas, pace)
-        protocol = lambda: SseProtocol(request, checker, done)  # noqa: E731
-    try:
-        transport, _ = await loop.create_connection(protocol, "127.0.0.1", target.port)
-    except OSError as exc:
-        return Result(ok=False, error=f"connect: {exc}")
-    try:
-        return await asyncio.wait_for(done, timeout)
-    except TimeoutError:
-        return checker.result(False, f"timed out after {timeout:.0f} s")
-    finally:
-        transport.close()
+    """Open one stream on a connection of its own, read it to its end and check it."""
+    return await Connection(target, keep=False).stream(deltas, pace, timeout)
 
 
 async def run_cell(
@@ -381,12 +451,13 @@ async def run_cell(
     budget: float,
     pace: str = "burst",
     stagger: float = 0.0,
+    keep: bool = True,
 ) -> tuple[list[Result], float]:
-    """`concurrency` workers open `streams` streams in all, one after the other each;
-    none is started after `budget` seconds. With `stagger`, the workers' first streams
-    start spread over that many seconds rather than at once, and only a failure of a
-    first stream is kept: the load was still ramping up. Returns the results and the
-    wall time."""
+    """`concurrency` workers open `streams` streams in all, one after the other each, on
+    a connection each keeps (`keep`) or one per stream; none is started after `budget`
+    seconds. With `stagger`, the workers' first streams start spread over that many
+    seconds rather than at once, and only a failure of a first stream is kept: the load
+    was still ramping up. Returns the results and the wall time."""
     ramp = set(range(concurrency)) if stagger else set()
     started = 0
     results: list[Result] = []
@@ -396,14 +467,18 @@ async def run_cell(
         nonlocal started
         if stagger:
             await asyncio.sleep(stagger * index / concurrency)
-        while started < streams and time.perf_counter() < deadline:
-            started += 1
-            result = await stream_once(target, deltas, pace)
-            if index in ramp:  # a worker's first stream runs while the load ramps up
-                ramp.discard(index)
-                if result.ok:
-                    continue
-            results.append(result)
+        connection = Connection(target, keep)
+        try:
+            while started < streams and time.perf_counter() < deadline:
+                started += 1
+                result = await connection.stream(deltas, pace)
+                if index in ramp:  # a worker's first stream runs while the load ramps up
+                    ramp.discard(index)
+                    if result.ok:
+                        continue
+                results.append(result)
+        finally:
+            connection.close()
 
     begin = time.perf_counter()
     await asyncio.gather(*(worker(i) for i in range(concurrency)))
@@ -435,9 +510,9 @@ class IdleStream:
         first: asyncio.Future[None] = loop.create_future()
         checker = Checker(0, time.perf_counter())
         checker.on_event = lambda: first.done() or first.set_result(None)
-        request = target.request(0)
-        protocol = SseProtocol(request, checker, done)
+        protocol = SseProtocol()
         await loop.create_connection(lambda: protocol, "127.0.0.1", target.port)
+        protocol.begin(target.request(0), checker, done)
         await asyncio.wait_for(asyncio.wait([first, done], return_when="FIRST_COMPLETED"), 30)
         if done.done():
             raise RuntimeError(f"an idle stream ended: {done.result().error}")
@@ -448,5 +523,4 @@ class IdleStream:
         return self.checker.heartbeats
 
     def close(self) -> None:
-        if self.protocol.transport is not None:
-            self.protocol.transport.close()
+        self.protocol.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bench.load import Checker, Result, SseProtocol
+from bench.load import Checker, Result, SseProtocol, Target, WsProtocol
 from bench.report import report, targets
 from bench.servers import delta
 from bench.stats import paired
@@ -25,24 +25,117 @@ def token(seq: int, i: int) -> str:
     return f'id: {seq}\ndata: {{"seq":{seq},"type":"token","delta":"{delta(i)}"}}\n\n'
 
 
+class Transport(asyncio.Transport):
+    """Records what the protocol writes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written.append(bytes(data))
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def response(events: list[str], head: str = "") -> bytes:
+    return f"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n{head}\r\n".encode() + chunked(events)
+
+
+def feed(protocol: asyncio.Protocol, data: bytes, split: int = 7) -> None:
+    for start in range(0, len(data), split):  # in awkward pieces
+        protocol.data_received(data[start : start + split])
+
+
+def whole(deltas: int, first_seq: int = 1) -> list[str]:
+    events = [token(first_seq + i, i) for i in range(deltas)]
+    text = "".join(delta(i) for i in range(deltas))
+    seq = first_seq + deltas
+    return [*events, f'id: {seq}\ndata: {{"seq":{seq},"type":"done","text":"{text}"}}\n\n']
+
+
 def read(events: list[str], deltas: int, split: int = 7) -> Result:
     loop = asyncio.new_event_loop()
     try:
         done: asyncio.Future[Result] = loop.create_future()
-        protocol = SseProtocol(b"", Checker(deltas, 0.0), done)
-        stream = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(events)
-        for start in range(0, len(stream), split):  # in awkward pieces
-            protocol.data_received(stream[start : start + split])
+        protocol = SseProtocol()
+        protocol.connection_made(Transport())
+        protocol.begin(b"", Checker(deltas, 0.0), done)
+        feed(protocol, response(events), split)
         return done.result()
     finally:
         loop.close()
 
 
 def test_a_whole_stream_in_order_passes() -> None:
-    events = [token(i + 1, i) for i in range(5)]
-    events.append('id: 6\ndata: {"seq":6,"type":"done","text":"w0 w1 w2 w3 w4 "}\n\n')
-    result = read(events, 5)
+    result = read(whole(5), 5)
     assert result.ok and result.deltas == 5, result.error
+
+
+def test_a_kept_http_connection_reads_one_response_after_another() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        transport = Transport()
+        protocol = SseProtocol()
+        protocol.connection_made(transport)
+        for request, deltas in ((b"first", 3), (b"second", 4)):
+            done: asyncio.Future[Result] = loop.create_future()
+            protocol.begin(request, Checker(deltas, 0.0), done)
+            # The body's last CRLF alone in the next piece: the response is not over yet.
+            stream = response(whole(deltas))
+            feed(protocol, stream[:-2])
+            assert not done.done()
+            feed(protocol, stream[-2:])
+            assert done.result().ok, done.result().error
+            assert protocol.reusable and not transport.closed
+        assert transport.written == [b"first", b"second"]
+        # A server that says it closes the connection is not asked again.
+        done = loop.create_future()
+        protocol.begin(b"third", Checker(1, 0.0), done)
+        feed(protocol, response(whole(1), head="Connection: close\r\n"))
+        assert done.result().ok and not protocol.reusable
+    finally:
+        loop.close()
+
+
+def ws_frame(text: str) -> bytes:
+    payload = text.encode()
+    assert len(payload) < 126
+    return bytes([0x81, len(payload)]) + payload
+
+
+def unmasked(frame: bytes) -> bytes:
+    mask, payload = frame[2:6], frame[6:]
+    return bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def test_a_kept_websocket_runs_one_send_after_another() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        transport = Transport()
+        protocol = WsProtocol(Target("thinwire-ws", 1, "/agents/deltas/ws", "ws"))
+        protocol.connection_made(transport)
+        for deltas in (2, 3):
+            done: asyncio.Future[Result] = loop.create_future()
+            protocol.begin(deltas, "yield", Checker(deltas, 0.0), done)
+            if deltas == 2:  # the first `send` waits for the handshake
+                assert len(transport.written) == 1
+                protocol.data_received(b"HTTP/1.1 101 Switching Protocols\r\n\r\n")
+            command = unmasked(transport.written[-1])
+            assert f'"text": "{deltas} yield"'.encode() in command
+            frames = [e.split("data: ")[1].strip() for e in whole(deltas)]
+            feed(protocol, b"".join(ws_frame(f) for f in frames))
+            assert done.result().ok, done.result().error
+            assert protocol.reusable and not transport.closed
+        protocol.close()
+        assert transport.closed and transport.written[-1][0] == 0x88  # a close frame
+    finally:
+        loop.close()
 
 
 def test_a_missing_or_reordered_delta_fails() -> None:
