@@ -158,6 +158,43 @@ def test_only_uvicorns_own_send_is_written_past() -> None:
     assert chunk_writer({"type": "http", "method": "POST", SERVER_SEND: wrapped}) is None
 
 
+def test_the_request_lets_go_of_the_servers_send_when_it_ends() -> None:
+    """uvicorn's send is a method of its object for the request, which holds the scope:
+    a scope that kept the send would make the two a cycle, left to the collector."""
+
+    class Cycle:  # as uvicorn's RequestResponseCycle holds its scope and sends
+        def __init__(self) -> None:
+            self.scope: Scope = {
+                "type": "http",
+                "asgi": {"version": "3.0"},
+                "http_version": "1.1",
+                "method": "GET",
+                "scheme": "http",
+                "path": "/healthz",
+                "raw_path": b"/healthz",
+                "query_string": b"",
+                "root_path": "",
+                "headers": [(b"host", b"127.0.0.1")],
+                "client": ("127.0.0.1", 1),
+                "server": ("127.0.0.1", 80),
+            }
+            self.sent: list[Message] = []
+            self.seen: Callable[..., Any] | None = None
+
+        async def receive(self) -> Message:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(self, message: Message) -> None:
+            self.seen = self.seen or self.scope.get(SERVER_SEND)
+            self.sent.append(message)
+
+    cycle = Cycle()
+    asyncio.run(app_for({"ticker": Ticker})(cycle.scope, cycle.receive, cycle.send))
+    assert cycle.sent[0]["status"] == 200
+    assert cycle.seen == cycle.send  # it was there while the request ran
+    assert SERVER_SEND not in cycle.scope
+
+
 class Ticker(Agent):
     """Says 40 deltas, a loop tick apart: most are written one by one, as they come. Told
     "big", deltas of every size a WebSocket frame's length is written in."""

@@ -172,9 +172,17 @@ class ThinwireApp(Starlette):
         self._own_middleware = list(self.user_middleware)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "lifespan" and self.user_middleware == self._own_middleware:
-            scope[SERVER_SEND] = send
-        await super().__call__(scope, receive, send)
+        if scope["type"] == "lifespan" or self.user_middleware != self._own_middleware:
+            await super().__call__(scope, receive, send)
+            return
+        scope[SERVER_SEND] = send
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # The send is a method of the server's object for this request, which holds
+            # the scope: left here, the two would keep each other, and the connection's
+            # objects with them, until a full collection found them.
+            scope.pop(SERVER_SEND, None)
 
 
 def check_agents(agents: Mapping[str, AgentFactory]) -> None:
