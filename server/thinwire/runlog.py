@@ -207,25 +207,18 @@ class RunLog:
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
 
-    async def flusher_pause(self, timeout: float | None) -> None:
-        """For the run's flusher: `timeout` seconds, or until the next frame when None;
-        cut short by `stop_flushing`. One future and one timer: no task per tick."""
+    async def flusher_pause(self, timeout: float) -> None:
+        """For the run's own flusher: `timeout` seconds, cut short by `stop_flushing`.
+        One future and one timer: no task per tick."""
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[bool] = loop.create_future()
         self._flusher_waiter = waiter
-        if timeout is None:
-            self._waiters.append(waiter)  # the next frame resolves it
-            timer = None
-        else:
-            timer = loop.call_later(timeout, _settle, waiter, True)
+        timer = loop.call_later(timeout, _settle, waiter, True)
         try:
             await waiter
         finally:
             self._flusher_waiter = None
-            if timer is not None:
-                timer.cancel()
-            if waiter in self._waiters:
-                self._waiters.remove(waiter)
+            timer.cancel()
 
     def stop_flushing(self) -> None:
         """Wake the run's flusher now (its run is over)."""

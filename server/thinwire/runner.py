@@ -5,12 +5,12 @@ does not stop the run, and any number of readers follow its log (`runlog.py`).
 
 Persistence happens at the two edges of a run, with the frames flushed in between.
 `begin_run` saves the user's message and marks the run active before the first frame is
-sent. While the run goes, its frames are appended to the store's event log in batches.
-`finish` saves the reply, the tool records, the AgentState writes (with their audit) and
-the last frames including `done` in one atomic save, and only then sends `done`. A
-process killed in between leaves the marked run, which the registry records as
-interrupted (with a `done` frame of its own) on next load: completed turns intact,
-nothing half-written.
+sent. While the run goes, its frames are appended to the store's event log in batches
+(`flushing.py`). `finish` saves the reply, the tool records, the AgentState writes (with
+their audit) and the last frames including `done` in one atomic save, and only then
+sends `done`. A process killed in between leaves the marked run, which the registry
+records as interrupted (with a `done` frame of its own) on next load: completed turns
+intact, nothing half-written.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import asyncio
 import logging
 import secrets
 import time
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +29,7 @@ from thinwire.branches import Position
 from thinwire.codes import RETRYABLE_CODES, ServerErrorCode
 from thinwire.contexts import Context, ContextRegistry
 from thinwire.errors import ModelError, RunTooLong
+from thinwire.flushing import start_flushing
 from thinwire.ids import new_run_id
 from thinwire.interrupts import ReplayMismatch, Suspend
 from thinwire.records import Checkpoint, ContextRecord
@@ -38,20 +38,6 @@ from thinwire.runlog import RunLog
 __all__ = ["begin_run", "execute"]
 
 logger = logging.getLogger("thinwire.runs")
-
-#: Seconds between flushes of a running run's frames to the store's event log.
-FLUSH_INTERVAL = 0.05
-#: With a store of one process, the flushes a second of all runs together: when more runs
-#: stream than that allows every FLUSH_INTERVAL, each flushes less often, up to every
-#: LOCAL_FLUSH_INTERVAL_MAX seconds. A flush (a commit, an fsync) costs more than the
-#: frames it holds: at 50 ms each, 200 runs streaming at 50 tokens/s spent most of a core
-#: on flushes. Only a crash reads them (a reply keeps what its flushed frames showed), so a
-#: crash under load loses up to a second of a reply's tail. With a shared store (Redis)
-#: the flushes are what other replicas follow: every FLUSH_INTERVAL.
-LOCAL_FLUSHES_PER_SECOND = 200
-LOCAL_FLUSH_INTERVAL_MAX = 1.0
-#: Per event loop: the flushers with frames to flush (waiting out their interval).
-_streaming: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = weakref.WeakKeyDictionary()
 
 
 async def begin_run(
@@ -105,52 +91,6 @@ def failure(
     log.error(code, f"{what}. Reference: {reference}.", retryable=retryable)
 
 
-async def flush_periodically(
-    registry: ContextRegistry, log: RunLog, task: asyncio.Task[Any] | None, over: asyncio.Event
-) -> None:
-    """While the run goes: flush its frames and, where the coordinator asks for it, keep
-    its lease and heed a stop asked for on another replica. Ends when `over` is set, not
-    by cancellation, which a store client may swallow mid-command. With nothing to keep
-    alive the flusher sleeps until a frame comes: a run that sends nothing (one waiting
-    for a person, say) costs no wake-ups; the runs that stream share a budget of flushes
-    (LOCAL_FLUSHES_PER_SECOND)."""
-    coordinator = registry.coordinator
-    keepalive = coordinator.keepalive
-    renew_every = max(1, int(keepalive / FLUSH_INTERVAL)) if keepalive else 0
-    ticks = 0
-    while not over.is_set():
-        if keepalive is None:
-            if log.flushed >= len(log.frames):
-                await log.flusher_pause(None)
-                if over.is_set():
-                    return
-            loop = asyncio.get_running_loop()
-            streaming = _streaming[loop] = _streaming.get(loop, 0) + 1
-            interval = min(streaming / LOCAL_FLUSHES_PER_SECOND, LOCAL_FLUSH_INTERVAL_MAX)
-            try:
-                await log.flusher_pause(max(FLUSH_INTERVAL, interval))
-            finally:
-                _streaming[loop] -= 1
-        else:
-            await log.flusher_pause(FLUSH_INTERVAL)
-        if over.is_set():
-            return
-        ticks += 1
-        try:
-            await log.flush(registry.store)
-            if keepalive is None:
-                continue
-            if ticks % renew_every == 0 and not await registry.renew(log.context):
-                logger.warning("lost the lease of %s mid-run", log.context.id)
-            if task is not None and await coordinator.stop_requested(log.run_id):
-                log.stop_requested = True
-                task.cancel()
-                return
-        except Exception:
-            # The frames stay unflushed and go with the run's final save.
-            logger.warning("flushing frames of %s failed", log.context.id, exc_info=True)
-
-
 @dataclass(frozen=True)
 class Start:
     """Where a run began: what a suspension rolls back to, so its resume can replay (the
@@ -197,8 +137,7 @@ async def execute(
     run.usage_public = context.agent.public_usage
     start = Start(context.record.running_exchange.size, context.state.to_json(), time.time())
     context.state.run_id = log.run_id  # the audit trail names the run behind each write
-    over = asyncio.Event()
-    flusher = asyncio.create_task(flush_periodically(registry, log, asyncio.current_task(), over))
+    flushing = start_flushing(registry, log, asyncio.current_task())
     outcome = Outcome("end")
     try:
         log.run_start(context.agent_name, *context.record.next_turn_ids())
@@ -222,12 +161,7 @@ async def execute(
         failure(log, "agent_error", "The agent failed")
         outcome = Outcome("error")
     finally:
-        over.set()
-        log.stop_flushing()
-        try:
-            await asyncio.wait_for(asyncio.shield(flusher), FLUSH_INTERVAL * 20)
-        except (TimeoutError, asyncio.CancelledError):
-            flusher.cancel()
+        await flushing.stop()
         await finish(registry, context, log, run, text, start, outcome)
 
 

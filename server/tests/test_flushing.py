@@ -1,0 +1,153 @@
+"""Flushes of running runs (thinwire.flushing): with a store of one process, one flusher
+per event loop flushes the runs that are due together, within a budget of flushes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from thinwire import SQLiteStore
+from thinwire.contexts import ContextRegistry, new_record
+from thinwire.demo import DemoAgent
+from thinwire.flushing import FLUSH_INTERVAL, LOCAL_FLUSHES_PER_SECOND, Flusher
+from thinwire.runlog import RunLog
+from thinwire.runner import begin_run
+from thinwire.stores import Store
+from thinwire.stores.sqlite.commits import Database
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def running(store: Store, count: int) -> list[RunLog]:
+    """`count` runs begun, each in a conversation of its own, each with a frame."""
+    registry = ContextRegistry(store, {"demo": DemoAgent})
+    logs = []
+    for i in range(count):
+        await store.create(new_record(f"ctx-{i}", "demo", DemoAgent(), "ada"))
+        context = await registry.get("demo", f"ctx-{i}", "ada")
+        log = await begin_run(registry, context, "hello")
+        log.run_start("demo", *context.record.next_turn_ids())
+        logs.append(log)
+    return logs
+
+
+async def flushed(*logs: RunLog) -> None:
+    """Until every frame of `logs` is flushed (a tick or two, on a busy machine more)."""
+    async with asyncio.timeout(10):
+        while any(log.flushed < len(log.frames) for log in logs):
+            await asyncio.sleep(FLUSH_INTERVAL / 5)
+
+
+@pytest.fixture
+def commits(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The writes of each SQLite commit, in order."""
+    made: list[int] = []
+    commit = Database._commit
+
+    def counted(self: Database, works: list[Any], fsync: bool) -> Any:
+        made.append(len(works))
+        return commit(self, works, fsync)
+
+    monkeypatch.setattr(Database, "_commit", counted)
+    return made
+
+
+async def test_the_runs_due_are_flushed_together_in_a_commit_or_two(
+    tmp_path: Path, commits: list[int]
+) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    logs = await running(store, 12)
+    flusher = Flusher(asyncio.get_running_loop())
+    for log in logs:
+        flusher.add(log, store)
+    for log in logs:
+        log.token("half a reply")
+    commits.clear()
+    await flushed(*logs)
+    # The first write goes at once; the other eleven share the next commit.
+    assert commits == [1, 11]
+    for log in logs:
+        events = await store.read_events(log.context.id)
+        assert [e.data for e in events] == log.frames
+        await flusher.remove(log)
+    await store.close()
+
+
+async def test_a_run_with_nothing_new_is_not_flushed(tmp_path: Path, commits: list[int]) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    quiet, streaming = await running(store, 2)
+    flusher = Flusher(asyncio.get_running_loop())
+    flusher.add(quiet, store)
+    flusher.add(streaming, store)
+    await flushed(quiet, streaming)  # their run_start frames
+    commits.clear()
+    streaming.token("more")
+    await flushed(streaming)
+    assert commits == [1]
+    await flusher.remove(quiet)
+    await flusher.remove(streaming)
+    await store.close()
+
+
+async def test_many_runs_streaming_share_a_budget_of_flushes(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    count = LOCAL_FLUSHES_PER_SECOND // 2  # each may flush every half second
+    logs = await running(store, count)
+    flusher = Flusher(asyncio.get_running_loop())
+    for log in logs:
+        flusher.add(log, store)
+    started = min(last for _, last in flusher.runs.values())
+    assert flusher._due(started + 0.4) == []  # not yet
+    assert len(flusher._due(started + 0.5)) == count
+    for log in logs:
+        log.token("more")
+    assert flusher._due(started + 0.9) == []  # flushed at 0.5: due again at 1.0
+    assert len(flusher._due(started + 1.0)) == count
+    for log in logs:
+        await flusher.remove(log)
+    await store.close()
+
+
+async def test_a_run_ends_after_its_flush_under_way_has_landed(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    (log,) = await running(store, 1)
+    flusher = Flusher(asyncio.get_running_loop())
+    flusher.add(log, store)
+    landed = asyncio.Event()
+    flush = log.flush
+
+    async def slow(store: Store) -> None:
+        await asyncio.sleep(FLUSH_INTERVAL * 2)
+        await flush(store)
+        landed.set()
+
+    log.flush = slow  # type: ignore[method-assign]
+    while not flusher._flushing:
+        await asyncio.sleep(FLUSH_INTERVAL / 5)
+    await flusher.remove(log)
+    assert landed.is_set() and log.flushed == len(log.frames)
+    await store.close()
+
+
+async def test_the_flusher_stops_ticking_once_no_run_is_left(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    (log,) = await running(store, 1)
+    flusher = Flusher(asyncio.get_running_loop())
+    flusher.add(log, store)
+    ticking = flusher._ticking
+    assert ticking is not None
+    await flusher.remove(log)
+    await asyncio.wait_for(ticking, FLUSH_INTERVAL * 4)
+    assert flusher._ticking is None
+    flusher.add(log, store)  # and starts again with the next run
+    assert flusher._ticking is not None
+    await flusher.remove(log)
+    await store.close()
