@@ -3,8 +3,9 @@
 Each worker keeps its connection from one stream to the next, as users' clients do: a
 browser keeps its HTTP/1.1 connections alive between requests, and a page's WebSocket
 serves all its runs (`keep=False`, the bench's `--connections fresh`, opens one per
-stream instead, handshake and all). An SSE stream is read through HTTP/1.1 chunked encoding; a
-WebSocket through its own small frame parser (server frames are never masked). Every
+stream instead, handshake and all). An SSE stream is read through HTTP/1.1 chunked
+encoding; a WebSocket through its own small frame parser (server frames are never
+masked). Every
 event is parsed as JSON and checked: the deltas are "w0 ", "w1 ", … in order, a `seq`
 grows by one, a closing frame's `text` (where there is one) is the whole reply, and the
 stream ends cleanly. Anything else is a failure, with its reason.
@@ -29,7 +30,7 @@ from pydantic_core import from_json
 
 from bench.servers import delta, expected_text, work_text
 
-__all__ = ["Connection", "Result", "Target", "open_idle", "run_cell", "stream_once"]
+__all__ = ["Connection", "Result", "Target", "open_idle", "run_cell"]
 
 DELTA_TYPES = frozenset({"token", "text-delta"})
 #: Frame types that close a stream (thinwire, bare, sse-starlette; the AI SDK's `finish`).
@@ -434,13 +435,6 @@ class Connection:
         if self.protocol is not None:
             self.protocol.close()
             self.protocol = None
-
-
-async def stream_once(
-    target: Target, deltas: int, pace: str = "burst", timeout: float = 60.0
-) -> Result:
-    """Open one stream on a connection of its own, read it to its end and check it."""
-    return await Connection(target, keep=False).stream(deltas, pace, timeout)
 
 
 async def run_cell(

@@ -9,10 +9,15 @@ from typing import Any
 
 import pytest
 
-from thinwire import SQLiteStore
+from thinwire import MemoryStore, SQLiteStore
 from thinwire.contexts import ContextRegistry, new_record
 from thinwire.demo import DemoAgent
-from thinwire.flushing import FLUSH_INTERVAL, LOCAL_FLUSHES_PER_SECOND, Flusher
+from thinwire.flushing import (
+    FLUSH_INTERVAL,
+    LOCAL_FLUSH_INTERVAL_MAX,
+    LOCAL_FLUSHES_PER_SECOND,
+    Flusher,
+)
 from thinwire.runlog import RunLog
 from thinwire.runner import begin_run
 from thinwire.stores import Store
@@ -114,6 +119,19 @@ async def test_many_runs_streaming_share_a_budget_of_flushes(tmp_path: Path) -> 
     for log in logs:
         await flusher.remove(log)
     await store.close()
+
+
+async def test_however_many_runs_stream_each_is_flushed_every_second() -> None:
+    store = MemoryStore()
+    logs = await running(store, LOCAL_FLUSHES_PER_SECOND * 3)  # a share of 3 s each
+    flusher = Flusher(asyncio.get_running_loop())
+    for log in logs:
+        flusher.add(log, store)
+    started = max(last for _, last in flusher.runs.values())
+    assert flusher._due(started + LOCAL_FLUSH_INTERVAL_MAX - FLUSH_INTERVAL) == []
+    assert len(flusher._due(started + LOCAL_FLUSH_INTERVAL_MAX)) == len(logs)
+    for log in logs:
+        await flusher.remove(log)
 
 
 async def test_a_run_ends_after_its_flush_under_way_has_landed(tmp_path: Path) -> None:

@@ -23,9 +23,6 @@ def spans(events: Sequence[Event]) -> Iterator[Sequence[Event]]:
     """Events in seq order, cut into runs of consecutive seqs of one run and one time."""
     if not events:
         return
-    if isinstance(events, RunEvents) and events.consecutive:
-        yield events  # a run's frames: one span, no event made to find it out
-        return
     first = events[0]
     if [e.seq for e in events] == list(range(first.seq, first.seq + len(events))) and len(
         {(e.run_id, e.time) for e in events}
@@ -60,8 +57,10 @@ def insert(connection: sqlite3.Connection, context_id: str, events: Sequence[Eve
     if not events:
         return
     ordered: Sequence[Event]
-    if isinstance(events, RunEvents) and events.consecutive:
-        ordered = events  # a run's flush, read as it is
+    # A run's frames from its log, one span as they are: no event made to find it out.
+    whole = isinstance(events, RunEvents) and events.consecutive
+    if whole:
+        ordered = events
     elif [e.seq for e in events] == list(range(events[0].seq, events[0].seq + len(events))):
         ordered = list(events)  # consecutive already
     else:  # each seq once (the first given), in order
@@ -73,12 +72,13 @@ def insert(connection: sqlite3.Connection, context_id: str, events: Sequence[Eve
     ).fetchall()
     if kept:
         ordered = [e for e in ordered if not any(a <= e.seq <= b for a, b in kept)]
+        whole = False
     connection.executemany(
         "INSERT INTO spans (context_id, last_seq, first_seq, run_id, time, frames) "
         "VALUES (?, ?, ?, ?, ?, ?)",
         [
             (context_id, span[-1].seq, span[0].seq, span[0].run_id, span[0].time, join_frames(span))
-            for span in spans(ordered)
+            for span in ([ordered] if whole else spans(ordered))
         ],
     )
 
