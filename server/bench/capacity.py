@@ -25,7 +25,7 @@ from typing import Any
 
 from bench.generator import LoadGenerator
 from bench.stats import median, percentile
-from bench.throughput import server_for
+from bench.throughput import SERVERS, server_for
 
 __all__ = ["CapacityPlan", "Search", "run_capacity"]
 
@@ -141,8 +141,11 @@ def probe(
 def run_capacity(
     plan: CapacityPlan, servers: Sequence[str], generator: LoadGenerator
 ) -> dict[str, Any]:
-    """Each round's answer per server, its median, and every probe."""
+    """Each round's answer per server, its median, and every probe. The plan's servers
+    that `servers` names, and any it names that the streams suite does not run unasked
+    (`thinwire-nostore`)."""
     names = [s for s in plan.servers if s in servers]
+    names += [s for s in servers if s not in SERVERS and s not in names]
     rounds: list[dict[str, Any]] = []
     with ExitStack() as stack:
         running = {name: stack.enter_context(server_for(name)) for name in names}

@@ -14,7 +14,7 @@ from pathlib import Path
 import uvicorn
 from starlette.applications import Starlette
 
-from bench.servers import APPS, thinwire_app
+from bench.servers import APPS, store_of, thinwire_app
 
 __all__ = ["main", "raise_file_limit"]
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--heartbeat", type=float, default=15.0)
     parser.add_argument("--data-dir", type=Path)
     parser.add_argument("--page-dir", type=Path)
-    parser.add_argument("--store", choices=("sqlite", "memory"), default="sqlite")
+    parser.add_argument("--store", choices=("sqlite", "memory", "none"), default="sqlite")
     parser.add_argument("--model-url", help="thinwire: the `chat` agent's model (the stub)")
     parser.add_argument(
         "--max-contexts", type=int, default=1000, help="thinwire: live contexts at most"
@@ -48,10 +48,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.kind == "thinwire":
         if args.data_dir is None and args.store == "sqlite":
             parser.error("thinwire needs --data-dir")
-        data_dir = args.data_dir if args.store == "sqlite" else None
         app = thinwire_app(
             args.heartbeat,
-            data_dir,
+            store_of(args.store, args.data_dir),
             args.page_dir,
             model_url=args.model_url,
             max_contexts=args.max_contexts,

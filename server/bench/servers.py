@@ -14,7 +14,9 @@ The servers:
   same work answered in one write: the ceiling (`bare-batched`).
 - `thinwire`: `create_app` with the default SQLite store, the event log and SSE or
   WebSocket; the agent says the N deltas with `run.say`, pausing as asked. (With
-  `--store memory`, the same without SQLite: what the store costs.) With `--model-url`,
+  `--store memory`, the same with `MemoryStore`, which copies and keeps every write;
+  with `--store none`, a store that keeps nothing: what thinwire's path costs without
+  its store, `thinwire-nostore`.) With `--model-url`,
   the `chat` agent is a `ChatAgent` over the OpenAI-compatible stub at that URL, and the
   `sdk` agent streams the same model by hand: the SDK's chunks, `run.say` per content.
 - `sse-starlette`: `EventSourceResponse`, the common Python choice.
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -39,8 +41,10 @@ from starlette.staticfiles import StaticFiles
 
 import thinwire
 from thinwire import Agent, MemoryStore, Run, SQLiteStore
+from thinwire.records import ContextRecord
+from thinwire.stores import AuditEntry, Event, Store
 
-__all__ = ["APPS", "delta", "expected_text", "pause_of", "work_text"]
+__all__ = ["APPS", "NoStore", "delta", "expected_text", "pause_of", "store_of", "work_text"]
 
 DEFAULT_DELTAS = 200
 # The frames of `bare` and `sse-starlette` carry the same fields as thinwire's.
@@ -276,15 +280,49 @@ def sdk_agent(model_url: str) -> type[Agent]:
     return Relay
 
 
+class NoStore(MemoryStore):
+    """A store that acknowledges every write and keeps none: what thinwire's path costs
+    with nothing stored (`thinwire-nostore`). A bench server only: nothing it says can be
+    read again, and a restart forgets everything."""
+
+    async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
+        pass
+
+    async def save(
+        self,
+        record: ContextRecord,
+        *,
+        expected_version: int,
+        audit: Sequence[AuditEntry] = (),
+        events: Sequence[Event] = (),
+        fence: int | None = None,
+        trim_before: int | None = None,
+    ) -> int:
+        return expected_version + 1
+
+    async def append_events(self, context_id: str, events: Sequence[Event]) -> None:
+        pass
+
+
+def store_of(kind: str, data_dir: Path | None) -> Store:
+    """`sqlite` (the default, in `data_dir`), `memory` or `none` (NoStore)."""
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "none":
+        return NoStore()
+    if data_dir is None:
+        raise ValueError("the SQLite store needs a data directory")
+    return SQLiteStore.in_directory(data_dir)
+
+
 def thinwire_app(
     heartbeat: float,
-    data_dir: Path | None,
+    store: Store,
     page_dir: Path | None = None,
     *,
     model_url: str | None = None,
     max_contexts: int = 1000,
 ) -> Starlette:
-    """The default SQLite store in `data_dir`; the memory store when it is None."""
     routes: list[BaseRoute] = []
     if page_dir is not None:
         routes.append(Mount("/page", StaticFiles(directory=page_dir, html=True)))
@@ -301,7 +339,7 @@ def thinwire_app(
     return thinwire.create_app(
         agents,
         identify=thinwire.anonymous,
-        store=MemoryStore() if data_dir is None else SQLiteStore.in_directory(data_dir),
+        store=store,
         runs_per_second=0,
         max_streams=0,
         heartbeat_interval=heartbeat,

@@ -75,6 +75,8 @@ def server_for(name: str, *extra: str) -> Iterator[tuple[Server, Target]]:
             argv = python_server("thinwire", port, "--data-dir", data_dir, *extra)
             if name == "thinwire-memory":
                 argv += ["--store", "memory"]
+            elif name == "thinwire-nostore":
+                argv += ["--store", "none"]
             with started(name, argv, port) as server:
                 if name == "thinwire-ws":
                     yield server, Target(name, port, "/agents/deltas/ws", transport="ws")
@@ -170,8 +172,10 @@ def run_throughput(
         for round_ in range(1, plan.rounds + 1):
             for workload in plan.workloads:
                 for concurrency, streams in workload.cells:
-                    for name in workload.servers:
-                        if name not in running or (name, concurrency) in workload.skip:
+                    for name in wanted:
+                        if name in SERVERS and name not in workload.servers:
+                            continue
+                        if (name, concurrency) in workload.skip:
                             continue
                         server, target = running[name]
                         rows.append(

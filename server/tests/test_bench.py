@@ -5,12 +5,21 @@ must read the targets off the figures. (The servers themselves are measured by
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
+from starlette.testclient import TestClient
+
+from bench import capacity, throughput
+from bench.capacity import CapacityPlan, run_capacity
 from bench.load import Checker, Result, SseProtocol, Target, WsProtocol
 from bench.report import report, targets
-from bench.servers import delta
+from bench.servers import NoStore, delta, thinwire_app, work_text
 from bench.stats import paired
+from bench.throughput import Plan, Workload, run_throughput
+from conftest import parse_sse
 
 
 def chunked(events: list[str]) -> bytes:
@@ -290,3 +299,59 @@ def test_chat_agent_is_read_against_run_say_and_shown_against_the_sdk_by_hand() 
     text = report(results)
     assert "| thinwire-sdk | 1 |" in text
     assert "C=1: 0.83 0.92 (0.88x)." in text
+
+
+def test_nostore_streams_a_whole_run_and_keeps_none_of_it() -> None:
+    store = NoStore()
+    app = thinwire_app(15.0, store)
+    with TestClient(app) as client:
+        response = client.post("/agents/deltas/runs", json={"message": {"text": work_text(3)}})
+        frames = parse_sse(response.text)
+        assert [f["delta"] for f in frames if f["type"] == "token"] == [delta(i) for i in range(3)]
+        assert frames[-1]["type"] == "done"
+        context_id = frames[0]["contextId"]
+    assert asyncio.run(store.load(context_id)) is None
+    assert asyncio.run(store.read_events(context_id)) == []
+
+
+def test_paced_runs_the_planned_servers_asked_for_and_any_extra_one_named(
+    monkeypatch: Any,
+) -> None:
+    started: list[str] = []
+
+    @contextlib.contextmanager
+    def fake_server(name: str) -> Iterator[tuple[None, Target]]:
+        started.append(name)
+        yield None, Target(name, 1, "/")
+
+    monkeypatch.setattr(capacity, "server_for", fake_server)
+    monkeypatch.setattr(capacity, "summarize_capacity", lambda *args: {})
+    generator = SimpleNamespace(run=lambda *args, **kwargs: None)
+    plan = CapacityPlan(rounds=0)
+    run_capacity(plan, ("bare", "thinwire", "thinwire-memory", "thinwire-nostore"), generator)
+    assert started == ["bare", "thinwire", "thinwire-nostore"]
+
+
+def test_streams_measure_the_servers_asked_for_and_any_extra_one_named(
+    monkeypatch: Any,
+) -> None:
+    measured: list[tuple[str, int]] = []
+
+    @contextlib.contextmanager
+    def fake_server(name: str) -> Iterator[tuple[None, Target]]:
+        yield None, Target(name, 1, "/")
+
+    def fake_measure(
+        generator: Any, name: str, server: Any, target: Any, c: int, *rest: Any, **kw: Any
+    ) -> dict[str, Any]:
+        measured.append((name, c))
+        return {}
+
+    monkeypatch.setattr(throughput, "server_for", fake_server)
+    monkeypatch.setattr(throughput, "measure", fake_measure)
+    generator = SimpleNamespace(run=lambda *args, **kwargs: None)
+    plan = Plan(
+        10, (Workload("yield", ((1, 5), (500, 5)), skip=(("thinwire-nostore", 500),)),), 1.0, 1
+    )
+    run_throughput(plan, ("bare", "thinwire-nostore"), generator)
+    assert measured == [("bare", 1), ("thinwire-nostore", 1), ("bare", 500)]
