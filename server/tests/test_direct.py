@@ -9,6 +9,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
 from conftest import app_for, parse_sse
-from thinwire import Agent, Run, mount, sse, websocket, wire
+from thinwire import Agent, Run, direct, mount, sse, websocket, wire
 from thinwire.direct import (
     COMPRESS_ABOVE,
     SERVER_SEND,
@@ -156,6 +157,73 @@ def test_only_uvicorns_own_send_is_written_past() -> None:
 
     assert chunk_writer({"type": "http", "method": "POST"}) is None
     assert chunk_writer({"type": "http", "method": "POST", SERVER_SEND: wrapped}) is None
+
+
+class FakeWriter:
+    """Stands for h11's chunked body writer."""
+
+
+class FakeCycle:
+    """Stands for uvicorn's per-request object, with what a chunk writer reads of it."""
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+        self.conn = SimpleNamespace(_writer=FakeWriter())
+        self.response_started = True
+        self.transport = SimpleNamespace(write=self.written.append)
+        self.flow = SimpleNamespace(write_paused=False)
+        self.disconnected = False
+        self.response_complete = False
+
+    async def send(self, message: Message) -> None:
+        raise AssertionError("not called")
+
+
+class FakeProtocol:
+    """Stands for uvicorn's websockets-sansio protocol, with what a message writer reads."""
+
+    def __init__(self) -> None:
+        self.handshake_complete = True
+        self.transport = SimpleNamespace(write=lambda data: None)
+        self.conn = SimpleNamespace(extensions=[], state="open", expect_continuation_frame=False)
+        self.writable = asyncio.Event()
+        self.close_sent = False
+        self.disconnected = False
+
+    async def send(self, message: Message) -> None:
+        raise AssertionError("not called")
+
+
+@pytest.mark.parametrize("field", ["flow", "response_complete", "flow.write_paused"])
+def test_a_uvicorn_without_a_field_a_chunk_writer_reads_is_sent_to_the_asgi_way(
+    monkeypatch: pytest.MonkeyPatch, field: str
+) -> None:
+    monkeypatch.setattr(direct, "H11Cycle", FakeCycle)
+    monkeypatch.setattr(direct, "ChunkedWriter", FakeWriter)
+    cycle = FakeCycle()
+    scope: Scope = {"type": "http", "method": "POST", SERVER_SEND: cycle.send}
+    write = chunk_writer(scope)
+    assert write is not None and write(b"abc")  # all there: written directly
+    assert cycle.written == [b"3\r\nabc\r\n"]
+    owner, _, name = field.rpartition(".")
+    delattr(getattr(cycle, owner) if owner else cycle, name)
+    assert chunk_writer(scope) is None
+
+
+@pytest.mark.parametrize("field", ["close_sent", "conn.expect_continuation_frame"])
+def test_a_uvicorn_without_a_field_a_message_writer_reads_is_sent_to_the_asgi_way(
+    monkeypatch: pytest.MonkeyPatch, field: str
+) -> None:
+    monkeypatch.setattr(direct, "WebSocketsSansIOProtocol", FakeProtocol)
+    monkeypatch.setattr(direct, "State", SimpleNamespace(OPEN="open"))
+    protocol = FakeProtocol()
+    protocol.writable.set()
+    scope: Scope = {"type": "websocket", SERVER_SEND: protocol.send}
+    write = message_writer(scope)
+    assert write is not None and write("abc")
+    owner, _, name = field.rpartition(".")
+    delattr(getattr(protocol, owner) if owner else protocol, name)
+    assert message_writer(scope) is None
 
 
 def test_the_request_lets_go_of_the_servers_send_when_it_ends() -> None:

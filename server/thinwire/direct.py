@@ -25,7 +25,8 @@ timeout), the connection is gone or closing, the response is over.
 The send used is the one the server handed the app (`SERVER_SEND`, which the app's
 outermost layer records). Under anything that wraps the app (a user's middleware,
 another ASGI server, uvicorn's wsproto protocol) it is not uvicorn's own, and every
-frame is an ASGI message, as it always was.
+frame is an ASGI message, as it always was; so it is under a uvicorn whose objects lack
+a field the writers read (`CYCLE_FIELDS` and the others).
 """
 
 from __future__ import annotations
@@ -72,6 +73,21 @@ COMPRESS_ABOVE = 1024
 Writer = Callable[[Any], bool]
 
 
+#: What a writer reads of uvicorn's objects: a uvicorn whose objects lack one of them
+#: (renamed in a later release, say) has its frames sent the ASGI way, not a failed stream.
+CYCLE_FIELDS = ("response_started", "transport", "flow", "disconnected", "response_complete")
+FLOW_FIELDS = ("write_paused",)
+PROTOCOL_FIELDS = (
+    "handshake_complete",
+    "transport",
+    "conn",
+    "writable",
+    "close_sent",
+    "disconnected",
+)
+CONNECTION_FIELDS = ("extensions", "state", "expect_continuation_frame")
+
+
 def _server(scope: Scope, kind: Any) -> Any:
     """The object of `kind` whose `send` method the server handed the app, if it did."""
     send: Any = scope.get(SERVER_SEND)
@@ -79,6 +95,10 @@ def _server(scope: Scope, kind: Any) -> Any:
     if kind is None or type(owner) is not kind:
         return None
     return owner if getattr(send, "__func__", None) is vars(kind).get("send") else None
+
+
+def _has(value: Any, fields: tuple[str, ...]) -> bool:
+    return all(hasattr(value, field) for field in fields)
 
 
 def chunk_writer(scope: Scope) -> Writer | None:
@@ -94,6 +114,8 @@ def chunk_writer(scope: Scope) -> Writer | None:
         cycle = _server(scope, HttptoolsCycle)
         if cycle is None or getattr(cycle, "chunked_encoding", None) is not True:
             return None
+    if not _has(cycle, CYCLE_FIELDS) or not _has(cycle.flow, FLOW_FIELDS):
+        return None
     if scope.get("method") == "HEAD" or not cycle.response_started:
         return None
     transport, flow = cycle.transport, cycle.flow
@@ -112,7 +134,9 @@ def message_writer(scope: Scope) -> Writer | None:
     """A writer of text messages (str) to the WebSocket this scope accepted, if the
     server is uvicorn's websockets protocol; else None."""
     protocol = _server(scope, WebSocketsSansIOProtocol)
-    if protocol is None or not protocol.handshake_complete:
+    if protocol is None or not _has(protocol, PROTOCOL_FIELDS):
+        return None
+    if not _has(protocol.conn, CONNECTION_FIELDS) or not protocol.handshake_complete:
         return None
     transport, conn, writable = protocol.transport, protocol.conn, protocol.writable
     # Compression negotiated: a big message (a burst as lines, a replay) is worth its
