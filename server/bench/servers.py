@@ -282,8 +282,8 @@ def sdk_agent(model_url: str) -> type[Agent]:
 
 class NoStore(MemoryStore):
     """A store that acknowledges every write and keeps none: what thinwire's path costs
-    with nothing stored (`thinwire-nostore`). A bench server only: nothing it says can be
-    read again, and a restart forgets everything."""
+    with nothing stored (`thinwire-nostore`). For the bench only: nothing written to it
+    can be read back."""
 
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
         pass
