@@ -20,7 +20,7 @@ from thinwire.flushing import (
 )
 from thinwire.runlog import RunLog
 from thinwire.runner import begin_run
-from thinwire.stores import Store
+from thinwire.stores import Store, StoreError
 from thinwire.stores.sqlite.commits import Database
 
 pytestmark = pytest.mark.anyio
@@ -139,18 +139,22 @@ async def test_a_run_ends_after_its_flush_under_way_has_landed(tmp_path: Path) -
     (log,) = await running(store, 1)
     flusher = Flusher(asyncio.get_running_loop())
     flusher.add(log, store)
-    landed = asyncio.Event()
+    landed, gate = asyncio.Event(), asyncio.Event()
     flush = log.flush
 
     async def slow(store: Store) -> None:
-        await asyncio.sleep(FLUSH_INTERVAL * 2)
+        await gate.wait()  # a flush that takes its time
         await flush(store)
         landed.set()
 
     log.flush = slow  # type: ignore[method-assign]
     while not flusher._flushing:
         await asyncio.sleep(FLUSH_INTERVAL / 5)
-    await flusher.remove(log)
+    removing = asyncio.create_task(flusher.remove(log))
+    await asyncio.sleep(0)
+    assert not removing.done()  # waiting for the flush under way
+    gate.set()
+    await removing
     assert landed.is_set() and log.flushed == len(log.frames)
     await store.close()
 
@@ -168,4 +172,33 @@ async def test_the_flusher_stops_ticking_once_no_run_is_left(tmp_path: Path) -> 
     flusher.add(log, store)  # and starts again with the next run
     assert flusher._ticking is not None
     await flusher.remove(log)
+    await store.close()
+
+
+async def test_a_flush_that_fails_leaves_its_frames_for_the_next_and_others_flushed(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    failing, fine = await running(store, 2)
+    append = store.append_events
+    refused: list[str] = []
+
+    async def refusing(context_id: str, events: Any) -> None:
+        if context_id == failing.context.id and not refused:
+            refused.append(context_id)
+            raise StoreError("the store is unavailable; try again shortly")
+        await append(context_id, events)
+
+    store.append_events = refusing  # type: ignore[method-assign]
+    flusher = Flusher(asyncio.get_running_loop())
+    flusher.add(failing, store)
+    flusher.add(fine, store)
+    await flushed(fine)
+    assert refused == [failing.context.id]
+    await flushed(failing)  # a later tick, the store answering again
+    events = await store.read_events(failing.context.id)
+    assert [e.data for e in events] == failing.frames
+    assert flusher._ticking is not None
+    await flusher.remove(failing)
+    await flusher.remove(fine)
     await store.close()
