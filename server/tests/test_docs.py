@@ -81,6 +81,11 @@ def test_readme_echo_runs() -> None:
         assert send(client, "ping")[-1]["text"] == "ping"
 
 
+def test_testing_doc_model_test_passes() -> None:
+    namespace = run_blocks("docs/testing.md")
+    namespace["test_searches_then_answers_and_keeps_the_search_on_the_server"]()
+
+
 def test_state_doc_promise_about_datetimes() -> None:
     import datetime
 

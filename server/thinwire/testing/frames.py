@@ -1,0 +1,59 @@
+"""A run's frames in a test, read as a client reads them.
+
+    response = client.post("/agents/librarian/runs", json={"message": {"text": "tides"}})
+    frames = frames_of(response)
+    assert [f["type"] for f in frames][-1] == "done"
+
+Each frame is checked against the wire schema as it is read, so a test that reads its
+frames with `frames_of` also fails if one carries a field the schema does not allow.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from pydantic import TypeAdapter, ValidationError
+
+from thinwire import wire
+
+__all__ = ["FrameError", "frames_of"]
+
+_FRAME: TypeAdapter[wire.Frame] = TypeAdapter(wire.Frame)
+
+
+class FrameError(AssertionError):
+    """An event of the stream is not a frame of the wire schema."""
+
+
+class HasText(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+def frames_of(body: str | bytes | HasText) -> list[dict[str, Any]]:
+    """The frames of a `text/event-stream` body (a response, or its text), in order, as
+    their JSON objects; heartbeats and other comments left out. Raises `FrameError` for
+    an event that is not a frame the wire schema allows (an unknown type, a missing or
+    extra field)."""
+    if isinstance(body, bytes):
+        text = body.decode()
+    elif isinstance(body, str):
+        text = body
+    else:
+        text = body.text
+    frames = []
+    for event in text.replace("\r\n", "\n").split("\n\n"):
+        data = [
+            line[5:].removeprefix(" ") for line in event.split("\n") if line.startswith("data:")
+        ]
+        if not data:
+            continue  # a heartbeat, or the blank end of the body
+        raw = "\n".join(data)
+        try:
+            frame = json.loads(raw)
+            _FRAME.validate_python(frame)
+        except (ValueError, ValidationError) as exc:
+            raise FrameError(f"not a thinwire frame: {raw[:200]}\n{exc}") from None
+        frames.append(frame)
+    return frames
