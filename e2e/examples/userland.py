@@ -4,8 +4,9 @@
     python e2e/examples/userland.py --remove   # make distclean
 
 A place under $TMPDIR (one per checkout) holds a fresh venv with the wheel from dist/
-installed by pip (and fastapi, for the mount example), the npm tarballs from dist/, and a
-copy of each example in examples/ with the tarballs it depends on installed into it by
+installed by pip with its `openai` extra (and fastapi, for the mount example, and pytest,
+for the docs' test files), the npm tarballs from dist/, and a copy of each example in
+examples/ with the tarballs it depends on installed into it by
 `npm install ../client.tgz ../react.tgz`, its other dependencies from the registry (an
 example of another SDK's client, `useChat`'s, depends on none of them). No test there can
 lean on the repository: no editable install, no workspace link, no path into
@@ -42,8 +43,10 @@ from thinwire.testing.server import wait_until_ready
 ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "dist"
 EXAMPLES = ROOT / "examples"
-#: Python packages the examples need beside the wheel's own dependencies.
-EXTRA_PYTHON = ("fastapi",)
+#: The wheel's extras the examples and the docs' test files use.
+EXTRAS = "[openai]"
+#: Python packages they need beside the wheel's own dependencies.
+EXTRA_PYTHON = ("fastapi", "pytest")
 #: Never copied from an example: what installs and builds make.
 NOT_SOURCES = ("node_modules", "dist", ".thinwire", "__pycache__", "*.tsbuildinfo")
 
@@ -116,14 +119,15 @@ def up_to_date(marker: Path, key: str) -> bool:
 
 
 def prepare_venv(land: Userland) -> None:
-    """A venv of the interpreter running this, with the wheel and EXTRA_PYTHON installed."""
+    """A venv of the interpreter running this, with the wheel (EXTRAS) and EXTRA_PYTHON
+    installed."""
     wheel = land.artifacts.wheel
-    venv_key = digest(sys.version, ROOT / "pyproject.toml", *EXTRA_PYTHON)
+    venv_key = digest(sys.version, ROOT / "pyproject.toml", EXTRAS, *EXTRA_PYTHON)
     if not up_to_date(land.venv / "userland-venv", venv_key):
         shutil.rmtree(land.venv, ignore_errors=True)
         base = getattr(sys, "_base_executable", sys.executable)
         run([base, "-m", "venv", land.venv], land.home)
-        run([land.bin("pip"), "install", "-q", wheel, *EXTRA_PYTHON], land.home)
+        run([land.bin("pip"), "install", "-q", f"{wheel}{EXTRAS}", *EXTRA_PYTHON], land.home)
         (land.venv / "userland-venv").write_text(venv_key)
     elif not up_to_date(land.venv / "userland-wheel", digest(wheel)):
         run([land.bin("pip"), "install", "-q", "--no-deps", "--force-reinstall", wheel], land.home)
