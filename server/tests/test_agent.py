@@ -70,6 +70,88 @@ def test_agent_exception_becomes_a_generic_typed_error(caplog: pytest.LogCapture
     assert reference in logged and SECRET in logged
 
 
+class SaysNotText(Agent):
+    """Streams a piece of text, then passes a value that is not text where text goes."""
+
+    value: ClassVar[Any] = None
+    method: ClassVar[str] = "say"
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("before ")
+        method, value = type(self).method, type(self).value
+        await (tool_named(run, value) if method == "tool" else getattr(run, method)(value))
+
+
+async def tool_named(run: Run, name: Any) -> None:
+    async def noop() -> None:
+        return None
+
+    await run.tool(name, noop)
+
+
+@pytest.mark.parametrize(
+    ("method", "value", "complaint"),
+    [
+        ("say", 123, "run.say() takes a str, not int"),
+        ("say", b"bytes", "run.say() takes a str, not bytes"),
+        ("think", 5, "run.think() takes a str, not int"),
+        ("say", None, "run.say() takes a str, not NoneType"),
+        ("tool", 7, "a tool's name is a str, not int"),
+    ],
+)
+def test_a_value_that_is_not_text_fails_the_run_and_frees_the_conversation(
+    method: str, value: Any, complaint: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    SaysNotText.method, SaysNotText.value = method, value
+    caplog.set_level(logging.ERROR, "thinwire")
+    with TestClient(app_for({"demo": SaysNotText})) as client:
+        frames = send(client, "hi")
+        assert [f["type"] for f in frames] == ["run_start", "token", "error", "done"]
+        assert [f["seq"] for f in frames] == [1, 2, 3, 4]  # nothing sent of the bad value
+        assert frames[-1]["stopReason"] == "error" and frames[-1]["text"] == "before "
+        context_id = frames[0]["contextId"]
+        # The conversation takes the next message, and kept what the run said.
+        assert send(client, "again", context_id)[-1]["stopReason"] == "error"
+        turns = client.get(f"/agents/demo/contexts/{context_id}").json()["turns"]
+    assert [t["text"] for t in turns if t["role"] == "assistant"] == ["before ", "before "]
+    logged = "\n".join(str(r.exc_info) for r in caplog.records)
+    assert complaint in logged
+
+
+class Titled(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("partial ")
+        run.set_title("A title")
+
+
+def test_a_run_whose_end_cannot_be_recorded_still_ends_and_frees_the_conversation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from thinwire.records import ContextRecord
+
+    def broken(self: ContextRecord, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a fault while recording the end")
+
+    with TestClient(app_for({"demo": Titled})) as client:
+        context_id = send(client, "first")[0]["contextId"]
+        with monkeypatch.context() as patched:
+            patched.setattr(ContextRecord, "name", broken)
+            frames = send(client, "second", context_id)
+        error, done = frames[-2], frames[-1]
+        assert error["code"] == "agent_error" and "could not be recorded" in error["message"]
+        assert done["stopReason"] == "error" and done["text"] == ""
+        assert "fault" not in str(frames)
+        # Not left busy: the next message runs, on the conversation as the store has it.
+        third = send(client, "third", context_id)
+        assert third[-1]["stopReason"] == "end" and third[-1]["text"] == "partial "
+        turns = client.get(f"/agents/demo/contexts/{context_id}").json()["turns"]
+    assert [(t["text"], t["stopReason"]) for t in turns if t["role"] == "assistant"] == [
+        ("partial ", "end"),
+        ("", "interrupted"),
+        ("partial ", "end"),
+    ]
+
+
 def test_failed_tool_is_public_as_not_ok_only() -> None:
     with TestClient(app_for({"demo": ToolFails})) as client:
         frames = send(client, "hi")

@@ -191,6 +191,8 @@ class Run:
 
     async def think(self, delta: str) -> None:
         """Stream a piece of public reasoning to the user."""
+        if not isinstance(delta, str):
+            raise not_text("think", delta)
         if delta and not self.replaying:
             self._thinking.append(delta)
             self._log.thinking(delta)
@@ -199,6 +201,8 @@ class Run:
 
     async def say(self, delta: str) -> None:
         """Stream a piece of the reply to the user."""
+        if not isinstance(delta, str):
+            raise not_text("say", delta)
         if not delta:
             return
         if self.replaying:
@@ -284,6 +288,8 @@ class Run:
     ) -> T:
         """`tool`, for adapters: the arguments as a dict (any names, `approval` too), and
         the model's own `call_id` kept with the call in the history."""
+        if not isinstance(name, str):
+            raise TypeError(f"a tool's name is a str, not {type(name).__name__}")
         if approval is not None:
             decision = await self.interrupt(
                 approval.prompt, options=APPROVAL_OPTIONS, payload=approval.payload
@@ -370,3 +376,9 @@ class Run:
         self.title = shortened(title, TITLE_LENGTH)
         if not self.replaying and self._log.context.record.may_name("agent"):
             self._log.title(self.title)
+
+
+def not_text(method: str, delta: object) -> TypeError:
+    """A delta that is not text: refused where the agent passed it, before it reaches
+    the reply (which is text, stored and sent as such)."""
+    return TypeError(f"run.{method}() takes a str, not {type(delta).__name__}")

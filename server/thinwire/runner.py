@@ -34,6 +34,7 @@ from thinwire.ids import new_run_id
 from thinwire.interrupts import ReplayMismatch, Suspend
 from thinwire.records import Checkpoint, ContextRecord
 from thinwire.runlog import RunLog
+from thinwire.stores import Event
 
 __all__ = ["begin_run", "execute"]
 
@@ -174,7 +175,56 @@ async def finish(
     start: Start,
     outcome: Outcome,
 ) -> None:
-    """Save the run's outcome and its last frames in one step, then send `done`."""
+    """Save the run's outcome and its last frames in one step, then send `done`. However
+    that goes, the run ends: its stream gets `done` and its conversation is free."""
+    try:
+        await conclude(registry, context, log, run, text, start, outcome)
+    finally:
+        context.log = None
+        context.state.run_id = None
+        await registry.release(context)
+
+
+async def conclude(
+    registry: ContextRegistry,
+    context: Context,
+    log: RunLog,
+    run: Run,
+    text: str,
+    start: Start,
+    outcome: Outcome,
+) -> None:
+    try:
+        done = settle(context, log, run, text, start, outcome)
+    except Exception:
+        # A fault of ours (or a value of the agent's that slipped past the checks) while
+        # recording the end. The cached copy may be half changed: dropped, so the next
+        # use loads the stored truth, where the run is recorded as interrupted.
+        registry.forget_cached(context)
+        failure(log, "agent_error", "The run's end could not be recorded")
+        # The reply as the store has it: none (what a reload will show).
+        empty = log.encode(
+            wire.DoneFrame, log.reserve_seq(), text="", tool_calls=[], stop_reason="error"
+        )
+        log.publish(empty, last=True)
+        return
+    stored = len(log.frames)
+    try:
+        await registry.save(context, events=log.unflushed_and(done))
+    except Exception:
+        # Nothing of this run's end landed; the stored run stays marked and is recorded
+        # as interrupted when the context is next loaded.
+        failure(log, "store_error", "The reply could not be saved")
+        log.publish(ended(log, run, "error"), last=True)
+    else:
+        log.flushed = stored
+        log.publish(done, stored=True, last=True)
+
+
+def settle(
+    context: Context, log: RunLog, run: Run, text: str, start: Start, outcome: Outcome
+) -> Event:
+    """Record the run's outcome in the context's record; its `done` frame."""
     record = context.record
     now = time.time()
     if run.usage:
@@ -203,34 +253,14 @@ async def finish(
             said_before="".join(run.replayed_text),
             shown=shown,
         )
-    done = log.encode(
+    return ended(log, run, outcome.stop_reason)
+
+
+def ended(log: RunLog, run: Run, stop_reason: wire.StopReason) -> Event:
+    return log.encode(
         wire.DoneFrame,
         log.reserve_seq(),
         text=run.text,
         tool_calls=run.tool_calls,
-        stop_reason=outcome.stop_reason,
+        stop_reason=stop_reason,
     )
-    stored = len(log.frames)
-    try:
-        await registry.save(context, events=log.unflushed_and(done))
-    except Exception:
-        # Nothing of this run's end landed; the stored run stays marked and is recorded
-        # as interrupted when the context is next loaded.
-        failure(log, "store_error", "The reply could not be saved")
-        log.publish(
-            log.encode(
-                wire.DoneFrame,
-                log.reserve_seq(),
-                text=run.text,
-                tool_calls=run.tool_calls,
-                stop_reason="error",
-            ),
-            last=True,
-        )
-    else:
-        log.flushed = stored
-        log.publish(done, stored=True, last=True)
-    finally:
-        context.log = None
-        context.state.run_id = None
-        await registry.release(context)
