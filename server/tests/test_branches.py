@@ -24,6 +24,10 @@ class Node:
     text: str
     parent: Node | None
     position: Position
+    #: When it was made, and whether it starts a branch of its own (a fork, or the first
+    #: exchange of all).
+    made: int = 0
+    forked: bool = False
     children: list[Node] = field(default_factory=list)
     next: Node | None = None
 
@@ -66,8 +70,14 @@ def test_a_record_shows_what_a_plain_tree_would(operations: list[tuple[int | str
             siblings = siblings_of(path[at])
             which = int(operation[2]) % len(siblings)
             record.show(record.lines.siblings(list(record.lines.positions())[at])[which])
-            leaf = siblings[which]
-            while leaf.next is not None:  # the branch shown ends at its line's tail
+            # The latest branch through the sibling: from the fork made last below it
+            # (or from the sibling itself), on to the end of its sends.
+            chosen = siblings[which]
+            leaf = max(
+                [node for node in walk(chosen)[1:] if node.forked] or [chosen],
+                key=lambda node: node.made,
+            )
+            while leaf.next is not None:
                 leaf = leaf.next
             record.recount()
         else:
@@ -78,7 +88,7 @@ def test_a_record_shows_what_a_plain_tree_would(operations: list[tuple[int | str
             record.end_turn("end", text.upper())
             parent = path[at].parent if forking else leaf
             assert record.lines.leaf is not None
-            node = Node(text, parent, record.lines.leaf)
+            node = Node(text, parent, record.lines.leaf, made=n, forked=forking or not parent)
             (parent.children if parent else roots).append(node)
             if parent is not None and not forking:
                 parent.next = node

@@ -238,6 +238,25 @@ def test_edit_forks_at_the_users_turn_with_only_the_history_before_it(
     assert listed(client)["conversations"][0]["turnCount"] == 6
 
 
+def test_going_back_to_an_earlier_alternative_shows_its_latest_branch(
+    client: TestClient,
+) -> None:
+    context_id = conversation(client, "one", "two")
+    client.post(url(context_id, "/regenerate"), json={}, headers=ADA)  # "two #3"
+    first = turns(client, context_id)[0]
+    body = {"turnId": first["id"], "message": {"text": "uno"}}
+    client.post(url(context_id, "/edits"), json=body, headers=ADA)
+    edited = turns(client, context_id)[0]
+    back = client.post(
+        url(context_id, "/branch"), json={"turnId": edited["id"], "index": 0}, headers=ADA
+    )
+    # The regenerated reply, made after the one it replaced, not the first one.
+    shown = back.json()["turns"]
+    assert [t["text"] for t in shown] == ["one", "one #1", "two", "two #3"]
+    assert [(t["siblings"], t["siblingIndex"]) for t in shown] == [(2, 0)] * 2 + [(2, 1)] * 2
+    assert texts(client, context_id) == ["one", "one #1", "two", "two #3"]
+
+
 def test_agent_state_is_per_conversation_and_its_audit_names_each_run(
     client: TestClient,
 ) -> None:
@@ -280,9 +299,10 @@ def test_branch_and_edit_errors_are_typed(client: TestClient) -> None:
         404,
         "turn_not_found",
     )
-    assert error(
-        client.post(branch, json={"turnId": current[0]["id"], "index": -1}, headers=ADA)
-    ) == (400, "invalid_request")
+    for index in (-1, "1", 1.0, True):  # a whole number, not one made from something else
+        assert error(
+            client.post(branch, json={"turnId": current[2]["id"], "index": index}, headers=ADA)
+        ) == (400, "invalid_request")
     # Nothing of that changed the conversation.
     assert turns(client, context_id) == current
 

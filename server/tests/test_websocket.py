@@ -148,6 +148,11 @@ def test_stop_and_typed_rejections(client: TestClient) -> None:
         (b"\x00\x01binary", 1003, "binary_not_supported"),
         ("this is not json", 1007, "invalid_json"),
         ('{"type": "dance"}', 1007, "invalid_request"),
+        (
+            '{"type": "attach", "contextId": "ctx-%s", "after": "0"}' % ("0" * 36),
+            1007,
+            "invalid_request",
+        ),
         ("[" * 50_000, 1007, "invalid_json"),
         ('{"type": "send", "message": {"text": "' + "a" * 300_000 + '"}}', 1009, "body_too_large"),
     ],

@@ -247,8 +247,21 @@ class Lines:
         return self.fork(position.depth, self.parent_line(position))
 
     def show(self, position: Position) -> None:
-        """Show the branch through `position`: its line's tail becomes the leaf."""
-        self.leaf = Position(position.line, self.lines[position.line].tail)
+        """Show the latest branch through `position`: the tail of the line made last of
+        those that pass through it (its own, or one forking after it) becomes the leaf."""
+        line = max(line for line in self.lines if self._through(line, position))
+        self.leaf = Position(line, self.lines[line].tail)
+
+    def _through(self, line: int, position: Position) -> bool:
+        """Whether the branch ending at `line`'s tail passes through `position`."""
+        current: int | None = line
+        end = self.lines[line].tail
+        while current is not None:
+            spec = self.lines[current]
+            if current == position.line:
+                return spec.start <= position.depth <= end
+            current, end = spec.parent, spec.start - 1
+        return False
 
     def clear(self) -> None:
         self.lines, self.leaf = {}, None  # next_line goes on

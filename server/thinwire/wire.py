@@ -164,7 +164,11 @@ class AttachCommand(CommandBase):
     type: Literal["attach"]
     context_id: str
     after: int = Field(
-        default=0, ge=0, le=MAX_SEQ, description="Send only frames with a greater seq."
+        default=0,
+        ge=0,
+        le=MAX_SEQ,
+        strict=True,
+        description="Send only frames with a greater seq.",
     )
 
 
@@ -480,7 +484,7 @@ class BranchRequest(WireModel):
     """Body of `POST …/branch`: show alternative `index` at the turn `turnId`."""
 
     turn_id: TurnId
-    index: int = Field(ge=0, le=10_000)
+    index: int = Field(ge=0, le=10_000, strict=True)  # "1" is not a number
 
 
 class Ticket(WireModel):
