@@ -59,6 +59,20 @@ def test_another_principal_with_the_same_id_gets_a_conversation_of_their_own() -
     assert parse_sse(bob.text)[0]["contextId"] != ada_context
 
 
+def test_the_same_id_to_another_agent_is_refused_without_naming_the_conversation() -> None:
+    with TestClient(app_for({"demo": DemoAgent, "other": DemoAgent})) as client:
+        body = {"message": {"text": "hi"}, "messageId": "msg-0000-reused"}
+        first = post(client, body)
+        response = client.post("/agents/other/runs", json=body)
+        assert response.status_code == 409
+        error = response.json()["error"]
+        assert error["code"] == "message_already_sent" and "another agent" in error["message"]
+        assert first[0]["contextId"] not in response.text
+        # Under a new id the message goes through.
+        body["messageId"] = "msg-0000-fresh"
+        assert client.post("/agents/other/runs", json=body).status_code == 200
+
+
 def test_a_repeat_of_a_run_no_longer_kept_is_told_so(client: TestClient) -> None:
     client.app.state.thinwire.limiter = None  # type: ignore[attr-defined]
     body = {"message": {"text": "old"}, "messageId": "msg-0000-old0"}

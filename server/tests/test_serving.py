@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import gc
+import sys
+from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
 
-from thinwire import serving
+from thinwire import cli, serving
 
 
 def test_what_startup_made_is_frozen_out_of_the_collector_before_serving(
@@ -31,3 +33,47 @@ def test_what_startup_made_is_frozen_out_of_the_collector_before_serving(
     finally:
         gc.unfreeze()
     assert frozen_when_served and frozen_when_served[0] > 0
+
+
+@pytest.mark.parametrize(
+    ("args", "complaint"),
+    [
+        (["notanapp:value"], "notanapp:value is 'int', not an ASGI app"),
+        (["--factory", "notanapp:value"], "is 'int', not a function returning an ASGI app"),
+        (["--factory", "notanapp:make"], "notanapp:make() returned 'str', not an ASGI app"),
+        (["no_such_module_here:app"], 'Could not import module "no_such_module_here"'),
+        (["notanapp:missing"], 'Attribute "missing" not found in module "notanapp"'),
+        (["notanapp"], 'must be in format "<module>:<attribute>"'),
+    ],
+)
+def test_serve_refuses_what_is_not_an_app_in_one_line(
+    args: list[str],
+    complaint: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "notanapp.py").write_text("value = 1\n\ndef make():\n    return 'app'\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "run", lambda *a, **k: pytest.fail("it served"))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    sys.modules.pop("notanapp", None)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["serve", *args])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    assert complaint in error and "Traceback" not in error
+
+
+def test_serve_takes_an_app_and_a_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "goodapp.py").write_text(
+        "from starlette.applications import Starlette\n\napp = Starlette()\n\n"
+        "def make():\n    return app\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    served: list[object] = []
+    monkeypatch.setattr(cli, "run", lambda app, **options: served.append(app))
+    assert cli.main(["serve", "goodapp:app"]) == 0
+    assert cli.main(["serve", "--factory", "goodapp:make"]) == 0
+    assert served[0] is served[1] is sys.modules["goodapp"].app

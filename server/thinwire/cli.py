@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from thinwire.serving import import_app, run
+from thinwire.serving import NotAnApp, import_app, run
 
 __all__ = ["main"]
 
@@ -78,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
             delay=args.delay, data_dir=args.data_dir, store_url=args.store, model=args.model
         )
     else:
-        app = import_app(args.app, factory=args.factory)
+        try:
+            app = import_app(args.app, factory=args.factory)
+        except NotAnApp as exc:
+            serve.error(str(exc))
     run(
         app,
         host=args.host,

@@ -171,10 +171,18 @@ class AgentServer:
     ) -> tuple[Context, str] | None:
         """The context and run a send of `message_id` started already, if one did."""
         if context_id is None:  # a new conversation: did the first try create one?
-            context_id = await self.store.find_send(principal, message_id)
-            if context_id is None:
+            created = await self.store.find_send(principal, message_id)
+            if created is None:
                 return None
-        context = await self.context(agent_name, context_id, principal)
+            try:
+                context = await self.context(agent_name, created, principal)
+            except NotFound:  # a conversation with another agent: not a retry of this send
+                raise Conflict(
+                    "message_already_sent",
+                    "this messageId was sent already, to another agent: send under a new id",
+                ) from None
+        else:
+            context = await self.context(agent_name, context_id, principal)
         run_id = context.record.sends.get(message_id)
         return None if run_id is None else (context, run_id)
 

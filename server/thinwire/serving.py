@@ -31,7 +31,7 @@ from typing import Any
 
 import h11
 import uvicorn
-from uvicorn.importer import import_from_string
+from uvicorn.importer import ImportFromStringError, import_from_string
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from thinwire.server import running
@@ -92,13 +92,27 @@ def protocol_with(header_timeout: float) -> type[HeaderTimeoutProtocol]:
     return type("HeaderTimeout", (HeaderTimeoutProtocol,), {"header_timeout": header_timeout})
 
 
+class NotAnApp(Exception):
+    """`thinwire serve` was given something that does not name an ASGI app."""
+
+
 def import_app(target: str, *, factory: bool = False) -> Any:
     """`module:attribute` as `uvicorn module:app` finds it: from the working directory
-    first (an installed `thinwire` command does not put it on the path by itself)."""
+    first (an installed `thinwire` command does not put it on the path by itself). An
+    error in the module itself is raised as it is, traceback and all."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    app = import_from_string(target)
-    return app() if factory else app
+    try:
+        found = import_from_string(target)
+    except ImportFromStringError as exc:
+        raise NotAnApp(str(exc)) from None
+    if not callable(found):
+        wanted = "a function returning an ASGI app" if factory else "an ASGI app"
+        raise NotAnApp(f"{target} is {type(found).__name__!r}, not {wanted}")
+    app = found() if factory else found
+    if not callable(app):
+        raise NotAnApp(f"{target}() returned {type(app).__name__!r}, not an ASGI app")
+    return app
 
 
 def ws_max_size(app: Any) -> int:
