@@ -343,6 +343,9 @@ def test_regenerate_answers_the_last_message_again(client: TestClient) -> None:
     assert (reply["id"], reply["siblings"]) == (second[0]["messageId"], 2)
 
 
+TEXT_HI = {"type": "text", "text": "hi"}
+
+
 @pytest.mark.parametrize(
     ("request_kw", "status", "code"),
     [
@@ -362,6 +365,16 @@ def test_regenerate_answers_the_last_message_again(client: TestClient) -> None:
         ({"json": {"id": "c", "message": user_message("   ")}}, 400, "invalid_request"),
         (
             {"json": {"id": "c", "message": {"role": "user", "parts": [{"type": "file"}]}}},
+            400,
+            "invalid_request",
+        ),
+        (  # a text that is not a string: refused, not skipped
+            {
+                "json": {
+                    "id": "c",
+                    "message": {"role": "user", "parts": [TEXT_HI, {"type": "text", "text": 5}]},
+                }
+            },
             400,
             "invalid_request",
         ),

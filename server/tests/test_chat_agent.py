@@ -20,6 +20,7 @@ from conftest import app_for, parse_sse
 from thinwire import Approval
 from thinwire.models import ChatAgent, OpenAIChat, tool
 from thinwire.models import openai as openai_chat
+from thinwire.testing import free_port
 from thinwire.testing.openai_stub import (
     Fail,
     Garbage,
@@ -391,7 +392,7 @@ def test_a_stop_closes_the_request_to_the_model(stub: OpenAIStub, http: str) -> 
         ([Fail(429), Fail(429), Fail(429)], "rate limited", True, 3),
         ([Fail(503), Fail(500), Fail(502)], "server error 502", True, 3),
         ([Fail(400)], "refused the request (400)", False, 1),
-        ([Stream(text("Half an ans", 2), cut_after=1)], "unreachable", True, 1),
+        ([Stream(text("Half an ans", 2), cut_after=1)], "its stream broke off", True, 1),
         ([Garbage(text("Half"))], "sent a malformed answer", False, 1),
         ([Stream(text("Too late"), delay=2.0)] * 3, "timed out", True, 3),
     ],
@@ -410,6 +411,20 @@ def test_upstream_failures_are_agent_errors_without_their_text(
     assert error["message"].startswith(f"The model failed ({reason})")
     assert "secret-upstream-detail" not in json.dumps(frames)
     assert frames[-1]["stopReason"] == "error" and len(stub.requests) == requests
+
+
+@pytest.mark.parametrize("http", HTTP_CLIENTS)
+def test_a_model_nobody_listens_for_is_unreachable(stub: OpenAIStub, http: str) -> None:
+    agent = librarian(stub)
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    agent.model = OpenAIChat(
+        "m", base_url=url, api_key="test", backoff=0.01, http_client=http_client(http)
+    )
+    with client_for(agent) as client:
+        frames = run(client, "hi")
+    error = next(f for f in frames if f["type"] == "error")
+    assert error["message"].startswith("The model failed (unreachable)")
+    assert error["retryable"] is True and frames[-1]["stopReason"] == "error"
 
 
 def test_a_failure_before_the_first_token_is_tried_again(stub: OpenAIStub) -> None:

@@ -90,8 +90,13 @@ async def read_chat_request(
         return body.id, answer_in(message)
     if body.message_id is not None:
         raise BadRequest("invalid_request", "editing a sent message is not supported here")
-    texts = [part.get("text") for part in message.parts if part.get("type") == "text"]
-    text = "".join(t for t in texts if isinstance(t, str))
+    texts: list[str] = []
+    for part in message.parts:
+        if part.get("type") == "text":
+            if not isinstance(part.get("text"), str):
+                raise BadRequest("invalid_request", "message.parts: a text part's text is a string")
+            texts.append(part["text"])
+    text = "".join(texts)
     if not text:
         raise BadRequest("invalid_request", "message.parts: no text to send")
     check_message(text, max_message_bytes)

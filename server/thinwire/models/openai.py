@@ -120,6 +120,7 @@ class OpenAIChat:
         }
         if tools:
             body["tools"] = list(tools)
+        answering = False  # the model's server has begun its answer
         try:
             create = self.client.chat.completions.with_streaming_response.create
             # Leaving the block closes the response, also when the run is stopped: the
@@ -127,6 +128,7 @@ class OpenAIChat:
             async with create(
                 model=self.name, messages=[], stream=True, extra_body=body
             ) as response:
+                answering = True
                 reader = EventReader()
                 async for chunk in body_of(response.http_response):
                     for event in reader.feed(chunk):
@@ -136,9 +138,12 @@ class OpenAIChat:
         except openai.APIStatusError as exc:
             raise status_error(exc.status_code) from exc
         except (openai.APITimeoutError, timeout_error) as exc:
-            raise ModelError("timed out", retryable=True) from exc
+            # The SDK's aiohttp client reports a refused connection as a timeout.
+            reason = "unreachable" if refused(exc) else "timed out"
+            raise ModelError(reason, retryable=True) from exc
         except (openai.APIConnectionError, transport_error) as exc:
-            raise ModelError("unreachable", retryable=True) from exc
+            reason = "its stream broke off" if answering else "unreachable"
+            raise ModelError(reason, retryable=True) from exc
         except (openai.APIError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ModelError("sent a malformed answer", retryable=False) from exc
 
@@ -231,6 +236,16 @@ class EventReader:
                 raise ValueError("the stream reported an error")
             found.append(event)
         return found
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether a connection refused or reset is behind `exc`."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionError):
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def status_error(status: int) -> ModelError:
