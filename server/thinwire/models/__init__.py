@@ -2,7 +2,8 @@
 `OpenAIChat`, `tool`), and adapters for agents built with a framework.
 
 None of it needs an extra to import; a model or an adapter needs its extra when it is
-used (`pip install "thinwire[openai]"`, `"thinwire[pydantic-ai]"`, `"thinwire[langgraph]"`).
+used (`pip install "thinwire[openai]"`, `"thinwire[pydantic-ai]"`, `"thinwire[langgraph]"`,
+`"thinwire[strands]"`).
 """
 
 from __future__ import annotations
