@@ -63,14 +63,35 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         yield test_client
 
 
-def send(client: TestClient, text: str, context_id: str | None = None) -> list[dict[str, Any]]:
+def send(
+    client: TestClient, text: str, context_id: str | None = None, *, agent: str = "demo"
+) -> list[dict[str, Any]]:
     body: dict[str, Any] = {"message": {"text": text}}
     if context_id is not None:
         body["contextId"] = context_id
-    response = client.post("/agents/demo/runs", json=body)
+    response = client.post(f"/agents/{agent}/runs", json=body)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
     return parse_sse(response.text)
+
+
+def decide(
+    client: TestClient, frames: list[dict[str, Any]], value: Any, *, agent: str = "demo"
+) -> list[dict[str, Any]]:
+    """Answer the interrupt a run ended on (its frame before `done`); the resumed run's
+    frames."""
+    interrupt_id = frames[-2]["interrupt"]["interruptId"]
+    response = client.post(
+        f"/agents/{agent}/contexts/{frames[0]['contextId']}/decisions",
+        json={"interruptId": interrupt_id, "value": value},
+    )
+    assert response.status_code == 200, response.text
+    return parse_sse(response.text)
+
+
+def tool_frames(frames: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
+    """The tool frames of a run: type, name and whether it succeeded."""
+    return [(f["type"], f["name"], f.get("ok")) for f in frames if f["type"].startswith("tool_")]
 
 
 def said(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ import importlib
 import json
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
+from functools import partial
 from typing import Any
 
 import pytest
@@ -23,7 +24,9 @@ from langgraph.types import interrupt
 from pydantic import Field
 from starlette.testclient import TestClient
 
-from conftest import app_for, parse_sse, server_context
+from conftest import app_for, server_context, tool_frames
+from conftest import decide as decide_on
+from conftest import send as send_to
 from thinwire import MemoryStore
 from thinwire.models.langgraph import HistorySaver, LangGraphAgent
 
@@ -31,6 +34,9 @@ SECRET_PROMPT = "tw-lg-system-prompt-51d2"
 SECRET_ARGUMENT = "tw-lg-argument-a06e"
 SECRET_OUTPUT = "tw-lg-output-c3b7"
 TOKEN = "lg-operator-token"
+
+send = partial(send_to, agent="planner")
+decide = partial(decide_on, agent="planner")
 
 
 class ScriptedChat(GenericFakeChatModel):
@@ -146,29 +152,6 @@ def client_for(agent: type[LangGraphAgent], store: MemoryStore | None = None) ->
     return TestClient(app)
 
 
-def send(client: TestClient, text: str, context_id: str | None = None) -> list[dict[str, Any]]:
-    body: dict[str, Any] = {"message": {"text": text}}
-    if context_id:
-        body["contextId"] = context_id
-    response = client.post("/agents/planner/runs", json=body)
-    assert response.status_code == 200, response.text
-    return parse_sse(response.text)
-
-
-def decide(client: TestClient, frames: list[dict[str, Any]], value: Any) -> list[dict[str, Any]]:
-    interrupt_id = frames[-2]["interrupt"]["interruptId"]
-    response = client.post(
-        f"/agents/planner/contexts/{frames[0]['contextId']}/decisions",
-        json={"interruptId": interrupt_id, "value": value},
-    )
-    assert response.status_code == 200, response.text
-    return parse_sse(response.text)
-
-
-def tools(frames: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
-    return [(f["type"], f["name"], f.get("ok")) for f in frames if f["type"].startswith("tool_")]
-
-
 def test_tokens_reasoning_and_tool_names_stream_and_the_rest_stays_on_the_server() -> None:
     model = chat(
         says("Let me look.", ("lookup", {"order": SECRET_ARGUMENT}), reasoning="An order. "),
@@ -188,7 +171,7 @@ def test_tokens_reasoning_and_tool_names_stream_and_the_rest_stays_on_the_server
     assert "".join(f["delta"] for f in frames if f["type"] == "thinking") == "An order. "
     assert [f["delta"] for f in frames if f["type"] == "token"][:3] == ["Let", " me", " look."]
     assert frames[-1]["text"] == "Let me look.It is on its way."
-    assert tools(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
+    assert tool_frames(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
     public = json.dumps(frames) + transcript
     for secret in (SECRET_PROMPT, SECRET_ARGUMENT, SECRET_OUTPUT):
         assert secret not in public
@@ -250,10 +233,10 @@ def test_an_interrupt_inside_a_tool_shows_the_tool_once_it_ran_with_the_answer()
         request = asked[-2]["interrupt"]
         assert request["prompt"] == "Refund order 9?" and request["options"] == ["yes", "no"]
         assert request["payload"] == {"prompt": "Refund order 9?", "options": ["yes", "no"]}
-        assert tools(asked) == []  # stopped inside the tool: it has not run yet
+        assert tool_frames(asked) == []  # stopped inside the tool: it has not run yet
         resumed = decide(client, asked, "no")
         again = send(client, "hi", asked[0]["contextId"])
-    assert tools(resumed) == [("tool_call", "refund", None), ("tool_result", "refund", True)]
+    assert tool_frames(resumed) == [("tool_call", "refund", None), ("tool_result", "refund", True)]
     assert resumed[-1]["text"] == "Done." and ran == ["refund 9: no"]
     assert len(model.seen) == 3 and again[-1]["text"] == "Hi again."
     assert ("tool", "not refunded") in [(m.type, m.content) for m in model.seen[2]]
@@ -264,7 +247,7 @@ def test_a_failing_tool_shows_as_failed_and_the_graph_goes_on() -> None:
     with client_for(planner(react(model, [lookup]))) as client:
         frames = send(client, "order?")
         history = server_context(client, frames[0]["contextId"], "planner").history
-    assert tools(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", False)]
+    assert tool_frames(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", False)]
     assert frames[-1]["text"] == "The system is down."
     [record] = [m for m in history if m["role"] == "tool"]
     assert record["ok"] is False and "the order system is down" in record["error"]

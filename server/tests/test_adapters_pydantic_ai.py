@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from collections.abc import AsyncIterable, AsyncIterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -21,7 +22,9 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, Use
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolCall, FunctionModel
 from starlette.testclient import TestClient
 
-from conftest import app_for, parse_sse, server_context
+from conftest import app_for, server_context, tool_frames
+from conftest import decide as decide_on
+from conftest import send as send_to
 from thinwire import Approval, MemoryStore
 from thinwire.models.pydantic_ai import PydanticAIAgent
 
@@ -32,6 +35,9 @@ TOKEN = "pai-operator-token"
 
 Reply = str | dict[int, DeltaToolCall] | dict[int, DeltaThinkingPart]
 Piece = Reply | float  # a float: a pause, in seconds
+
+send = partial(send_to, agent="support")
+decide = partial(decide_on, agent="support")
 
 
 class Script:
@@ -103,31 +109,8 @@ def support_agent(script: Script) -> tuple[type[PydanticAIAgent], dict[str, list
     return Support, ran
 
 
-def send(client: TestClient, text: str, context_id: str | None = None) -> list[dict[str, Any]]:
-    body: dict[str, Any] = {"message": {"text": text}}
-    if context_id:
-        body["contextId"] = context_id
-    response = client.post("/agents/support/runs", json=body)
-    assert response.status_code == 200, response.text
-    return parse_sse(response.text)
-
-
-def decide(client: TestClient, frames: list[dict[str, Any]], value: Any) -> list[dict[str, Any]]:
-    interrupt = frames[-2]["interrupt"]
-    response = client.post(
-        f"/agents/support/contexts/{frames[0]['contextId']}/decisions",
-        json={"interruptId": interrupt["interruptId"], "value": value},
-    )
-    assert response.status_code == 200, response.text
-    return parse_sse(response.text)
-
-
 def deltas(frames: list[dict[str, Any]], kind: str) -> str:
     return "".join(f["delta"] for f in frames if f["type"] == kind)
-
-
-def tools(frames: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
-    return [(f["type"], f["name"], f.get("ok")) for f in frames if f["type"].startswith("tool_")]
 
 
 def client_for(agent: type[PydanticAIAgent], store: MemoryStore | None = None) -> TestClient:
@@ -173,7 +156,7 @@ def test_tools_cross_the_wire_by_name_only_and_their_record_stays_on_the_server(
         context_id = frames[0]["contextId"]
         transcript = client.get(f"/agents/support/contexts/{context_id}").text
         history = server_context(client, context_id, "support").history
-    assert tools(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
+    assert tool_frames(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
     assert frames[-1]["text"] == "Let me look. It is on its way."
     assert ran["lookup"] == [SECRET_ARGUMENT]
     public = json.dumps(frames) + transcript
@@ -213,7 +196,7 @@ def test_an_agent_that_handles_its_own_event_stream_still_streams_once() -> None
         "Found ",
         "it.",
     ]
-    assert tools(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
+    assert tool_frames(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
     # The handler saw the recorded responses (streamed through pydantic-ai's own stream).
     assert seen.count("FunctionToolResultEvent") == 1 and seen.count("FinalResultEvent") == 2
 
@@ -260,7 +243,7 @@ def test_an_approval_suspends_and_the_decision_resumes_without_asking_the_model_
     with client_for(agent, store) as client:  # decided after a restart
         resumed = decide(client, asked, "approve")
     assert resumed[-1]["text"] == "Refunded." and resumed[-1]["stopReason"] == "end"
-    assert tools(resumed) == [("tool_call", "refund", None), ("tool_result", "refund", True)]
+    assert tool_frames(resumed) == [("tool_call", "refund", None), ("tool_result", "refund", True)]
     # Both model calls and the lookup were replayed from the journal, not done again.
     assert len(script.requests) == 3
     assert ran == {"lookup": ["1234"], "refund": [("1234", 40)], "cancel": []}

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,9 @@ from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolUse
 
-from conftest import app_for, parse_sse, server_context
+from conftest import app_for, server_context, tool_frames
+from conftest import decide as decide_on
+from conftest import send as send_to
 from thinwire import Approval, MemoryStore, Run
 from thinwire.models.strands import StrandsAgent
 
@@ -38,6 +41,9 @@ SECRET_OUTPUT = "tw-strands-output-47c2"
 SECRET_ERROR = "tw-strands-model-error-e513"
 TOKEN = "strands-operator-token"
 PNG = b"\x89PNG\r\n\x1a\n-not-json"
+
+send = partial(send_to, agent="support")
+decide = partial(decide_on, agent="support")
 
 
 @dataclass(frozen=True)
@@ -204,29 +210,6 @@ def support_agent(model: Scripted, **options: Any) -> tuple[type[StrandsAgent], 
     return Support, ran
 
 
-def send(client: TestClient, text: str, context_id: str | None = None) -> list[dict[str, Any]]:
-    body: dict[str, Any] = {"message": {"text": text}}
-    if context_id:
-        body["contextId"] = context_id
-    response = client.post("/agents/support/runs", json=body)
-    assert response.status_code == 200, response.text
-    return parse_sse(response.text)
-
-
-def decide(client: TestClient, frames: list[dict[str, Any]], value: Any) -> list[dict[str, Any]]:
-    interrupt = frames[-2]["interrupt"]
-    response = client.post(
-        f"/agents/support/contexts/{frames[0]['contextId']}/decisions",
-        json={"interruptId": interrupt["interruptId"], "value": value},
-    )
-    assert response.status_code == 200, response.text
-    return parse_sse(response.text)
-
-
-def tools(frames: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
-    return [(f["type"], f["name"], f.get("ok")) for f in frames if f["type"].startswith("tool_")]
-
-
 def client_for(agent: type[StrandsAgent], store: MemoryStore | None = None) -> TestClient:
     app = app_for({"support": agent}, store=store or MemoryStore(), operator_token=TOKEN)
     return TestClient(app)
@@ -264,7 +247,7 @@ def test_tools_cross_the_wire_by_name_only_and_their_record_stays_on_the_server(
         context_id = frames[0]["contextId"]
         transcript = client.get(f"/agents/support/contexts/{context_id}").text
         history = server_context(client, context_id, "support").history
-    assert tools(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
+    assert tool_frames(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
     assert frames[-1]["text"] == "Let me look. It is on its way."
     assert ran == [f"lookup {SECRET_ARGUMENT}"]
     public = json.dumps(frames) + transcript
@@ -309,7 +292,7 @@ def test_a_failing_tool_reaches_the_model_as_strands_error_live_and_on_replay() 
         asked = send(client, "order 1?")
         resumed = decide(client, asked, "approve")
         history = server_context(client, asked[0]["contextId"], "support").history
-    assert tools(asked) == [("tool_call", "lookup", None), ("tool_result", "lookup", False)]
+    assert tool_frames(asked) == [("tool_call", "lookup", None), ("tool_result", "lookup", False)]
     error = "Error: the order system is down"  # as Strands words a ValueError
     assert model.results(1) == [("error", json.dumps([{"text": error}]))]
     # The replayed run showed the model the same error: the last call has it too.
@@ -338,7 +321,7 @@ def test_an_approval_suspends_and_the_decision_resumes_without_asking_the_model_
     with client_for(agent, store) as client:  # decided after a restart
         resumed = decide(client, asked, "approve")
     assert resumed[-1]["text"] == "Refunded." and resumed[-1]["stopReason"] == "end"
-    assert tools(resumed) == [("tool_call", "refund", None), ("tool_result", "refund", True)]
+    assert tool_frames(resumed) == [("tool_call", "refund", None), ("tool_result", "refund", True)]
     # Both model calls and the lookup were replayed from the journal, not done again.
     assert len(model.requests) == 3 and ran == ["lookup 1234", "refund 1234 40"]
     assert [status for status, _ in model.results(2)] == ["success", "success"]
@@ -352,7 +335,7 @@ def test_a_rejection_reaches_the_model_as_the_tools_error() -> None:
         resumed = decide(client, asked, "reject")
         history = server_context(client, asked[0]["contextId"], "support").history
     assert resumed[-1]["text"] == "Okay, no refund." and ran == [] and len(model.requests) == 2
-    assert tools(resumed) == []  # it did not run
+    assert tool_frames(resumed) == []  # it did not run
     assert model.results(1) == [
         ("error", json.dumps([{"text": "a person rejected this call; it did not run"}]))
     ]
@@ -405,9 +388,12 @@ def test_a_hooks_interrupt_asks_a_person_and_the_answer_resumes_the_agent(answer
     assert resumed[-1]["text"] == "Answered." and len(model.requests) == 3
     if answer == "yes":
         assert ran == ["lookup 7"] and [status for status, _ in model.results(1)] == ["success"]
-        assert tools(resumed) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
+        assert tool_frames(resumed) == [
+            ("tool_call", "lookup", None),
+            ("tool_result", "lookup", True),
+        ]
     else:
-        assert ran == [] and tools(resumed) == []
+        assert ran == [] and tool_frames(resumed) == []
         assert model.results(1) == [("error", json.dumps([{"text": "the person said no"}]))]
     assert again[-1]["text"] == "Hi again." and model.results(2) == model.results(1)
 
@@ -426,7 +412,7 @@ def test_a_structured_output_is_said_and_replays_with_the_calls_beside_it() -> N
     assert json.loads(resumed[-1]["text"]) == {"order": "2", "status": "refunded"}
     assert len(model.requests) == 1 and ran == ["refund 2 5"]
     # Strands' check of the output is no tool of the agent's: not shown.
-    assert tools(asked) == [] and tools(resumed) == [
+    assert tool_frames(asked) == [] and tool_frames(resumed) == [
         ("tool_call", "refund", None),
         ("tool_result", "refund", True),
     ]

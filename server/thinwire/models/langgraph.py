@@ -38,7 +38,6 @@ import base64
 import contextlib
 import copy
 from collections.abc import AsyncIterator, Iterator, Mapping, MutableSequence, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
 from uuid import UUID
@@ -47,6 +46,7 @@ from pydantic_core import to_jsonable_python
 
 from thinwire.agent import Agent, Run
 from thinwire.interrupts import Suspend, ToolFailed
+from thinwire.models.questions import Question, question_of
 
 try:
     from langchain_core.callbacks import BaseCallbackHandler
@@ -76,16 +76,6 @@ __all__ = ["HISTORY_ROLE", "HistorySaver", "LangGraphAgent", "Question"]
 HISTORY_ROLE = "langgraph"
 #: The name of a stretch of the graph's run in the run's journal.
 STEP = "langgraph"
-ASKED = "The assistant needs your answer."
-
-
-@dataclass(frozen=True)
-class Question:
-    """What a person is asked for a graph's `interrupt(value)`. Public: sent as it is."""
-
-    prompt: str
-    options: list[str] | None = None
-    payload: Any = None
 
 
 class LangGraphAgent(Agent):
@@ -109,14 +99,7 @@ class LangGraphAgent(Agent):
     def question(self, value: Any) -> Question:
         """What a person is asked for `interrupt(value)`: a string is the prompt; a dict
         gives `prompt` (or `question`) and `options`, and is sent whole as the payload."""
-        if isinstance(value, str):
-            return Question(value)
-        if isinstance(value, dict):
-            prompt = value.get("prompt") or value.get("question")
-            options = value.get("options")
-            valid = isinstance(options, list) and all(isinstance(o, str) for o in options)
-            return Question(str(prompt or ASKED), options if valid else None, value)
-        return Question(ASKED, payload=value)
+        return question_of(value)
 
     async def run(self, run: Run, text: str) -> None:
         saver = HistorySaver(run.context_id, saved_thread(run.history))

@@ -45,6 +45,7 @@ from typing import Any, ClassVar, Literal, cast
 
 from thinwire.agent import Agent, Run
 from thinwire.interrupts import Approval, Rejected, Suspend, ToolFailed
+from thinwire.models.questions import Question, question_of
 
 try:
     import strands
@@ -76,16 +77,6 @@ HISTORY_ROLE = "strands"
 #: The name of a model call in the run's journal.
 STEP = "strands:model"
 REJECTED = "a person rejected this call; it did not run"
-ASKED = "The assistant needs your answer."
-
-
-@dataclass(frozen=True)
-class Question:
-    """What a person is asked for a Strands interrupt. Public: sent as it is."""
-
-    prompt: str
-    options: list[str] | None = None
-    payload: Any = None
 
 
 class StrandsAgent(Agent):
@@ -115,15 +106,7 @@ class StrandsAgent(Agent):
         """What a person is asked for `event.interrupt(name, reason=...)`: a string reason
         is the prompt; a dict gives `prompt` (or `question`) and `options`, and is sent
         whole as the payload; otherwise the reason is the payload."""
-        reason = interrupt.reason
-        if isinstance(reason, str):
-            return Question(reason)
-        if isinstance(reason, dict):
-            prompt = reason.get("prompt") or reason.get("question")
-            options = reason.get("options")
-            valid = isinstance(options, list) and all(isinstance(o, str) for o in options)
-            return Question(str(prompt or ASKED), options if valid else None, reason)
-        return Question(ASKED, payload=reason)
+        return question_of(interrupt.reason)
 
     async def run(self, run: Run, text: str) -> None:
         agent = type(self).agent()
