@@ -193,14 +193,17 @@ def test_invocation_state_is_per_run_and_not_persisted() -> None:
 
 
 SHARED_CANARY = "tw-canary-shared-77ab"
+OPERATOR = "test-operator-token"
 
 
 class Triage(Agent):
     async def run(self, run: Run, text: str) -> None:
         run.shared_state["ticket"] = {"id": 42, "note": SHARED_CANARY}
         run.invocation_state["triage_only"] = True
+        run.state["routed"] = True
         await run.say("Passing you to billing. ")
         await run.handoff("billing", text)
+        run.state["closed"] = True
         await run.say(f" (billing saw {sorted(run.shared_state['seen_by'])})")
 
 
@@ -208,6 +211,7 @@ class Billing(Agent):
     async def run(self, run: Run, text: str) -> None:
         ticket = run.shared_state["ticket"]
         run.shared_state["seen_by"] = ["billing"]
+        run.state["refunded"] = ticket["id"]
         await run.tool("refund_lookup", self.lookup, ticket=ticket["id"])
         await run.say(
             f"Billing has ticket {ticket['id']}; own scratch: {sorted(run.invocation_state)}"
@@ -218,7 +222,8 @@ class Billing(Agent):
 
 
 def test_handoff_shares_shared_state_within_the_run_only() -> None:
-    with TestClient(app_for({"triage": Triage, "billing": Billing})) as client:
+    app = app_for({"triage": Triage, "billing": Billing}, operator_token=OPERATOR)
+    with TestClient(app) as client:
         response = client.post("/agents/triage/runs", json={"message": {"text": "refund"}})
         frames = parse_sse(response.text)
         done = frames[-1]
@@ -232,6 +237,16 @@ def test_handoff_shares_shared_state_within_the_run_only() -> None:
         assert SHARED_CANARY not in stored  # never persisted either
         transcript = client.get(f"/agents/triage/contexts/{done['contextId']}")
         assert SHARED_CANARY not in transcript.text
+        # Each agent's writes to the conversation's AgentState are audited as its own.
+        audit = client.get(
+            f"/admin/agents/triage/contexts/{done['contextId']}/audit",
+            headers={"authorization": f"Bearer {OPERATOR}"},
+        ).json()["entries"]
+    assert [(e["key"], e["source"]) for e in audit] == [
+        ("routed", "agent:triage"),
+        ("refunded", "agent:billing"),
+        ("closed", "agent:triage"),
+    ]
 
 
 class Overreach(Agent):

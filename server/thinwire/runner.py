@@ -123,7 +123,12 @@ async def execute(
         factory = registry.agents.get(agent_name)
         if factory is None:
             raise LookupError(f"no agent named {agent_name!r} to hand off to")
-        await factory().run(run.handed_to(), text)
+        state, source = context.state, context.state.source
+        state.source = f"agent:{agent_name}"  # its writes are audited as its own
+        try:
+            await factory().run(run.handed_to(), text)
+        finally:
+            state.source = source
 
     run = Run(
         context_id=context.id,
@@ -202,7 +207,8 @@ async def conclude(
         # use loads the stored truth, where the run is recorded as interrupted.
         registry.forget_cached(context)
         failure(log, "agent_error", "The run's end could not be recorded")
-        # The reply as the store has it: none (what a reload will show).
+        # The stored reply is rebuilt from the frames the store has (what a reload
+        # shows); `done` claims none of it.
         empty = log.encode(
             wire.DoneFrame, log.reserve_seq(), text="", tool_calls=[], stop_reason="error"
         )
