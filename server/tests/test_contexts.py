@@ -146,20 +146,23 @@ class Busy(Agent):
         await type(self).release.wait()
 
 
-def test_clear_drops_history_but_keeps_state_and_id(client: TestClient) -> None:
+def test_clear_drops_history_and_its_frames_but_keeps_state_and_id(client: TestClient) -> None:
     first = send(client, "forget this")
     context_id = first[0]["contextId"]
+    events = f"/agents/demo/contexts/{context_id}/events"
+    assert "forget this" in client.get(events).text  # the last run's frames, till the clear
     cleared = client.post(f"/agents/demo/contexts/{context_id}/clear")
     assert cleared.status_code == 200
     assert cleared.json() == {
         "contextId": context_id,
         "agent": "demo",
-        "title": "forget this",
+        "title": None,  # it was the start of the message the clear dropped
         "turns": [],
         "activeRunId": None,
         "pendingInterrupt": None,
         "hasEarlier": False,
     }
+    assert client.get(events).status_code == 204  # nothing of the reply to replay
     context = server_context(client, context_id)
     assert [m["role"] for m in context.history] == ["system"]
     assert context.state["messages_seen"] == 1
@@ -167,6 +170,16 @@ def test_clear_drops_history_but_keeps_state_and_id(client: TestClient) -> None:
     assert after[0]["contextId"] == context_id
     assert "start of our conversation" in after[-1]["text"]
     assert after[0]["seq"] > first[-1]["seq"]
+    assert "forget this" not in client.get(events).text
+    listed = client.get("/agents/demo/contexts").json()["conversations"]
+    assert [c["title"] for c in listed] == ["fresh start"]
+
+
+def test_clear_keeps_a_title_someone_gave(client: TestClient) -> None:
+    context_id = send(client, "first words")[0]["contextId"]
+    base = f"/agents/demo/contexts/{context_id}"
+    assert client.patch(base, json={"title": "Trip"}).status_code == 200
+    assert client.post(f"{base}/clear").json()["title"] == "Trip"
 
 
 def test_forget_removes_every_trace() -> None:

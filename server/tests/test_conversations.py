@@ -257,6 +257,29 @@ def test_going_back_to_an_earlier_alternative_shows_its_latest_branch(
     assert texts(client, context_id) == ["one", "one #1", "two", "two #3"]
 
 
+@pytest.mark.parametrize("cold", [False, True], ids=["live", "cold"])
+def test_a_turn_of_another_branch_names_its_exchange_to_switch_to(
+    client: TestClient, cold: bool
+) -> None:
+    context_id = conversation(client, "one", "two")
+    original = turns(client, context_id)
+    body = {"turnId": original[2]["id"], "message": {"text": "TWO"}}
+    client.post(url(context_id, "/edits"), json=body, headers=ADA)
+    if cold:  # the other branch's exchanges are in the store only
+        registry = client.app.state.thinwire.contexts  # type: ignore[attr-defined]
+        registry.forget_cached(server_context(client, context_id, "chat"))
+    branch = url(context_id, "/branch")
+    # The id the page kept from before the edit: off the branch shown now.
+    back = client.post(branch, json={"turnId": original[2]["id"], "index": 0}, headers=ADA)
+    assert back.status_code == 200, back.text
+    assert [t["text"] for t in back.json()["turns"]] == ["one", "one #1", "two", "two #2"]
+    again = client.post(branch, json={"turnId": original[3]["id"], "index": 1}, headers=ADA)
+    assert [t["text"] for t in again.json()["turns"]] == ["one", "one #1", "TWO", "TWO #3"]
+    for unknown in ("turn-000000000001-a7", "turn-000500000001-u0", "turn-000000000009-u0"):
+        refused = client.post(branch, json={"turnId": unknown, "index": 0}, headers=ADA)
+        assert error(refused) == (404, "turn_not_found")
+
+
 def test_agent_state_is_per_conversation_and_its_audit_names_each_run(
     client: TestClient,
 ) -> None:

@@ -158,6 +158,11 @@ class Lines:
         """Exchanges on the branch shown."""
         return 0 if self.leaf is None else self.leaf.depth + 1
 
+    def holds(self, position: Position) -> bool:
+        """Whether an exchange of these lines is at `position`."""
+        spec = self.lines.get(position.line)
+        return spec is not None and spec.start <= position.depth <= spec.tail
+
     def on_branch(self, position: Position) -> bool:
         return any(
             s.line == position.line and s.start <= position.depth <= s.end for s in self.path()
@@ -203,12 +208,10 @@ class Lines:
         """The exchanges of `page`; None when its `before` is no exchange of these lines."""
         leaf = self.leaf
         if page.before is not None:
-            line, depth = page.before
-            spec = self.lines.get(line)
-            if spec is None or not spec.start <= depth <= spec.tail:
+            if not self.holds(page.before):
                 return None
             parent = self.parent_line(page.before)  # None at depth 0 only
-            leaf = None if parent is None else Position(parent, depth - 1)
+            leaf = None if parent is None else Position(parent, page.before.depth - 1)
         if leaf is None:
             return Window([], {}, 0)
         start = 0 if page.limit is None else max(0, leaf.depth + 1 - page.limit)

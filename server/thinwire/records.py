@@ -288,6 +288,8 @@ class ContextRecord:
         self.held_from = 0
         self.cleared = True
         self.turn_count, self.preview = 0, ""
+        if self.title_source == "auto":  # the start of a message that is gone now
+            self.title = self.title_source = None
 
     def show(self, position: Position) -> None:
         """Show the branch through the exchange at `position`: load it before use."""

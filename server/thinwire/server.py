@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 import weakref
@@ -275,12 +276,12 @@ class AgentServer:
         return log.follow(0, self.heartbeat_interval)
 
     async def switch_branch(self, context: Context, turn_id: str, index: int) -> None:
-        """Show alternative `index` of the exchange holding `turn_id` (on the branch
-        shown), and the latest exchanges of its line after it."""
+        """Show alternative `index` of the exchange holding `turn_id` (on any branch), and
+        the latest branch that goes on from it."""
         async with self.contexts.hold(context, "branch"):
             record = context.record
             await self.store.load_branch(record)
-            position = shown_turn(record, turn_id)[0]
+            position = await self._exchange_of(record, turn_id)
             siblings = record.lines.siblings(position)
             if index >= len(siblings):
                 raise NotFound("branch_not_found", f"that turn has {len(siblings)} alternatives")
@@ -288,6 +289,22 @@ class AgentServer:
             await self.store.load_branch(record)
             record.recount()
             await self.contexts.save(context)
+
+    async def _exchange_of(self, record: ContextRecord, turn_id: str) -> Position:
+        """The exchange of a turn of the conversation, on whichever branch;
+        `turn_not_found` for any other id."""
+        position, _, _ = parse_turn_id(turn_id)
+        exchange = record.exchanges.get(position)
+        if exchange is not None:
+            turns = exchange.turns
+        elif record.lines.holds(position):  # on another branch: its turns from the store
+            stored = await self.store.load_turns(record.id, [position])
+            turns = json.loads(stored[position]) if position in stored else []
+        else:
+            turns = []
+        if not any(turn.get("id") == turn_id for turn in turns):
+            raise no_such_turn()
+        return position
 
     async def rename(self, context: Context, title: str) -> None:
         """The user names the conversation: no agent renames it after that."""
@@ -447,10 +464,12 @@ class AgentServer:
         )
 
     async def clear(self, context: Context) -> None:
-        """Drop the conversation history; keep AgentState, the audit trail and the id."""
+        """Drop the conversation history, and the frames of its runs with it; keep
+        AgentState, the audit trail and the id."""
         async with self.contexts.hold(context, "clear"):
-            context.record.clear()
-            await self.contexts.save(context)
+            record = context.record
+            record.clear()
+            await self.contexts.save(context, trim_before=record.last_seq + 1)
 
     async def forget(self, context: Context) -> None:
         await self.contexts.forget(context)
