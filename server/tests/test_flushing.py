@@ -8,9 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.testclient import TestClient
 
-from thinwire import MemoryStore, SQLiteStore
+from conftest import app_for
+from thinwire import Agent, MemoryStore, Run, SQLiteStore
 from thinwire.contexts import ContextRegistry, new_record
+from thinwire.coordination import LocalCoordinator
+from thinwire.coordination.base import Lease
 from thinwire.demo import DemoAgent
 from thinwire.flushing import (
     FLUSH_INTERVAL,
@@ -22,6 +26,7 @@ from thinwire.runlog import RunLog
 from thinwire.runner import begin_run
 from thinwire.stores import Store, StoreError
 from thinwire.stores.sqlite.commits import Database
+from thinwire.testing import frames_of
 
 pytestmark = pytest.mark.anyio
 
@@ -202,3 +207,38 @@ async def test_a_flush_that_fails_leaves_its_frames_for_the_next_and_others_flus
     await flusher.remove(failing)
     await flusher.remove(fine)
     await store.close()
+
+
+class LosingLeases(LocalCoordinator):
+    """Leases lost at their first renewal: another replica took the conversation."""
+
+    keepalive = FLUSH_INTERVAL
+
+    async def renew(self, lease: Lease) -> bool:
+        return False
+
+
+class Waits(Agent):
+    """Says a word, then waits for ever: until its run is cancelled."""
+
+    cancelled = False
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("started ")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            type(self).cancelled = True
+            raise
+
+
+def test_a_run_whose_lease_is_lost_is_interrupted_not_left_going() -> None:
+    Waits.cancelled = False
+    app = app_for({"demo": Waits}, coordinator=LosingLeases())
+    with TestClient(app) as client:
+        frames = frames_of(client.post("/agents/demo/runs", json={"message": {"text": "go"}}))
+        turns = client.get(f"/agents/demo/contexts/{frames[0]['contextId']}").json()["turns"]
+    assert Waits.cancelled
+    assert [f["type"] for f in frames] == ["run_start", "token", "done"]
+    assert frames[-1]["stopReason"] == "interrupted" and frames[-1]["text"] == "started "
+    assert [(t["text"], t["stopReason"]) for t in turns[1:]] == [("started ", "interrupted")]

@@ -185,7 +185,12 @@ class LeasedFlushing(Flushing):
             try:
                 await log.flush(registry.store)
                 if ticks % renew_every == 0 and not await registry.renew(log.context):
-                    logger.warning("lost the lease of %s mid-run", log.context.id)
+                    # Another replica may run this conversation now: going on would
+                    # repeat what its tools do, for a reply that could not be saved.
+                    logger.warning("lost the lease of %s mid-run: interrupting", log.context.id)
+                    if self.task is not None:
+                        self.task.cancel()
+                    return
                 if self.task is not None and await coordinator.stop_requested(log.run_id):
                     log.stop_requested = True
                     self.task.cancel()
