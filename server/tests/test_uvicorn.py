@@ -17,6 +17,7 @@ import httpx2 as httpx
 import pytest
 
 from conftest import assert_no_canary, parse_sse
+from thinwire.codes import ERROR_CODES
 from thinwire.testing import ServerProcess, serve
 
 HERE = Path(__file__).resolve().parent
@@ -155,6 +156,8 @@ def test_a_reader_that_stops_reading_is_dropped_and_can_reattach(impatient: Serv
             while chunk := stalled.recv(1 << 20):
                 received += len(chunk)
     assert received < 8_000_000  # dropped long before the end of the stream
+    # Dropped as a client gone, not reported by uvicorn as a response the app left.
+    assert "without completing response" not in impatient.log()
 
     url = f"/agents/flood/contexts/{context_id.group(1).decode()}"
     with httpx.Client(base_url=impatient.url, timeout=30) as client:
@@ -221,11 +224,24 @@ def test_headers_that_do_not_arrive_cost_a_connection_for_a_moment(guarded: Serv
 
 def test_past_the_connection_limit_a_request_is_refused_at_once(guarded: ServerProcess) -> None:
     idle = [socket.create_connection(("127.0.0.1", guarded.port)) for _ in range(45)]
+    answers: list[httpx.Response] = []
+
+    def refused() -> bool:
+        answers.append(httpx.get(f"{guarded.url}/healthz"))
+        return answers[-1].status_code == 503
+
     try:
-        wait_for(lambda: httpx.get(f"{guarded.url}/healthz").status_code == 503, timeout=5)
+        wait_for(refused, timeout=5)
     finally:
         for sock in idle:
             sock.close()
+    # As every error: JSON with its code.
+    assert answers[-1].json()["error"] == {
+        "code": "server_busy",
+        "message": ERROR_CODES["server_busy"],
+        "retryable": True,
+    }
+    assert answers[-1].headers["retry-after"] == "1"
     wait_for(lambda: httpx.get(f"{guarded.url}/healthz").status_code == 200)
 
 

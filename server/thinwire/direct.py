@@ -57,6 +57,7 @@ __all__ = [
     "SERVER_SEND",
     "Writer",
     "chunk_writer",
+    "connection_dropper",
     "message_writer",
     "text_frame",
 ]
@@ -128,6 +129,17 @@ def chunk_writer(scope: Scope) -> Writer | None:
         return True
 
     return write
+
+
+def connection_dropper(scope: Scope) -> Callable[[], None] | None:
+    """Drops the connection of this request at once, if the server is uvicorn's h11 or
+    httptools protocol: for a client that stopped reading, whose buffered bytes would
+    otherwise keep the connection (and uvicorn would log the unfinished response as an
+    error of the app's)."""
+    cycle = _server(scope, H11Cycle) or _server(scope, HttptoolsCycle)
+    transport = getattr(cycle, "transport", None)
+    abort = getattr(transport, "abort", None)
+    return abort if callable(abort) else None
 
 
 def message_writer(scope: Scope) -> Writer | None:

@@ -3,7 +3,7 @@ module found from the working directory, and the limits that keep one client fro
 the server down.
 
 What is done here, in the process:
-- `max_connections`: past it, a new request gets 503 at once (uvicorn's
+- `max_connections`: past it, a new request gets 503 `server_busy` at once (uvicorn's
   `limit_concurrency`), instead of queueing until the machine runs out of memory.
 - `header_timeout`: a connection whose request headers have not all arrived that long
   after it opened (or after its last request) is closed — slowloris, and sockets that
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
 import socket
 import sys
@@ -31,9 +32,12 @@ from typing import Any
 
 import h11
 import uvicorn
+from starlette.types import Receive, Scope, Send
 from uvicorn.importer import ImportFromStringError, import_from_string
+from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from thinwire.codes import ERROR_CODES
 from thinwire.server import running
 
 __all__ = ["DrainingServer", "HeaderTimeoutProtocol", "import_app", "run"]
@@ -115,6 +119,24 @@ def import_app(target: str, *, factory: bool = False) -> Any:
     return app
 
 
+BUSY = json.dumps(
+    {"error": {"code": "server_busy", "message": ERROR_CODES["server_busy"], "retryable": True}}
+).encode()
+
+
+async def server_busy(scope: Scope, receive: Receive, send: Send) -> None:
+    """What a request past `max_connections` gets: the 503 every other error would be,
+    JSON with its code, rather than uvicorn's text."""
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(BUSY)).encode()),
+        (b"retry-after", b"1"),
+        (b"connection", b"close"),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": BUSY, "more_body": False})
+
+
 def ws_max_size(app: Any) -> int:
     """The app's own message limit, where the app is a thinwire app."""
     server = getattr(getattr(app, "state", None), "thinwire", None)
@@ -145,6 +167,10 @@ def run(
     max_connections: int,
     header_timeout: float,
 ) -> None:
+    # uvicorn's protocol answers past its `limit_concurrency` with the app its module
+    # names; a uvicorn without that name answers with its own text.
+    if hasattr(h11_impl, "service_unavailable"):
+        h11_impl.service_unavailable = server_busy
     config = uvicorn.Config(
         app,
         host=host,

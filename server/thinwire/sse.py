@@ -26,7 +26,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from thinwire import wire
-from thinwire.direct import chunk_writer
+from thinwire.direct import chunk_writer, connection_dropper
 from thinwire.runlog import Batch, Follower, FrameSource
 
 __all__ = ["SSE_HEADERS", "EventStream", "encode", "encode_all"]
@@ -119,9 +119,14 @@ class EventStream(Response):
             if task is not None and task.cancelling():
                 raise  # this response is being cancelled (the server stops), not the writer
         except TimeoutError:
-            # Ending the app without finishing the body makes the server drop the
-            # connection: the slow consumer goes, the run and its log stay.
+            # The slow consumer goes, the run and its log stay. Ending the app without
+            # finishing the body makes any server drop the connection; under uvicorn it is
+            # dropped first, so uvicorn sees a client gone, not an app that failed.
             logger.warning("disconnected a client that stopped reading (%s)", scope.get("path"))
+            drop = connection_dropper(scope)
+            if drop is not None:
+                drop()
+                await asyncio.sleep(0)  # uvicorn hears of the loss (a callback) before we end
         finally:
             listener.cancel()
             if self.on_close is not None:

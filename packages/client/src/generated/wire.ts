@@ -434,6 +434,7 @@ export type ServerErrorCode =
   | "rate_limited"
   | "request_timeout"
   | "run_too_long"
+  | "server_busy"
   | "store_error"
   | "store_unavailable"
   | "title_too_long"
@@ -499,6 +500,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   request_timeout: "The request body did not arrive in time.",
   run_failed: "The run ended with stop reason error and no error frame.",
   run_too_long: "The run sent more frames than one run may.",
+  server_busy: "The server has all the connections it takes; try again shortly.",
   store_error: "The run's reply could not be saved.",
   store_unavailable: "The store did not answer; try again shortly.",
   stream_interrupted: "The stream ended before its done frame.",
@@ -514,7 +516,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
 };
 
 /** Codes for which the same request may succeed when tried again later. */
-export const RETRYABLE_CODES: ReadonlySet<string> = new Set(["context_busy", "network_error", "rate_limited", "store_error", "store_unavailable", "stream_interrupted", "too_many_streams"]);
+export const RETRYABLE_CODES: ReadonlySet<string> = new Set(["context_busy", "network_error", "rate_limited", "server_busy", "store_error", "store_unavailable", "stream_interrupted", "too_many_streams"]);
 
 /** The WebSocket close codes the server uses, with the error a client reports for each. */
 export const CLOSE_CODES: Readonly<Record<number, ErrorCode>> = {
