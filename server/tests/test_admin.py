@@ -78,6 +78,11 @@ def test_patch_is_atomic_audited_and_versioned(client: TestClient) -> None:
     assert [(e["value"], e["source"]) for e in history["entries"]] == [
         (["call back"], "operator:ops-anna")
     ]
+    # `If-Match: *` asks for no particular version; anything else must be one.
+    anyway = patch(client, context_id, {"state": {"notes": []}}, **{"if-match": "*"})
+    assert anyway.status_code == 200 and anyway.json()["version"] == version + 2
+    odd = patch(client, context_id, {"state": {"notes": []}}, **{"if-match": "latest"})
+    assert odd.status_code == 400 and odd.json()["error"]["code"] == "invalid_request"
     trail = client.get(state_url(context_id, "audit"), headers=AUTH).json()["entries"]
     assert [(e["key"], e["source"]) for e in trail] == [
         ("secret", "system"),
@@ -85,6 +90,7 @@ def test_patch_is_atomic_audited_and_versioned(client: TestClient) -> None:
         ("messages_seen", "agent:demo"),
         ("notes", "operator:ops-anna"),
         ("messages_seen", "operator:ops-anna"),
+        ("notes", "operator:api"),
     ]
     # The agent sees the operator's write on its next run, and its own write is audited.
     send(client, "again", context_id)

@@ -13,7 +13,8 @@ token opens nothing outside it. Never used by the UI.
 
 A patch is atomic: every key lands, or — one key not writable (403 `write_denied`), one
 value not JSON (400 `invalid_state_value`), a stale `If-Match` version (412
-`version_mismatch`), a run in progress (409 `context_busy`) — none does. It is durable
+`version_mismatch`), a run in progress (409 `context_busy`) or waiting for a decision
+(409 `decision_pending`) — none does. It is durable
 before it is acknowledged, audited as `operator:<source>`.
 """
 
@@ -54,7 +55,7 @@ class StatePatch(BaseModel):
 
 def parse_if_match(request: Request) -> int | None:
     header = request.headers.get("if-match")
-    if header is None:
+    if header is None or header.strip() == "*":  # `*`: whatever version there is (RFC 9110)
         return None
     version = ascii_number(header.strip().removeprefix("W/").strip('"'), 2**62)
     if version is None:
