@@ -280,6 +280,17 @@ def test_a_turn_of_another_branch_names_its_exchange_to_switch_to(
         assert error(refused) == (404, "turn_not_found")
 
 
+def test_run_start_names_the_turn_its_run_follows(client: TestClient) -> None:
+    first = send(client, "one")
+    assert first[0]["afterTurnId"] is None  # the first message follows nothing
+    context_id = first[0]["contextId"]
+    second = send(client, "two", context_id)
+    shown = turns(client, context_id)
+    assert second[0]["afterTurnId"] == shown[1]["id"]  # the reply before it
+    again = parse_sse(client.post(url(context_id, "/regenerate"), json={}, headers=ADA).text)
+    assert again[0]["afterTurnId"] == shown[1]["id"]  # an alternative follows the same turn
+
+
 def test_agent_state_is_per_conversation_and_its_audit_names_each_run(
     client: TestClient,
 ) -> None:

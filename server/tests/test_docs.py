@@ -103,7 +103,10 @@ def test_server_doc_refunds_asks_then_resumes() -> None:
             f"/agents/demo/contexts/{frames[0]['contextId']}/decisions",
             json={"interruptId": request["interruptId"], "value": "approve"},
         )
-    assert parse_sse(resumed.text)[-1]["text"] == "Refund issued."
+    resumed_frames = parse_sse(resumed.text)
+    assert resumed_frames[-1]["text"] == "Refund issued."
+    # The resumed run's reply follows the one that asked.
+    assert resumed_frames[0]["afterTurnId"] == frames[0]["turnId"]
 
 
 def test_the_protocol_doc_lists_every_error_code() -> None:

@@ -362,13 +362,24 @@ class ContextRecord:
         self.last_run = LastRun(run_id, self.last_seq + 1)
         return previous.first_seq if previous else None
 
-    def next_turn_ids(self) -> tuple[str, str | None]:
-        """The ids of the reply the running run writes, and of the user's turn it answers
-        (None when it continues a reply, after a decision)."""
+    def next_turn_ids(self) -> tuple[str, str | None, str | None]:
+        """The ids of the reply the running run writes, of the user's turn it answers
+        (None when it continues a reply, after a decision), and of the turn its first new
+        turn follows (None for the first, or an exchange before that is not in hand)."""
         exchange = self.running_exchange
         replies = sum(1 for t in exchange.turns if t["role"] == "assistant")
         user = turn_id(exchange.position, "user", 0) if replies == 0 else None
-        return turn_id(exchange.position, "assistant", replies), user
+        return turn_id(exchange.position, "assistant", replies), user, self._turn_before(exchange)
+
+    def _turn_before(self, exchange: Exchange) -> str | None:
+        if exchange.turns and exchange.turns[-1]["role"] == "assistant":
+            return str(exchange.turns[-1]["id"])  # continuing a reply: the one it continues
+        position = exchange.position
+        parent = self.lines.parent_line(position)
+        before = (
+            None if parent is None else self.exchanges.get(Position(parent, position.depth - 1))
+        )
+        return str(before.turns[-1]["id"]) if before is not None and before.turns else None
 
     def end_turn(
         self,
@@ -399,7 +410,7 @@ class ContextRecord:
         shown: Shown | None,
     ) -> None:
         shown = shown or Shown()
-        reply_id, _ = self.next_turn_ids()
+        reply_id, _, _ = self.next_turn_ids()
         exchange.turns.append(
             public_turn(
                 "assistant",

@@ -231,13 +231,16 @@ class RunLog:
             raise RunTooLong(f"a run may send at most {SEQ_LEASE - CLOSING_FRAMES} frames")
         self.publish(self.encode(model, self.reserve_seq(), **fields))
 
-    def run_start(self, agent: str, turn_id: str | None, user_turn_id: str | None) -> None:
+    def run_start(
+        self, agent: str, turn_id: str | None, user_turn_id: str | None, after: str | None
+    ) -> None:
         self._append(
             wire.RunStartFrame,
             agent=agent,
             request_id=self.request_id,
             turn_id=turn_id,
             user_turn_id=user_turn_id,
+            after_turn_id=after,
         )
 
     def title(self, title: str) -> None:

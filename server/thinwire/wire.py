@@ -246,6 +246,13 @@ class RunStartFrame(FrameBase):
         description="The id of the user's turn the run answers; null when it continues one "
         "(a decision).",
     )
+    after_turn_id: str | None = Field(
+        default=None,
+        description="The turn the run's first new turn follows on its branch: the last turn "
+        "of the exchange before (or, continuing a reply, that reply's turn before it); null "
+        "for the first message. A client whose view does not end with it has missed turns "
+        "(another tab's) and loads the transcript again.",
+    )
 
 
 class TitleFrame(FrameBase):

@@ -51,6 +51,25 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     return { client: make(), make, log, script };
   }
 
+  it("a tab that missed another tab's exchange shows the whole conversation after its own send", async () => {
+    const { client: first, make, log } = setup();
+    await first.send("one");
+    const second = make({ contextId: first.getSnapshot().contextId });
+    await second.start();
+    await first.send("two"); // the second tab does not see this one
+    const loads = log.transcripts.length;
+    await second.send("three");
+    const texts = (snapshot: Snapshot) => snapshot.turns.filter((turn) => turn.role === "user").map((turn) => turn.text);
+    expect(texts(second.getSnapshot())).toEqual(["one", "two", "three"]);
+    expect(second.getSnapshot().turns.map((turn) => turn.id)).toEqual(first.getSnapshot().turns.map((turn) => turn.id).concat(
+      second.getSnapshot().turns.slice(-2).map((turn) => turn.id),
+    ));
+    expect(log.transcripts.length).toBe(loads + 1); // the transcript, loaded once the run was over
+    // A tab that missed nothing loads no transcript after its send.
+    await second.send("four");
+    expect(log.transcripts.length).toBe(loads + 1);
+  });
+
   it("keeps the server's turn ids from the stream to a reload, with each reply's thinking and tools", async () => {
     const { client, make } = setup();
     await client.send("one two");

@@ -14,7 +14,7 @@
  * trace but the error: the turns shown before it come back.
  */
 import { aborted, toThinwireError, withInterruptId } from "./errors.js";
-import type { EditRequest, Frame, RunRequest } from "./generated/wire.js";
+import type { EditRequest, Frame, RunRequest, RunStartFrame } from "./generated/wire.js";
 import type { Job } from "./job.js";
 import { newMessageId } from "./message-id.js";
 import type { RunReader } from "./run-reader.js";
@@ -45,6 +45,8 @@ interface Plan {
   open: (messageId: string | null, signal: AbortSignal) => AsyncIterable<Frame>;
   /** Load the transcript once the run is over (the conversation forked). */
   forks: boolean;
+  /** The turn the run's first new turn should follow, where the view knows it. */
+  after?: string | null;
 }
 
 export class Messages {
@@ -72,6 +74,7 @@ export class Messages {
         contextId,
         turns: [...turns, user],
         forks: false,
+        ...(contextId !== null ? { after: turns[turns.length - 1]?.id ?? null } : {}),
         open: (messageId, signal) => {
           // One body for every try of the message.
           if (body === null) {
@@ -141,9 +144,19 @@ export class Messages {
     const reply = view.openReply(plan.turns, { runId: null }, plan.exchange);
     // One key for every try of this message: a repeat after a cut response is then safe.
     const messageId = newMessageId();
+    // The run follows another turn than the view's last: this client missed turns (another
+    // tab's), which the transcript has.
+    let behind = false;
+    const open = (): AsyncIterable<Frame> =>
+      plan.after === undefined
+        ? plan.open(messageId, signal)
+        : noting(plan.open(messageId, signal), (start) => {
+            // Null (the first message, or not known to the server) and undefined (an older server) say nothing.
+            if (typeof start.afterTurnId === "string" && start.afterTurnId !== plan.after) behind = true;
+          });
     let result: SendResult;
     try {
-      result = await this.#reader.follow(() => plan.open(messageId, signal), job, { repeatable: messageId !== null });
+      result = await this.#reader.follow(open, job, { repeatable: messageId !== null });
     } catch (caught) {
       if (signal.aborted) throw aborted(caught);
       let error = toThinwireError(caught);
@@ -156,12 +169,20 @@ export class Messages {
       }
       throw error;
     }
-    if (plan.forks) {
-      // The server's numbering of the alternatives, and the turns' meta; best effort.
+    if (plan.forks || behind) {
+      // The server's numbering of the alternatives, the turns' meta, the turns missed; best effort.
       await this.#transcripts.refresh(result.contextId, signal);
       if (signal.aborted) throw aborted();
     }
     return result;
+  }
+}
+
+/** The frames as they come, the run's `run_start` shown to `start` on the way. */
+async function* noting(frames: AsyncIterable<Frame>, start: (frame: RunStartFrame) => void): AsyncIterable<Frame> {
+  for await (const frame of frames) {
+    if (frame.type === "run_start") start(frame);
+    yield frame;
   }
 }
 

@@ -218,6 +218,8 @@ export interface RunStartFrame {
   turnId: string | null;
   /** The id of the user's turn the run answers; null when it continues one (a decision). */
   userTurnId: string | null;
+  /** The turn the run's first new turn follows on its branch: the last turn of the exchange before (or, continuing a reply, that reply's turn before it); null for the first message. A client whose view does not end with it has missed turns (another tab's) and loads the transcript again. */
+  afterTurnId: string | null;
 }
 
 /** WebSocket: start a run, like `POST /agents/{agent}/runs`. */

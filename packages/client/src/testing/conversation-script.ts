@@ -171,7 +171,8 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
 
     conversation.runs += 1;
     const r = runFrames(conversation.contextId, `run-${conversation.runs}`, conversation.seq + 1);
-    const frames = [r.start({ turnId: reply.id, userTurnId: user.id })];
+    const afterTurnId = before[before.length - 1]?.id ?? null;
+    const frames = [r.start({ turnId: reply.id, userTurnId: user.id, afterTurnId })];
     if (answer.title !== undefined && conversation.title === null) {
       conversation.title = answer.title;
       frames.push(r.title(answer.title));

@@ -14,6 +14,8 @@ export interface StartIds {
   turnId?: string | null;
   userTurnId?: string | null;
   requestId?: string | null;
+  /** The turn the run's first new turn follows (null: the first, or not known). */
+  afterTurnId?: string | null;
 }
 
 /** Builds the frames of one run of `contextId`, seqs counting up from `firstSeq`. */
@@ -23,16 +25,17 @@ export function runFrames(contextId: string, runId: string, firstSeq = 1) {
   return {
     /**
      * The run_start: `turnId` is the id its reply will have in the transcript,
-     * `userTurnId` the user turn it answers; `requestId` is what a WebSocket
-     * server echoes of the command that started it.
+     * `userTurnId` the user turn it answers, `afterTurnId` the turn before it;
+     * `requestId` is what a WebSocket server echoes of the command that started it.
      */
-    start: ({ turnId = null, userTurnId = null, requestId = null }: StartIds = {}): Frame => ({
+    start: ({ turnId = null, userTurnId = null, requestId = null, afterTurnId = null }: StartIds = {}): Frame => ({
       ...base(),
       type: "run_start",
       agent: "demo",
       requestId,
       turnId,
       userTurnId,
+      afterTurnId,
     }),
     /** The agent named the conversation. */
     title: (title: string): Frame => ({ ...base(), type: "title", title }),
