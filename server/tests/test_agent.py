@@ -173,6 +173,8 @@ def test_second_send_while_running_is_context_busy() -> None:
             )
             assert busy.status_code == 409
             assert busy.json()["error"]["code"] == "context_busy"
+            # Pages show the message as it is: it names nothing internal.
+            assert context_id not in busy.text and "(run)" not in busy.text
             client.portal.call(Gate.opened.set)  # type: ignore[union-attr]
             rest = "\n".join(lines)
         assert '"released"' in rest

@@ -99,6 +99,13 @@ def new_record(context_id: str, agent_name: str, agent: Agent, owner: str) -> Co
     )
 
 
+def busy() -> Conflict:
+    """What a person is told: pages show it as it is, so it names nothing internal."""
+    return Conflict(
+        "context_busy", "The conversation is busy with a reply or a change; try again when it ends."
+    )
+
+
 def not_found(context_id: str) -> NotFound:
     return NotFound("context_not_found", f"no context {context_id} for this agent")
 
@@ -320,12 +327,12 @@ class ContextRegistry:
         a decision is pending only the decision itself, a stop or a forget may: anything
         else is `decision_pending`."""
         if context.holder is not None:
-            raise Conflict("context_busy", f"{context.id} is busy ({context.holder})")
+            raise busy()
         context.holder = holder
         try:
             lease = await self.coordinator.acquire(context.id)
             if lease is None:
-                raise Conflict("context_busy", f"{context.id} is busy on another replica")
+                raise busy()  # on another replica
             context.lease = lease
             if context.record.version > 0:  # else it is not stored yet: nothing to reread
                 await self.refresh(context)
