@@ -49,6 +49,9 @@ def test_leaves_out_heartbeats_and_reads_crlf_and_split_data() -> None:
         ({**TOKEN, "arguments": {"card": "4242"}}, "arguments"),  # a field the wire has not
         ({**TOKEN, "type": "secret"}, "secret"),  # a type the wire has not
         ({key: value for key, value in TOKEN.items() if key != "delta"}, "delta"),
+        ({**TOKEN, "seq": "4"}, "seq"),  # a number, not a string that reads as one
+        ({**TOKEN, "seq": 4.0}, "seq"),
+        ({**TOKEN, "seq": True}, "seq"),
     ],
 )
 def test_a_frame_the_schema_does_not_allow_fails(frame: dict[str, object], complaint: str) -> None:

@@ -52,7 +52,7 @@ def frames_of(body: str | bytes | HasText) -> list[dict[str, Any]]:
         raw = "\n".join(data)
         try:
             frame = json.loads(raw)
-            _FRAME.validate_python(frame)
+            _FRAME.validate_python(frame, strict=True)  # as JSON decodes it: no coercion
         except (ValueError, ValidationError) as exc:
             raise FrameError(f"not a thinwire frame: {raw[:200]}\n{exc}") from None
         frames.append(frame)

@@ -108,11 +108,12 @@ def thinwire_page(
 
 @pytest.fixture
 def thinwire_server(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
-    """Start `thinwire ARGS…` on a free port; every server started is stopped after."""
+    """Start `thinwire ARGS…` on a free port; every server started is stopped after. The
+    keywords are `serve`'s: `env`, `cwd`, `health`, `ready_timeout`, `port`."""
     with contextlib.ExitStack() as stack:
 
-        def start(*args: str, env: dict[str, str] | None = None) -> ServerProcess:
-            return stack.enter_context(serve(*args, env=env, log_dir=tmp_path))
+        def start(*args: str, **options: Any) -> ServerProcess:
+            return stack.enter_context(serve(*args, log_dir=tmp_path, **options))
 
         yield start
 
