@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from thinwire.branches import Page, Position
+from thinwire.errors import Misconfigured
 from thinwire.records import Checkpoint, json_array
 from thinwire.stores import (
     AlreadyExists,
@@ -928,3 +929,17 @@ def test_store_urls_follow_sqlalchemys_convention(
     for bad in ("sqlite://", "sqlite:///", "postgres://x"):
         with pytest.raises(ValueError):
             store_from_url(bad)
+
+
+async def test_one_process_owns_a_sqlite_file(tmp_path: Path) -> None:
+    first, second = SQLiteStore(tmp_path / "db"), SQLiteStore(tmp_path / "db")
+    await first.open()
+    await first.open()  # opening it again is no second owner
+    with pytest.raises(Misconfigured, match="one process owns a SQLite store"):
+        await second.open()
+    await first.close()
+    await second.open()  # the first is gone: the file is free
+    await second.close()
+    other = SQLiteStore(tmp_path / "other")
+    await other.open()  # another file is another owner's
+    await other.close()

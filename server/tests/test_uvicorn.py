@@ -286,3 +286,11 @@ def test_serve_finds_a_module_in_the_working_directory(tmp_path: Path) -> None:
         body = {"message": {"text": "found"}}
         response = httpx.post(f"{server.url}/agents/echo/runs", json=body, timeout=10)
     assert parse_sse(response.text)[-1]["text"] == "found"
+
+
+def test_a_second_server_on_one_sqlite_file_refuses_to_start(tmp_path: Path) -> None:
+    with serve("demo", "--data-dir", str(tmp_path), log_dir=tmp_path) as first:
+        second = serve("demo", "--data-dir", str(tmp_path), log_dir=tmp_path)
+        with pytest.raises(RuntimeError, match="one process owns a SQLite store"), second:
+            pass
+        assert httpx.get(f"{first.url}/healthz").status_code == 200  # the first serves on

@@ -23,6 +23,7 @@ from thinwire.stores.base import AuditEntry, Event, Store, log_lost
 from thinwire.stores.listing import Cursor, Summary
 from thinwire.stores.sqlite import spans
 from thinwire.stores.sqlite.commits import Database
+from thinwire.stores.sqlite.owner import FileOwner
 
 __all__ = ["SQLiteStore"]
 
@@ -31,6 +32,10 @@ class SQLiteStore(Store):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._database = Database(self.path)
+        self._owner = FileOwner(self.path)
+
+    async def open(self) -> None:
+        self._owner.take()
 
     @classmethod
     def in_directory(cls, directory: Path | str) -> SQLiteStore:
@@ -255,6 +260,7 @@ class SQLiteStore(Store):
 
     async def close(self) -> None:
         await self._database.close()
+        self._owner.release()
 
 
 Row = tuple[str, int, int, str, str, int]
