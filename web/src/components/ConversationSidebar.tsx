@@ -61,7 +61,7 @@ export function ConversationSidebar() {
                   type="button"
                   className="icon-button"
                   data-testid="conversation-rename"
-                  aria-label="Rename"
+                  aria-label={`Rename “${item.title ?? "Untitled"}”`}
                   title="Rename"
                   onClick={() => setRenaming(item.contextId)}
                 >
@@ -71,7 +71,7 @@ export function ConversationSidebar() {
                   type="button"
                   className="icon-button"
                   data-testid="conversation-forget"
-                  aria-label="Forget"
+                  aria-label={`Forget “${item.title ?? "Untitled"}”`}
                   title="Forget: delete it from the server"
                   onClick={() => void remove(item.contextId).catch(() => undefined)}
                 >
