@@ -89,6 +89,22 @@ def decide(
     return parse_sse(response.text)
 
 
+def stop_over_websocket(
+    client: TestClient, text: str, *, at: str, agent: str = "demo"
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Send `text` over a WebSocket and stop its run at its first frame of type `at`; the
+    run's `run_start` and its `done`."""
+    with client.websocket_connect(f"/agents/{agent}/ws") as socket:
+        socket.send_json({"type": "send", "message": {"text": text}})
+        start: dict[str, Any] = socket.receive_json()
+        while socket.receive_json()["type"] != at:
+            pass
+        socket.send_json({"type": "stop", "contextId": start["contextId"]})
+        while (done := socket.receive_json())["type"] != "done":
+            pass
+    return start, done
+
+
 def tool_frames(frames: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
     """The tool frames of a run: type, name and whether it succeeded."""
     return [(f["type"], f["name"], f.get("ok")) for f in frames if f["type"].startswith("tool_")]

@@ -22,7 +22,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, Use
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolCall, FunctionModel
 from starlette.testclient import TestClient
 
-from conftest import app_for, server_context, tool_frames
+from conftest import app_for, server_context, stop_over_websocket, tool_frames
 from conftest import decide as decide_on
 from conftest import send as send_to
 from thinwire import Approval, MemoryStore
@@ -332,17 +332,8 @@ def test_a_failed_run_keeps_what_it_finished_for_the_next_message() -> None:
 def test_a_stopped_run_leaves_what_the_model_said_for_the_next_message() -> None:
     script = Script(["The first part. ", 30.0, "Never said."], ["Going on."])
     agent, _ = support_agent(script)
-    with (
-        client_for(agent) as client,
-        client.websocket_connect("/agents/support/ws") as socket,
-    ):
-        socket.send_json({"type": "send", "message": {"text": "tell me"}})
-        start = socket.receive_json()
-        while socket.receive_json()["type"] != "token":
-            pass
-        socket.send_json({"type": "stop", "contextId": start["contextId"]})
-        while (frame := socket.receive_json())["type"] != "done":
-            pass
+    with client_for(agent) as client:
+        start, frame = stop_over_websocket(client, "tell me", at="token", agent="support")
         frames = send(client, "go on", start["contextId"])
     assert frame["stopReason"] == "stopped" and frames[-1]["text"] == "Going on."
     assert "tell me" in script.seen(1) and "The first part. " in script.seen(1)

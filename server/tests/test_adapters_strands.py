@@ -29,7 +29,7 @@ from strands.types.content import Messages
 from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolUse
 
-from conftest import app_for, server_context, tool_frames
+from conftest import app_for, server_context, stop_over_websocket, tool_frames
 from conftest import decide as decide_on
 from conftest import send as send_to
 from thinwire import Approval, MemoryStore, Run
@@ -511,17 +511,8 @@ def test_a_stopped_run_closes_the_models_stream_and_keeps_what_it_said(
             await asyncio.sleep(30)
 
     monkeypatch.setattr(Run, "say", slow_say)
-    with (
-        client_for(agent) as client,
-        client.websocket_connect("/agents/support/ws") as socket,
-    ):
-        socket.send_json({"type": "send", "message": {"text": "tell me"}})
-        start = socket.receive_json()
-        while socket.receive_json()["type"] != "token":
-            pass
-        socket.send_json({"type": "stop", "contextId": start["contextId"]})
-        while (frame := socket.receive_json())["type"] != "done":
-            pass
+    with client_for(agent) as client:
+        start, frame = stop_over_websocket(client, "tell me", at="token", agent="support")
         assert model.closed == 1  # the model's stream was closed, not left waiting
         frames = send(client, "go on", start["contextId"])
     assert frame["stopReason"] == "stopped" and frames[-1]["text"] == "Going on."
@@ -535,17 +526,8 @@ def test_a_stopped_run_closes_the_models_stream_and_keeps_what_it_said(
 def test_a_run_stopped_in_a_tool_leaves_no_call_without_its_result() -> None:
     model = Scripted(["One moment. ", Call("lookup", {"order": "stuck"}, "c1")], ["Going on."])
     agent, _ = support_agent(model)
-    with (
-        client_for(agent) as client,
-        client.websocket_connect("/agents/support/ws") as socket,
-    ):
-        socket.send_json({"type": "send", "message": {"text": "order 1?"}})
-        start = socket.receive_json()
-        while socket.receive_json()["type"] != "tool_call":
-            pass
-        socket.send_json({"type": "stop", "contextId": start["contextId"]})
-        while (frame := socket.receive_json())["type"] != "done":
-            pass
+    with client_for(agent) as client:
+        start, frame = stop_over_websocket(client, "order 1?", at="tool_call", agent="support")
         frames = send(client, "go on", start["contextId"])
     assert frame["stopReason"] == "stopped" and frames[-1]["text"] == "Going on."
     assert "toolUse" not in model.seen(1) and "toolResult" not in model.seen(1)

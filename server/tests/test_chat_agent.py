@@ -16,7 +16,7 @@ import pytest
 from pydantic import Field
 from starlette.testclient import TestClient
 
-from conftest import app_for, parse_sse
+from conftest import app_for, parse_sse, stop_over_websocket
 from thinwire import Approval
 from thinwire.models import ChatAgent, OpenAIChat, tool
 from thinwire.models import openai as openai_chat
@@ -367,17 +367,8 @@ class Said:
 @pytest.mark.parametrize("http", HTTP_CLIENTS)
 def test_a_stop_closes_the_request_to_the_model(stub: OpenAIStub, http: str) -> None:
     stub.push(Stream(text("This will go on and on", 5), delay=0.01, hold=True))
-    with (
-        client_for(librarian(stub, http)) as client,
-        client.websocket_connect("/agents/lib/ws") as socket,
-    ):
-        socket.send_json({"type": "send", "message": {"text": "talk"}})
-        start = socket.receive_json()
-        while socket.receive_json()["type"] != "token":
-            pass
-        socket.send_json({"type": "stop", "contextId": start["contextId"]})
-        while (frame := socket.receive_json())["type"] != "done":
-            pass
+    with client_for(librarian(stub, http)) as client:
+        _, frame = stop_over_websocket(client, "talk", at="token", agent="lib")
     assert frame["stopReason"] == "stopped"
     deadline = time.monotonic() + 5
     while stub.closed_early == 0 and time.monotonic() < deadline:
