@@ -5,14 +5,11 @@ decision resumes the graph without calling the model again, usage, and failures.
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
 from typing import Any
 
-import pytest
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, SystemMessage
@@ -290,13 +287,3 @@ def test_the_saver_keeps_the_latest_checkpoint_of_each_namespace_as_json() -> No
         again.get_tuple({"configurable": {**config["configurable"], "checkpoint_id": "old"}})
         is None
     )
-
-
-def test_without_the_extra_the_adapter_says_which_to_install(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    for name in [n for n in sys.modules if n.split(".")[0] in ("langgraph", "langchain_core")]:
-        monkeypatch.setitem(sys.modules, name, None)  # as if neither were installed
-    monkeypatch.delitem(sys.modules, "thinwire.models.langgraph")
-    with pytest.raises(ImportError, match=r'pip install "thinwire\[langgraph\]"'):
-        importlib.import_module("thinwire.models.langgraph")

@@ -6,15 +6,11 @@ usage, and failures."""
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterable, AsyncIterator
 from functools import partial
 from typing import Any
 
-import pytest
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
 from pydantic_ai.capabilities import ProcessEventStream
@@ -338,22 +334,3 @@ def test_a_stopped_run_leaves_what_the_model_said_for_the_next_message() -> None
     assert frame["stopReason"] == "stopped" and frames[-1]["text"] == "Going on."
     assert "tell me" in script.seen(1) and "The first part. " in script.seen(1)
     assert "Never said." not in script.seen(1)
-
-
-def test_importing_thinwire_imports_no_framework() -> None:
-    code = (
-        "import sys, thinwire, thinwire.models; "
-        "print(sorted(m for m in ('pydantic_ai', 'langgraph', 'langchain_core') if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-
-
-def test_without_the_extra_the_adapter_says_which_to_install(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    for name in [n for n in sys.modules if n.split(".")[0] == "pydantic_ai"]:
-        monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
-    monkeypatch.delitem(sys.modules, "thinwire.models.pydantic_ai")
-    with pytest.raises(ImportError, match=r'pip install "thinwire\[pydantic-ai\]"'):
-        importlib.import_module("thinwire.models.pydantic_ai")

@@ -8,11 +8,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
-import importlib
 import json
 import re
-import subprocess
-import sys
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from functools import partial
@@ -609,19 +606,3 @@ def test_a_model_that_keeps_the_conversation_on_its_server_is_refused(
         frames = send(client, "hello")
     assert frames[-1]["stopReason"] == "error" and model.requests == []
     assert "keeps the conversation on its server" in caplog.text
-
-
-def test_importing_thinwire_imports_no_strands() -> None:
-    code = "import sys, thinwire, thinwire.models; print('strands' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
-
-
-def test_without_the_extra_the_adapter_says_which_to_install(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    for name in [n for n in sys.modules if n.split(".")[0] == "strands"]:
-        monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
-    monkeypatch.delitem(sys.modules, "thinwire.models.strands")
-    with pytest.raises(ImportError, match=r'pip install "thinwire\[strands\]"'):
-        importlib.import_module("thinwire.models.strands")
