@@ -19,7 +19,7 @@ from conftest import app_for, send
 from thinwire import Agent, Run, SQLiteStore
 from thinwire.demo import DemoAgent
 from thinwire.errors import RequestTimeout, ThinwireError
-from thinwire.parsing import read_json
+from thinwire.parsing import MAX_DEPTH, read_json
 
 HUGE = "1" + "0" * 5000  # more digits than Python turns into an int from JSON
 TOKEN = "hostile-operator-token"
@@ -217,3 +217,50 @@ async def test_a_body_that_trickles_in_times_out() -> None:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("url", "body"),
+    [
+        ("/agents/demo/runs", {"message": {"text": "hi"}, "data": nested(500)}),
+        ("/ai-sdk/demo/chat", {"id": "c", "message": {"role": "user", "parts": [nested(500)]}}),
+        (
+            "/ag-ui/demo",
+            {
+                "threadId": "t",
+                "runId": "r",
+                "messages": [{"id": "m", "role": "user", "content": "hi"}],
+                "tools": [],
+                "context": [],
+                "state": {},
+                "forwardedProps": nested(500),
+            },
+        ),
+    ],
+)
+def test_json_nested_too_deep_is_refused_before_it_reaches_a_run(
+    client: TestClient, url: str, body: dict[str, Any]
+) -> None:
+    # Deep enough to overflow the copies and checks of a run, well under the size limit.
+    assert code_of(client.post(url, json=body), 400) == "invalid_json"
+    assert send(client, "still here")[-1]["stopReason"] == "end"
+
+
+def test_json_nested_as_deep_as_allowed_runs(client: TestClient) -> None:
+    frames = client.post(
+        "/agents/demo/runs", json={"message": {"text": "hi"}, "data": nested(MAX_DEPTH - 1)}
+    )
+    assert frames.status_code == 200 and '"stopReason":"end"' in frames.text
+
+
+def test_a_websocket_command_nested_too_deep_is_refused(client: TestClient) -> None:
+    with client.websocket_connect("/agents/demo/ws") as socket:
+        socket.send_json({"type": "send", "message": {"text": "hi"}, "data": nested(500)})
+        assert socket.receive_json()["code"] == "invalid_json"

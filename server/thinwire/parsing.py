@@ -78,15 +78,41 @@ async def read_json(request: Request, max_bytes: int, timeout: float = BODY_TIME
     return parse_json(b"".join(chunks))
 
 
+#: Arrays and objects in one another, at most, in a request: far past what any request
+#: of thinwire or a page's `data` needs, and far short of what would make the copies and
+#: checks a value goes through (each recursive) run out of stack.
+MAX_DEPTH = 64
+
+
 def parse_json(body: bytes | str) -> Any:
     """JSON, or `invalid_json`: also for an integer of more digits than Python converts
-    (a ValueError) and for nesting deeper than the parser recurses."""
+    (a ValueError) and for nesting deeper than `MAX_DEPTH`."""
     try:
-        return json.loads(body)
+        value = json.loads(body)
     except RecursionError as exc:
         raise BadRequest("invalid_json", "body is nested too deeply") from exc
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too many digits
-        raise BadRequest("invalid_json", f"body is not valid JSON: {str(exc)[:200]}") from exc
+    except json.JSONDecodeError as exc:
+        raise BadRequest("invalid_json", f"body is not valid JSON: {exc.msg} at {exc.pos}") from exc
+    except UnicodeDecodeError as exc:
+        raise BadRequest("invalid_json", "body is not UTF-8") from exc
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise BadRequest("invalid_json", "body has a number too long to read") from exc
+    if too_deep(value, MAX_DEPTH):
+        raise BadRequest("invalid_json", f"body is nested more than {MAX_DEPTH} deep")
+    return value
+
+
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest more than `limit` deep in `value` (without
+    recursing: the point is not to)."""
+    pending: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while pending:
+        item, depth = pending.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def describe(error: ValidationError) -> str:
