@@ -359,6 +359,12 @@ async def test_bad_input_gets_a_typed_json_rpc_error_never_a_500(server: ServerP
         ({"content": b"{}", "headers": headers}, -32600, "unsupported_media_type"),
         ({"json": [call("GetTask", {})]}, -32600, "invalid_request"),
         ({"json": {**call("GetTask", {}), "id": True}}, -32600, "invalid_request"),
+        (  # an id the answer could not carry: a lone surrogate
+            {"content": b'{"jsonrpc":"2.0","id":"\\ud800","method":"ListTasks","params":{}}'}
+            | {"headers": json_rpc},
+            -32600,
+            "invalid_request",
+        ),
         ({"json": call("message/send", {})}, -32601, "invalid_request"),
         ({"json": call("GetTask", {"id": 7})}, -32602, "invalid_request"),
         ({"json": call("GetTask", {"id": "ctx-1.turn-2"})}, -32602, "invalid_request"),

@@ -59,6 +59,14 @@ def test_patch_is_atomic_audited_and_versioned(client: TestClient) -> None:
         headers={**AUTH, "content-type": "application/json"},
     )
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_state_value"
+    for lone in (b'{"state": {"notes": ["\\ud800"]}}', b'{"state": {"notes": {"\\udfff": 1}}}'):
+        refused = client.patch(
+            state_url(context_id),
+            content=lone,
+            headers={**AUTH, "content-type": "application/json"},
+        )  # text UTF-8 cannot store: refused, not a 500 from the store
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"]["code"] == "invalid_state_value"
 
     after_refusals = client.get(state_url(context_id), headers=AUTH).json()
     assert after_refusals["version"] == version and "notes" not in after_refusals["state"]

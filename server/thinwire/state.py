@@ -26,8 +26,12 @@ JSONValue = Any
 
 
 def check_json(value: object, path: str = "value") -> None:
-    """Raise `StateValueError` unless `value` is plain JSON (dict keys must be strings)."""
-    if value is None or isinstance(value, bool | int | str):
+    """Raise `StateValueError` unless `value` is plain JSON (dict keys must be strings, and
+    text valid Unicode: UTF-8 cannot store a lone surrogate)."""
+    if isinstance(value, str):
+        check_text(value, path)
+        return
+    if value is None or isinstance(value, bool | int):
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -41,12 +45,21 @@ def check_json(value: object, path: str = "value") -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise StateValueError(f"{path} has a non-string key {key!r}")
+            check_text(key, f"a key of {path}")
             check_json(item, f"{path}[{key!r}]")
         return
     raise StateValueError(
         f"{path} is a {type(value).__name__}; AgentState holds JSON values only "
         "(convert it explicitly, e.g. a datetime to an ISO string)"
     )
+
+
+def check_text(value: str, path: str) -> None:
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise StateValueError(f"{path} is not valid Unicode (a lone surrogate)") from None
 
 
 def copy_json(value: JSONValue) -> JSONValue:

@@ -60,7 +60,18 @@ def refusal(
 
 
 def valid_id(rpc_id: Any) -> bool:
-    return rpc_id is None or (isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool))
+    """An id JSON-RPC allows, and one the answer can carry (text valid Unicode)."""
+    if isinstance(rpc_id, str):
+        return rpc_id.isascii() or encodable(rpc_id)
+    return rpc_id is None or (isinstance(rpc_id, int) and not isinstance(rpc_id, bool))
+
+
+def encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        return False
+    return True
 
 
 def request_id(body: Any) -> str | int | None:
