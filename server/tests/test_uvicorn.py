@@ -294,3 +294,34 @@ def test_a_second_server_on_one_sqlite_file_refuses_to_start(tmp_path: Path) -> 
         with pytest.raises(RuntimeError, match="one process owns a SQLite store"), second:
             pass
         assert httpx.get(f"{first.url}/healthz").status_code == 200  # the first serves on
+
+
+@pytest.mark.parametrize(
+    ("target", "extra"),
+    [
+        ("/agents/demo/ws?ticket=" + "A" * 8200, b""),
+        ("/agents/demo/ws", b"Cookie: user=alice; pad=" + b"A" * 9000 + b"\r\n"),
+    ],
+    ids=["long-target", "long-header"],
+)
+def test_a_websocket_handshake_too_large_is_refused_and_closed(
+    guarded: ServerProcess, target: str, extra: bytes
+) -> None:
+    request = (
+        (
+            f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+            "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            "Sec-WebSocket-Version: 13\r\n"
+        ).encode()
+        + extra
+        + b"\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", guarded.port)) as handshake:
+        handshake.sendall(request)
+        handshake.settimeout(5)
+        answer = b""
+        with contextlib.suppress(OSError):
+            while chunk := handshake.recv(4096):  # to the server's close, or the timeout
+                answer += chunk
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:100]
+    assert b"WebSocket handshake too large" in answer

@@ -38,6 +38,12 @@ from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from thinwire.codes import ERROR_CODES
+
+try:
+    from websockets.http11 import MAX_LINE_LENGTH as WS_MAX_LINE
+    from websockets.http11 import MAX_NUM_HEADERS as WS_MAX_HEADERS
+except ImportError:  # pragma: no cover - a websockets without them: its defaults
+    WS_MAX_LINE, WS_MAX_HEADERS = 8192, 128
 from thinwire.server import running
 
 __all__ = ["DrainingServer", "HeaderTimeoutProtocol", "import_app", "run"]
@@ -90,6 +96,16 @@ class HeaderTimeoutProtocol(H11Protocol):
         self._header_timer = None
         if self._awaiting_headers():
             self.transport.close()
+
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        # The WebSocket layer reads the request again, with limits of its own; past them
+        # it logs an answer it never sends and leaves the connection open for good: one
+        # client could hold every connection the server takes. Refused here instead.
+        lines = [event.target, *(name + b": " + value for name, value in self.headers)]
+        if len(self.headers) > WS_MAX_HEADERS or max(map(len, lines)) + 16 > WS_MAX_LINE:
+            self.send_400_response("WebSocket handshake too large")
+            return
+        super().handle_websocket_upgrade(event)
 
 
 def protocol_with(header_timeout: float) -> type[HeaderTimeoutProtocol]:
