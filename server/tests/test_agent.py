@@ -152,6 +152,32 @@ def test_a_run_whose_end_cannot_be_recorded_still_ends_and_frees_the_conversatio
     ]
 
 
+def test_a_run_that_cannot_be_set_up_still_ends_and_frees_the_conversation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import thinwire.agent
+
+    def broken(value: Any) -> Any:
+        raise RecursionError("a fault while copying the page's data")
+
+    with TestClient(app_for({"demo": Titled})) as client:
+        context_id = send(client, "first")[0]["contextId"]
+        with monkeypatch.context() as patched:
+            patched.setattr(thinwire.agent.copy, "deepcopy", broken)
+            frames = send(client, "second", context_id)
+        assert [f["type"] for f in frames] == ["run_start", "error", "done"]
+        assert frames[1]["code"] == "agent_error" and "could not start" in frames[1]["message"]
+        assert frames[-1]["stopReason"] == "error" and "fault" not in str(frames)
+        third = send(client, "third", context_id)
+        assert third[-1]["stopReason"] == "end"
+        turns = client.get(f"/agents/demo/contexts/{context_id}").json()["turns"]
+    assert [t["stopReason"] for t in turns if t["role"] == "assistant"] == [
+        "end",
+        "interrupted",
+        "end",
+    ]
+
+
 def test_failed_tool_is_public_as_not_ok_only() -> None:
     with TestClient(app_for({"demo": ToolFails})) as client:
         frames = send(client, "hi")

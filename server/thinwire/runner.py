@@ -130,23 +130,31 @@ async def execute(
         finally:
             state.source = source
 
-    run = Run(
-        context_id=context.id,
-        run_id=log.run_id,
-        history=context.history,
-        state=context.state,
-        log=log,
-        handoff=handoff,
-        journal=journal,
-        data=data,
-    )
-    run.usage_public = context.agent.public_usage
-    start = Start(context.record.running_exchange.size, context.state.to_json(), time.time())
+    try:
+        log.run_start(context.agent_name, *context.record.next_turn_ids())
+        run = Run(
+            context_id=context.id,
+            run_id=log.run_id,
+            history=context.history,
+            state=context.state,
+            log=log,
+            handoff=handoff,
+            journal=journal,
+            data=data,
+        )
+        run.usage_public = context.agent.public_usage
+        start = Start(context.record.running_exchange.size, context.state.to_json(), time.time())
+    except Exception:
+        # The run could not even be set up: it ends at once, its conversation freed.
+        try:
+            abandon(registry, context, log, "The run could not start")
+        finally:
+            await release(registry, context)
+        return
     context.state.run_id = log.run_id  # the audit trail names the run behind each write
     flushing = start_flushing(registry, log, asyncio.current_task())
     outcome = Outcome("end")
     try:
-        log.run_start(context.agent_name, *context.record.next_turn_ids())
         await context.agent.run(run, text)
         if run.replaying:
             raise ReplayMismatch("the resumed run ended before replaying its journal")
@@ -185,9 +193,26 @@ async def finish(
     try:
         await conclude(registry, context, log, run, text, start, outcome)
     finally:
-        context.log = None
-        context.state.run_id = None
-        await registry.release(context)
+        await release(registry, context)
+
+
+async def release(registry: ContextRegistry, context: Context) -> None:
+    context.log = None
+    context.state.run_id = None
+    await registry.release(context)
+
+
+def abandon(registry: ContextRegistry, context: Context, log: RunLog, what: str) -> None:
+    """End the run on a fault of ours (or a value of the agent's that slipped past the
+    checks): `error`, and a `done` that claims no reply. The cached copy may be half
+    changed: dropped, so the next use loads the stored truth, where the run is recorded
+    as interrupted, its reply rebuilt from the frames the store has."""
+    registry.forget_cached(context)
+    failure(log, "agent_error", what)
+    empty = log.encode(
+        wire.DoneFrame, log.reserve_seq(), text="", tool_calls=[], stop_reason="error"
+    )
+    log.publish(empty, last=True)
 
 
 async def conclude(
@@ -202,17 +227,7 @@ async def conclude(
     try:
         done = settle(context, log, run, text, start, outcome)
     except Exception:
-        # A fault of ours (or a value of the agent's that slipped past the checks) while
-        # recording the end. The cached copy may be half changed: dropped, so the next
-        # use loads the stored truth, where the run is recorded as interrupted.
-        registry.forget_cached(context)
-        failure(log, "agent_error", "The run's end could not be recorded")
-        # The stored reply is rebuilt from the frames the store has (what a reload
-        # shows); `done` claims none of it.
-        empty = log.encode(
-            wire.DoneFrame, log.reserve_seq(), text="", tool_calls=[], stop_reason="error"
-        )
-        log.publish(empty, last=True)
+        abandon(registry, context, log, "The run's end could not be recorded")
         return
     stored = len(log.frames)
     try:
