@@ -163,9 +163,10 @@ class Lines:
         spec = self.lines.get(position.line)
         return spec is not None and spec.start <= position.depth <= spec.tail
 
-    def on_branch(self, position: Position) -> bool:
+    def on_branch(self, position: Position, leaf: Position | None = None) -> bool:
+        """Whether `position` is on the branch to `leaf` (the one shown by default)."""
         return any(
-            s.line == position.line and s.start <= position.depth <= s.end for s in self.path()
+            s.line == position.line and s.start <= position.depth <= s.end for s in self.path(leaf)
         )
 
     def parent_line(self, position: Position) -> int | None:
@@ -252,19 +253,8 @@ class Lines:
     def show(self, position: Position) -> None:
         """Show the latest branch through `position`: the tail of the line made last of
         those that pass through it (its own, or one forking after it) becomes the leaf."""
-        line = max(line for line in self.lines if self._through(line, position))
-        self.leaf = Position(line, self.lines[line].tail)
-
-    def _through(self, line: int, position: Position) -> bool:
-        """Whether the branch ending at `line`'s tail passes through `position`."""
-        current: int | None = line
-        end = self.lines[line].tail
-        while current is not None:
-            spec = self.lines[current]
-            if current == position.line:
-                return spec.start <= position.depth <= end
-            current, end = spec.parent, spec.start - 1
-        return False
+        tails = (Position(line, spec.tail) for line, spec in self.lines.items())
+        self.leaf = max((t for t in tails if self.on_branch(position, t)), key=lambda t: t.line)
 
     def clear(self) -> None:
         self.lines, self.leaf = {}, None  # next_line goes on

@@ -191,7 +191,22 @@ async def finish(
     """Save the run's outcome and its last frames in one step, then send `done`. However
     that goes, the run ends: its stream gets `done` and its conversation is free."""
     try:
-        await conclude(registry, context, log, run, text, start, outcome)
+        try:
+            done = settle(context, log, run, text, start, outcome)
+        except Exception:
+            abandon(registry, context, log, "The run's end could not be recorded")
+            return
+        stored = len(log.frames)
+        try:
+            await registry.save(context, events=log.unflushed_and(done))
+        except Exception:
+            # Nothing of this run's end landed; the stored run stays marked and is
+            # recorded as interrupted when the context is next loaded.
+            failure(log, "store_error", "The reply could not be saved")
+            log.publish(ended(log, run, "error"), last=True)
+        else:
+            log.flushed = stored
+            log.publish(done, stored=True, last=True)
     finally:
         await release(registry, context)
 
@@ -213,33 +228,6 @@ def abandon(registry: ContextRegistry, context: Context, log: RunLog, what: str)
         wire.DoneFrame, log.reserve_seq(), text="", tool_calls=[], stop_reason="error"
     )
     log.publish(empty, last=True)
-
-
-async def conclude(
-    registry: ContextRegistry,
-    context: Context,
-    log: RunLog,
-    run: Run,
-    text: str,
-    start: Start,
-    outcome: Outcome,
-) -> None:
-    try:
-        done = settle(context, log, run, text, start, outcome)
-    except Exception:
-        abandon(registry, context, log, "The run's end could not be recorded")
-        return
-    stored = len(log.frames)
-    try:
-        await registry.save(context, events=log.unflushed_and(done))
-    except Exception:
-        # Nothing of this run's end landed; the stored run stays marked and is recorded
-        # as interrupted when the context is next loaded.
-        failure(log, "store_error", "The reply could not be saved")
-        log.publish(ended(log, run, "error"), last=True)
-    else:
-        log.flushed = stored
-        log.publish(done, stored=True, last=True)
 
 
 def settle(

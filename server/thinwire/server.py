@@ -33,6 +33,7 @@ from thinwire.coordination import Coordinator
 from thinwire.errors import BadRequest, Conflict, Misconfigured, NotFound, StoreError
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
+from thinwire.jsontext import is_unicode
 from thinwire.limits import RateLimiter, StreamLimiter
 from thinwire.records import TITLE_LENGTH, ContextRecord, json_array
 from thinwire.runlog import FrameSource, Retagged, RunLog, StoredFrames
@@ -311,10 +312,8 @@ class AgentServer:
         title = title.strip()
         if not title:
             raise BadRequest("invalid_request", "title: must not be blank")
-        try:
-            title.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise BadRequest("invalid_request", "title: not valid Unicode") from exc
+        if not is_unicode(title):
+            raise BadRequest("invalid_request", "title: not valid Unicode")
         if len(title) > TITLE_LENGTH:
             raise BadRequest("title_too_long", f"a title is at most {TITLE_LENGTH} characters")
         async with self.contexts.hold(context, "rename"):

@@ -38,13 +38,13 @@ from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from thinwire.codes import ERROR_CODES
+from thinwire.server import running
 
-try:
+try:  # the WebSocket layer's own limits on a handshake
     from websockets.http11 import MAX_LINE_LENGTH as WS_MAX_LINE
     from websockets.http11 import MAX_NUM_HEADERS as WS_MAX_HEADERS
 except ImportError:  # pragma: no cover - a websockets without them: its defaults
     WS_MAX_LINE, WS_MAX_HEADERS = 8192, 128
-from thinwire.server import running
 
 __all__ = ["DrainingServer", "HeaderTimeoutProtocol", "import_app", "run"]
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMappin
 from typing import Any
 
 from thinwire.errors import StateValueError, WriteDenied
+from thinwire.jsontext import is_unicode
 from thinwire.stores.base import AuditEntry
 
 __all__ = ["AgentState", "StateValueError", "WriteDenied", "check_json", "copy_json"]
@@ -55,11 +56,8 @@ def check_json(value: object, path: str = "value") -> None:
 
 
 def check_text(value: str, path: str) -> None:
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise StateValueError(f"{path} is not valid Unicode (a lone surrogate)") from None
+    if not is_unicode(value):
+        raise StateValueError(f"{path} is not valid Unicode (a lone surrogate)")
 
 
 def copy_json(value: JSONValue) -> JSONValue:

@@ -33,6 +33,7 @@ from thinwire.a2a.errors import (
 from thinwire.a2a.lookup import Caller
 from thinwire.a2a.methods import METHODS, STREAMING
 from thinwire.errors import ThinwireError, Unauthorized
+from thinwire.jsontext import is_unicode
 from thinwire.parsing import read_json
 from thinwire.routes import counted
 from thinwire.server import AgentServer
@@ -62,16 +63,8 @@ def refusal(
 def valid_id(rpc_id: Any) -> bool:
     """An id JSON-RPC allows, and one the answer can carry (text valid Unicode)."""
     if isinstance(rpc_id, str):
-        return rpc_id.isascii() or encodable(rpc_id)
+        return is_unicode(rpc_id)
     return rpc_id is None or (isinstance(rpc_id, int) and not isinstance(rpc_id, bool))
-
-
-def encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate
-        return False
-    return True
 
 
 def request_id(body: Any) -> str | int | None:

@@ -4,8 +4,9 @@
     frames = frames_of(response)
     assert [f["type"] for f in frames][-1] == "done"
 
-Each frame is checked against the wire schema as it is read, so a test that reads its
-frames with `frames_of` also fails if one carries a field the schema does not allow.
+Each frame is checked strictly against the wire schema as it is read, so a test that
+reads its frames with `frames_of` also fails if one carries a field the schema does not
+allow, or a value of another type (a seq of "4").
 """
 
 from __future__ import annotations
