@@ -107,6 +107,24 @@ async def test_the_card_names_the_agent_its_endpoint_and_its_security(
 
 
 @pytest.mark.anyio
+async def test_the_card_follows_the_host_so_a_cache_keeps_one_per_host(
+    server: ServerProcess,
+) -> None:
+    async with httpx.AsyncClient() as http:
+        cards = [
+            await http.get(
+                f"{server.url}/a2a/paced/.well-known/agent-card.json", headers={"Host": host}
+            )
+            for host in ("one.example", "two.example:8443")
+        ]
+    urls = [card.json()["supportedInterfaces"][0]["url"] for card in cards]
+    assert urls == ["http://one.example/a2a/paced", "http://two.example:8443/a2a/paced"]
+    for card in cards:
+        assert card.headers["cache-control"] == "max-age=300"
+        assert "host" in card.headers["vary"].lower().replace(" ", "").split(",")
+
+
+@pytest.mark.anyio
 async def test_a_send_answers_with_the_finished_task_and_a_follow_up_remembers(
     server: ServerProcess,
 ) -> None:

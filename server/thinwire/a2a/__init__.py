@@ -42,7 +42,8 @@ def a2a_routes(server: AgentServer, options: A2A) -> list[BaseRoute]:
         # The endpoint is where the card was fetched from, however the app is mounted.
         url = str(request.url.replace(query="", fragment="")).removesuffix(CARD_PATH)
         body = agent_card(name, server.agents[name], url, options).json_body()
-        return JSONResponse(body, headers={"Cache-Control": "max-age=300"})
+        # The body names the host it was asked of, so a cache keeps one copy per host.
+        return JSONResponse(body, headers={"Cache-Control": "max-age=300", "Vary": "Host"})
 
     return [
         Route("/a2a/{agent}" + CARD_PATH, card, methods=["GET"]),
