@@ -5,6 +5,9 @@ import { Approval } from "./Approval.tsx";
 // Replies stream over SSE; open the page with ?transport=websocket to use one WebSocket.
 const transport = new URLSearchParams(location.search).get("transport") === "websocket" ? "websocket" : "sse";
 
+// A reply cut short says so. (One that paused for a decision shows the Approval card.)
+const ENDINGS: Partial<Record<string, string>> = { stopped: "stopped", error: "failed" };
+
 export default function App() {
   // One conversation for everything below it: the chat and its approval card share it.
   // `persist` keeps the conversation's id, and nothing else, in localStorage, so a
@@ -41,6 +44,7 @@ function Chat() {
         {turns.map((turn) => (
           <li key={turn.id} className={turn.role} aria-busy={turn.streaming}>
             {turn.text}
+            {turn.stopReason && ENDINGS[turn.stopReason] && <small> ({ENDINGS[turn.stopReason]})</small>}
           </li>
         ))}
       </ol>
