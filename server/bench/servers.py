@@ -341,6 +341,7 @@ def thinwire_app(
         identify=thinwire.anonymous,
         store=store,
         runs_per_second=0,
+        max_runs=0,
         max_streams=0,
         heartbeat_interval=heartbeat,
         routes=routes,

@@ -74,12 +74,77 @@ def test_a_thousand_rapid_sends_from_one_principal() -> None:
     assert len(store._records) == 21  # nothing stored for a refused send
 
 
+def test_one_principals_runs_in_progress_are_capped_everyone_elses_are_not() -> None:
+    """Runs going on with nobody following them still count: past `max_runs`, a send on
+    any face is refused with 429 too_many_runs before anything is stored; a run that
+    ends, however, gives its place back."""
+    from test_streams import Paced, open_gate
+
+    Paced.gate = asyncio.Event()
+    store = MemoryStore()
+    app = app_for(
+        {"demo": Paced},
+        identify=lambda c: c.headers.get("x-user"),
+        store=store,
+        max_runs=2,
+        max_streams=0,
+        heartbeat_interval=None,
+    )
+    ada, bob = {"x-user": "ada"}, {"x-user": "bob"}
+    with TestClient(app) as client:
+        runs = client.app.state.thinwire.runs  # type: ignore[attr-defined]
+        with client.websocket_connect("/agents/demo/ws", headers=ada) as socket:
+            for n in range(3):
+                socket.send_json({"type": "send", "message": {"text": "go"}, "requestId": f"r{n}"})
+            started, refused = [], None
+            while refused is None or len(started) < 2:
+                frame = socket.receive_json()
+                if frame["type"] == "run_start":
+                    started.append(frame["contextId"])
+                elif frame["type"] == "rejected":
+                    refused = frame
+            assert (refused["requestId"], refused["code"]) == ("r2", "too_many_runs")
+            assert refused["retryable"] is True
+            # Nobody follows the two runs now; they go on, and still count.
+        assert runs.count("ada") == 2
+        send = {"message": {"text": "go"}}
+        http = client.post("/agents/demo/runs", json=send, headers=ada)
+        assert http.status_code == 429 and http.json()["error"]["code"] == "too_many_runs"
+        assert http.json()["error"]["message"].startswith("at most 2 runs may be in progress")
+        assert "retry-after" in http.headers
+        chat = {
+            "id": "chat-1",
+            "messages": [{"id": "m-1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+            "trigger": "submit-message",
+        }
+        ai_sdk = client.post("/ai-sdk/demo/chat", json=chat, headers=ada)
+        assert ai_sdk.status_code == 429 and "too_many_runs" in ai_sdk.text
+        assert len(store._records) == 2  # nothing stored for a refused send
+        with client.websocket_connect("/agents/demo/ws", headers=bob) as socket:
+            socket.send_json({"type": "send", "message": {"text": "go"}})
+            assert socket.receive_json()["type"] == "run_start"  # bob is not ada
+        # Stopping one run gives its place back at once.
+        stop = client.post(f"/agents/demo/contexts/{started[0]}/stop", headers=ada)
+        assert stop.json()["stopping"] is True
+        deadline = time.monotonic() + 5
+        while runs.count("ada") > 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert runs.count("ada") == 1
+        open_gate(client)
+        again = parse_sse(client.post("/agents/demo/runs", json=send, headers=ada).text)
+        assert again[-1]["type"] == "done" and again[-1]["stopReason"] == "end"
+        deadline = time.monotonic() + 5
+        while (runs.count("ada") or runs.count("bob")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert runs.count("ada") == runs.count("bob") == 0
+
+
 def test_one_principals_open_streams_are_capped_everyone_elses_are_not() -> None:
     """Idle followers of one principal, over SSE and WebSockets together, stop at the cap
     with 429 too_many_streams; closing one frees its place; another principal is
     unaffected."""
     from test_streams import Paced, open_gate
-    from thinwire.limits import StreamLimiter
+    from thinwire.limits import Cap
 
     Paced.gate = asyncio.Event()
     app = app_for(
@@ -89,7 +154,7 @@ def test_one_principals_open_streams_are_capped_everyone_elses_are_not() -> None
         heartbeat_interval=None,
     )
     with TestClient(app) as client:
-        streams: StreamLimiter = client.app.state.thinwire.streams  # type: ignore[attr-defined]
+        streams: Cap = client.app.state.thinwire.streams  # type: ignore[attr-defined]
         ws = "/agents/demo/ws"
         with client.websocket_connect(ws, headers={"x-user": "ada"}) as socket:  # one
             socket.send_json({"type": "send", "message": {"text": "go"}})  # two

@@ -72,6 +72,7 @@ def create_app(
     cors: bool = False,
     runs_per_second: float = 2.0,
     run_burst: int = 30,
+    max_runs: int = 16,
     max_streams: int = 32,
     web_dir: Path | str | None = None,
     routes: Sequence[BaseRoute] = (),
@@ -98,10 +99,11 @@ def create_app(
     (state changes and WebSockets); with `cors`, the same sites may also read the
     responses, with credentials, preflights answered (a page on another origin, such as
     Vite's dev server). Each principal may start `run_burst` runs at once and
-    `runs_per_second` more each second (429 beyond; 0 turns the limit off) and hold
-    `max_streams` streams open (SSE responses, WebSockets and the runs they follow; 0
-    turns it off). `web_dir` is a built page to serve at `/` (see `thinwire.web`);
-    `routes` are the app's own, served alongside.
+    `runs_per_second` more each second (429 beyond; 0 turns the limit off), have
+    `max_runs` runs in progress on this process (a run waiting for a decision is not in
+    progress; 0 turns it off) and hold `max_streams` streams open (SSE responses,
+    WebSockets and the runs they follow; 0 turns it off). `web_dir` is a built page to
+    serve at `/` (see `thinwire.web`); `routes` are the app's own, served alongside.
 
     Every agent is also an A2A agent at `/a2a/{name}` (see `thinwire.a2a`); `a2a` says
     what its card tells A2A clients, such as the credential `identify` reads.
@@ -128,6 +130,7 @@ def create_app(
         event_ttl=event_ttl,
         allowed_origins=origins,
         limiter=RateLimiter(runs_per_second, run_burst) if runs_per_second > 0 else None,
+        max_runs=max_runs,
         max_streams=max_streams,
     )
 

@@ -53,6 +53,7 @@ ServerErrorCode = Literal[
     "store_error",
     "store_unavailable",
     "title_too_long",
+    "too_many_runs",
     "too_many_streams",
     "turn_not_found",
     "unauthenticated",
@@ -112,6 +113,7 @@ ERROR_CODES: dict[ServerErrorCode, str] = {
     "store_error": "The run's reply could not be saved.",
     "store_unavailable": "The store did not answer; try again shortly.",
     "title_too_long": "A title is at most 200 characters.",
+    "too_many_runs": "Too many runs in progress at once; try again when one ends.",
     "too_many_streams": "Too many streams open at once.",
     "turn_not_found": "No such turn on the conversation's current branch.",
     "unauthenticated": "Sign in to talk to this agent.",
@@ -144,6 +146,7 @@ RETRYABLE_CODES: frozenset[ErrorCode] = frozenset(
         "store_error",
         "store_unavailable",
         "stream_interrupted",
+        "too_many_runs",
         "too_many_streams",
     }
 )

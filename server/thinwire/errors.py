@@ -15,7 +15,7 @@
     ├── PreconditionFailed             412  version_mismatch
     ├── PayloadTooLarge                413  body_too_large, message_too_large
     ├── UnsupportedMediaType           415  unsupported_media_type
-    ├── TooManyRequests                429  rate_limited, too_many_streams
+    ├── TooManyRequests                429  rate_limited, too_many_runs, too_many_streams
     ├── StoreError                     503  store_unavailable (the store failed or is away)
     │   ├── VersionConflict            409  version_conflict (a compare-and-set lost)
     │   ├── AlreadyExists              409  version_conflict (the id is taken)

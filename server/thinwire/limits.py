@@ -1,6 +1,8 @@
 """Per-principal limits: a token bucket of runs each, so one client's flood of sends is
-refused (429 `rate_limited`) before it reaches a store, and a cap on open streams (429
-`too_many_streams`), so one client's idle followers cannot starve everyone else."""
+refused (429 `rate_limited`) before it reaches a store; a cap on runs in progress (429
+`too_many_runs`), so one client cannot keep the agents, and the models they pay for,
+busy for everyone; and a cap on open streams (429 `too_many_streams`), so one client's
+idle followers cannot starve everyone else."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from collections.abc import Callable
 
 from thinwire.errors import TooManyRequests
 
-__all__ = ["RateLimiter", "StreamLimiter"]
+__all__ = ["Cap", "RateLimiter"]
 
 
 class RateLimiter:
@@ -47,24 +49,22 @@ class RateLimiter:
             self._buckets.popitem(last=False)
 
 
-class StreamLimiter:
-    """At most `per_principal` open streams (SSE responses, WebSockets and the runs a
-    WebSocket follows) per principal: one client holding idle streams open cannot use up
-    the server for everyone else. 0 turns the limit off."""
+class Cap:
+    """At most `per_principal` of something open at once per principal (0: no cap);
+    beyond it, 429 `code`, whose message reads "at most N `refusal`"."""
 
-    def __init__(self, per_principal: int) -> None:
+    def __init__(self, per_principal: int, code: str, refusal: str) -> None:
         self.per_principal = per_principal
+        self.code = code
+        self.refusal = refusal
         self._open: dict[str, int] = {}
 
     def open(self, principal: str) -> Callable[[], None]:
-        """Count one more stream of `principal`, or raise `too_many_streams`; returns the
-        function that closes it (calling it again does nothing)."""
+        """Count one more for `principal`, or raise; returns the function that closes it
+        (calling it again does nothing)."""
         count = self._open.get(principal, 0)
         if self.per_principal and count >= self.per_principal:
-            raise TooManyRequests(
-                "too_many_streams",
-                f"at most {self.per_principal} streams may be open at once; close one first",
-            )
+            raise TooManyRequests(self.code, f"at most {self.per_principal} {self.refusal}")
         self._open[principal] = count + 1
         closed = False
 

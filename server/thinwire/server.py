@@ -13,7 +13,7 @@ import json
 import logging
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any
 
 import jsonschema
@@ -34,7 +34,7 @@ from thinwire.errors import BadRequest, Conflict, Misconfigured, NotFound, Store
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
 from thinwire.jsontext import is_unicode
-from thinwire.limits import RateLimiter, StreamLimiter
+from thinwire.limits import Cap, RateLimiter
 from thinwire.records import TITLE_LENGTH, ContextRecord, json_array
 from thinwire.runlog import FrameSource, Retagged, RunLog, StoredFrames
 from thinwire.runner import begin_run, execute
@@ -80,6 +80,7 @@ class AgentServer:
         event_ttl: float,
         allowed_origins: Sequence[str] = (),
         limiter: RateLimiter | None = None,
+        max_runs: int = 16,
         max_streams: int = 32,
     ) -> None:
         self.agents = dict(agents)
@@ -102,8 +103,14 @@ class AgentServer:
         #: Pages of other origins whose WebSockets may act with this site's cookies.
         self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
         self.limiter = limiter
+        #: Runs in progress per principal (on this process).
+        self.runs = Cap(
+            max_runs, "too_many_runs", "runs may be in progress at once; wait for one to end"
+        )
         #: Open streams per principal.
-        self.streams = StreamLimiter(max_streams)
+        self.streams = Cap(
+            max_streams, "too_many_streams", "streams may be open at once; close one first"
+        )
         #: The operator API's bearer token, when it is mounted.
         self.operator_token: str | None = None
         self._runs: dict[str, asyncio.Task[None]] = {}
@@ -201,13 +208,26 @@ class AgentServer:
         new_context_id: str | None = None,
     ) -> RunLog:
         """Start a run; it goes on whether or not anyone follows it."""
-        if self.limiter is not None:
-            self.limiter.take(principal)
-        if context_id is None:
-            context = self.contexts.create(agent_name, principal, new_context_id)
-        else:
-            context = await self.context(agent_name, context_id, principal)
-        return await self._run(context, text, data, message_id, request_id)
+        with self._admitted(principal) as release:
+            if context_id is None:
+                context = self.contexts.create(agent_name, principal, new_context_id)
+            else:
+                context = await self.context(agent_name, context_id, principal)
+            return await self._run(context, text, data, message_id, request_id, release)
+
+    @contextlib.contextmanager
+    def _admitted(self, principal: str) -> Iterator[Callable[[], None]]:
+        """Room for one more run of `principal` (`too_many_runs`, `rate_limited`): yields
+        the function that frees it, which the run calls as it ends, or this does if the
+        run never starts."""
+        release = self.runs.open(principal)
+        try:
+            if self.limiter is not None:
+                self.limiter.take(principal)
+            yield release
+        except BaseException:
+            release()
+            raise
 
     async def _run(
         self,
@@ -216,6 +236,7 @@ class AgentServer:
         data: dict[str, Any] | None,
         message_id: str | None,
         request_id: str | None,
+        release: Callable[[], None],
         fork: Callable[[ContextRecord], Position] | None = None,
     ) -> RunLog:
         log = await begin_run(
@@ -227,7 +248,7 @@ class AgentServer:
             request_id=request_id,
             fork=fork,
         )
-        self._spawn(log, execute(self.contexts, context, log, text, data=data))
+        self._spawn(log, execute(self.contexts, context, log, text, data=data), release)
         return log
 
     async def regenerate(
@@ -237,8 +258,6 @@ class AgentServer:
         beside its own: the reply it replaces stays, as the sibling before it."""
         if message_id is not None and message_id in context.record.sends:
             return await self._again(context, context.record.sends[message_id], request_id)
-        if self.limiter is not None:
-            self.limiter.take(context.record.owner)
         asked = last_message(context.record)
 
         def again(record: ContextRecord) -> Position:
@@ -248,7 +267,8 @@ class AgentServer:
             return record.lines.leaf
 
         text, data = asked["content"], asked.get("data")
-        log = await self._run(context, text, data, message_id, request_id, fork=again)
+        with self._admitted(context.record.owner) as release:
+            log = await self._run(context, text, data, message_id, request_id, release, again)
         return log.follow(0, self.heartbeat_interval)
 
     async def edit(
@@ -265,15 +285,14 @@ class AgentServer:
         messages before it; the reply streams as for a send."""
         if message_id is not None and message_id in context.record.sends:
             return await self._again(context, context.record.sends[message_id], request_id)
-        if self.limiter is not None:
-            self.limiter.take(context.record.owner)
         await self.store.load_branch(context.record)
         user_turn(context.record, turn_id)  # refused now, before anything starts
 
         def edited(record: ContextRecord) -> Position:
             return user_turn(record, turn_id)
 
-        log = await self._run(context, text, data, message_id, request_id, fork=edited)
+        with self._admitted(context.record.owner) as release:
+            log = await self._run(context, text, data, message_id, request_id, release, edited)
         return log.follow(0, self.heartbeat_interval)
 
     async def switch_branch(self, context: Context, turn_id: str, index: int) -> None:
@@ -341,28 +360,34 @@ class AgentServer:
         self, context: Context, interrupt_id: str, value: Any, *, request_id: str | None = None
     ) -> FrameSource:
         """Answer the pending interrupt and resume its run by replay: its frames."""
-        if self.limiter is not None:
-            self.limiter.take(context.record.owner)
         checkpoint = context.record.waiting_for(interrupt_id)
         check_decision(checkpoint.interrupt, value)
-        log = await begin_run(
-            self.contexts, context, None, answering=interrupt_id, request_id=request_id
-        )
-        work = execute(
-            self.contexts,
-            context,
-            log,
-            checkpoint.text,
-            checkpoint.journal_with(value),
-            data=checkpoint.data,
-        )
-        self._spawn(log, work)
+        with self._admitted(context.record.owner) as release:
+            log = await begin_run(
+                self.contexts, context, None, answering=interrupt_id, request_id=request_id
+            )
+            work = execute(
+                self.contexts,
+                context,
+                log,
+                checkpoint.text,
+                checkpoint.journal_with(value),
+                data=checkpoint.data,
+            )
+            self._spawn(log, work, release)
         return log.follow(0, self.heartbeat_interval)
 
-    def _spawn(self, log: RunLog, work: Coroutine[Any, Any, None]) -> None:
+    def _spawn(
+        self, log: RunLog, work: Coroutine[Any, Any, None], release: Callable[[], None]
+    ) -> None:
         task = asyncio.create_task(work)
         self._runs[log.run_id] = task
-        task.add_done_callback(lambda _: self._runs.pop(log.run_id, None))
+
+        def ended(_: asyncio.Task[None]) -> None:
+            self._runs.pop(log.run_id, None)
+            release()
+
+        task.add_done_callback(ended)
 
     async def follow(
         self, context: Context, after: int, *, run_id: str | None = None

@@ -367,6 +367,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
       [409, "context_busy"],
       [429, "rate_limited"],
       [429, "too_many_streams"],
+      [429, "too_many_runs"],
       [413, "data_too_large"],
     ])("is not sent again after a %i %s: that is the server's answer", async (status, code) => {
       const { client, log, statuses } = setup(

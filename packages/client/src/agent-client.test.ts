@@ -836,6 +836,7 @@ describe("AgentClient send retry", () => {
     ["a rejected context_busy", new ThinwireError("context_busy", "Busy.", { retryable: true })],
     ["a rejected rate_limited", new ThinwireError("rate_limited", "Slow down.", { retryable: true })],
     ["a rejected too_many_streams", new ThinwireError("too_many_streams", "Too many.", { retryable: true })],
+    ["a rejected too_many_runs", new ThinwireError("too_many_runs", "Too many.", { retryable: true })],
     ["a rejected invalid_request", new ThinwireError("invalid_request", "No.")],
     ["a protocol_error", new ThinwireError("protocol_error", "Not an event stream.", { status: 200 })],
   ])("shows %s without sending again", async (_name, failure) => {

@@ -219,7 +219,7 @@ export class AgentClient {
    * Every send carries a fresh `messageId`. When it fails before any frame of
    * its run arrived in a way that leaves open whether the server took it (the
    * connection dropped, a 5xx, a retryable error other than `context_busy`,
-   * `rate_limited` or `too_many_streams`), it is sent again with the same id,
+   * `rate_limited`, `too_many_runs` or `too_many_streams`), it is sent again with the same id,
    * text and `data`, status `reconnecting`, with the `reconnect` backoff and
    * limit: the server streams the run the first try started, or starts it now.
    *

@@ -25,6 +25,7 @@ describe("mayBeUnanswered (a send that got no frame)", () => {
     ["context_busy without a status", error("context_busy", { retryable: true })],
     ["429 rate_limited", error("rate_limited", { status: 429, retryable: true })],
     ["too_many_streams without a status", error("too_many_streams", { retryable: true })],
+    ["too_many_runs without a status", error("too_many_runs", { retryable: true })],
     ["503 too_many_streams", error("too_many_streams", { status: 503, retryable: true })],
     ["400 invalid_request", error("invalid_request", { status: 400 })],
     ["a 4xx marked retryable", error("http_error", { status: 408, retryable: true })],

@@ -38,7 +38,7 @@ export function isReconnectable(error: ThinwireError): boolean {
 }
 
 /** Retryable refusals that are the server's real answer to a send: shown, not repeated. */
-const ANSWERS: ReadonlySet<string> = new Set(["context_busy", "rate_limited", "too_many_streams"]);
+const ANSWERS: ReadonlySet<string> = new Set(["context_busy", "rate_limited", "too_many_runs", "too_many_streams"]);
 
 /** The server failed (HTTP 500/503); a WebSocket reports these by code alone, without a status. */
 const SERVER_FAILURES: ReadonlySet<string> = new Set(["internal_error", "store_unavailable"]);

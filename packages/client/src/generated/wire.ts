@@ -440,6 +440,7 @@ export type ServerErrorCode =
   | "store_error"
   | "store_unavailable"
   | "title_too_long"
+  | "too_many_runs"
   | "too_many_streams"
   | "turn_not_found"
   | "unauthenticated"
@@ -507,6 +508,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   store_unavailable: "The store did not answer; try again shortly.",
   stream_interrupted: "The stream ended before its done frame.",
   title_too_long: "A title is at most 200 characters.",
+  too_many_runs: "Too many runs in progress at once; try again when one ends.",
   too_many_streams: "Too many streams open at once.",
   turn_not_found: "No such turn on the conversation's current branch.",
   unauthenticated: "Sign in to talk to this agent.",
@@ -518,7 +520,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
 };
 
 /** Codes for which the same request may succeed when tried again later. */
-export const RETRYABLE_CODES: ReadonlySet<string> = new Set(["context_busy", "network_error", "rate_limited", "server_busy", "store_error", "store_unavailable", "stream_interrupted", "too_many_streams"]);
+export const RETRYABLE_CODES: ReadonlySet<string> = new Set(["context_busy", "network_error", "rate_limited", "server_busy", "store_error", "store_unavailable", "stream_interrupted", "too_many_runs", "too_many_streams"]);
 
 /** The WebSocket close codes the server uses, with the error a client reports for each. */
 export const CLOSE_CODES: Readonly<Record<number, ErrorCode>> = {
