@@ -10,6 +10,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from thinwire.codes import ErrorCode
 from thinwire.errors import TooManyRequests
 
 __all__ = ["Cap", "RateLimiter"]
@@ -53,7 +54,7 @@ class Cap:
     """At most `per_principal` of something open at once per principal (0: no cap);
     beyond it, 429 `code`, whose message reads "at most N `refusal`"."""
 
-    def __init__(self, per_principal: int, code: str, refusal: str) -> None:
+    def __init__(self, per_principal: int, code: ErrorCode, refusal: str) -> None:
         self.per_principal = per_principal
         self.code = code
         self.refusal = refusal
