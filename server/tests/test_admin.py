@@ -122,11 +122,21 @@ def test_operator_api_needs_its_own_token(tmp_path: Path) -> None:
 
     with TestClient(app_for({"demo": DemoAgent}, operator_token=TOKEN)) as client:
         context_id = send(client, "hi")[0]["contextId"]
-        for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": TOKEN}):
+        refused = [
+            {},
+            {"authorization": "Bearer wrong"},
+            {"authorization": TOKEN},
+            {"authorization": f"Basic {TOKEN}"},
+            {"authorization": f"Bearer {TOKEN} "},
+        ]
+        for headers in refused:
             response = client.get(state_url(context_id), headers=headers)
             assert response.status_code == 401
             assert response.json()["error"]["code"] == "unauthorized"
             assert response.headers["www-authenticate"] == "Bearer"
+        for scheme in ("Bearer", "bearer", "BEARER"):  # the scheme is case-insensitive
+            headers = {"authorization": f"{scheme} {TOKEN}"}
+            assert client.get(state_url(context_id), headers=headers).status_code == 200
 
 
 def test_ui_credentials_do_not_open_the_operator_api(

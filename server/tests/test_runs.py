@@ -145,6 +145,13 @@ def test_sse_response_is_not_cached_or_buffered(client: TestClient) -> None:
     assert response.headers["thinwire-protocol"] == "1"
 
 
+def test_every_answer_names_the_protocol_version(client: TestClient) -> None:
+    for path in ("/healthz", "/readyz", "/openapi.json", "/agents/demo/contexts"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert response.headers["thinwire-protocol"] == "1", path
+
+
 def test_demo_refund_asks_before_the_side_effect(client: TestClient, tmp_path: Path) -> None:
     frames = send(client, "I want a refund")
     request = frames[-2]["interrupt"]

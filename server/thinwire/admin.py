@@ -95,8 +95,9 @@ def is_operator(request: Request, token: str | None) -> bool:
     time); never true without a token configured."""
     if not token:
         return False
-    given = request.headers.get("authorization", "").encode()
-    return hmac.compare_digest(given, f"Bearer {token}".encode())
+    scheme, _, given = request.headers.get("authorization", "").partition(" ")
+    # The scheme is case-insensitive (RFC 9110): "bearer" is as good as "Bearer".
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.encode(), token.encode())
 
 
 def operator_routes(registry: ContextRegistry, token: str) -> list[BaseRoute]:

@@ -225,12 +225,12 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
 
     async def health(request: Request) -> Response:
         """Liveness: the process answers."""
-        return JSONResponse({"ok": True})
+        return json_response({"ok": True})
 
     async def ready(request: Request) -> Response:
         """Readiness, for a load balancer: the store answers too (else 503)."""
         await server.check_store()
-        return JSONResponse({"ok": True})
+        return json_response({"ok": True})
 
     async def openapi(request: Request) -> Response:
         # The operator routes are described to the operator only.
@@ -238,7 +238,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         document = openapi_document(list(server.agents), operator_api=operator)
         if root := request.scope.get("root_path", ""):  # mounted: the paths are under it
             document["servers"] = [{"url": root}]
-        return JSONResponse(document)
+        return json_response(document)
 
     context = "/agents/{agent}/contexts/{context_id}"
     return [
