@@ -6,10 +6,12 @@ import gc
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from starlette.applications import Starlette
 
 from thinwire import cli, serving
+from thinwire.testing import serve
 
 
 def test_what_startup_made_is_frozen_out_of_the_collector_before_serving(
@@ -63,6 +65,21 @@ def test_serve_refuses_what_is_not_an_app_in_one_line(
     assert exited.value.code == 2
     error = capsys.readouterr().err
     assert complaint in error and "Traceback" not in error
+
+
+@pytest.mark.parametrize(
+    ("options", "scheme"), [((), "https"), (("--forwarded-allow-ips", "10.9.9.9"), "http")]
+)
+def test_only_the_named_proxies_say_which_scheme_was_used(
+    options: tuple[str, ...], scheme: str, tmp_path: Path
+) -> None:
+    """By default the proxy on this host is believed; named others, it is not."""
+    with serve("demo", "--data-dir", str(tmp_path), *options) as server:
+        card = httpx.get(
+            f"{server.url}/a2a/demo/.well-known/agent-card.json",
+            headers={"x-forwarded-proto": "https"},
+        )
+    assert card.json()["supportedInterfaces"][0]["url"].startswith(f"{scheme}://")
 
 
 def test_serve_takes_an_app_and_a_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

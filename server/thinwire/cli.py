@@ -68,6 +68,12 @@ def main(argv: list[str] | None = None) -> int:
             default=10.0,
             help="seconds a connection may take to send a request's headers",
         )
+        command.add_argument(
+            "--forwarded-allow-ips",
+            default=os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1"),
+            help="proxies whose X-Forwarded-Proto and X-Forwarded-For are believed "
+            "(comma-separated addresses or networks, * for any)",
+        )
 
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
@@ -90,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         shutdown_timeout=args.shutdown_timeout,
         max_connections=args.max_connections,
         header_timeout=args.header_timeout,
+        forwarded_allow_ips=args.forwarded_allow_ips,
     )
     return 0
 

@@ -182,6 +182,7 @@ def run(
     shutdown_timeout: float,
     max_connections: int,
     header_timeout: float,
+    forwarded_allow_ips: str = "127.0.0.1",
 ) -> None:
     # uvicorn's protocol answers past its `limit_concurrency` with the app its module
     # names; a uvicorn without that name answers with its own text.
@@ -198,6 +199,7 @@ def run(
         limit_concurrency=max_connections or None,
         http=protocol_with(header_timeout),
         ws_max_size=ws_max_size(app),
+        forwarded_allow_ips=forwarded_allow_ips,
     )
     server = DrainingServer(config)
     server.shutdown_timeout = shutdown_timeout
