@@ -4,6 +4,7 @@ per event loop flushes the runs that are due together, within a budget of flushe
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from thinwire.flushing import (
 )
 from thinwire.runlog import RunLog
 from thinwire.runner import begin_run
-from thinwire.stores import Store, StoreError
+from thinwire.stores import LeaseLost, Store, StoreError
 from thinwire.stores.sqlite.commits import Database
 from thinwire.testing import frames_of
 
@@ -242,3 +243,84 @@ def test_a_run_whose_lease_is_lost_is_interrupted_not_left_going() -> None:
     assert [f["type"] for f in frames] == ["run_start", "token", "done"]
     assert frames[-1]["stopReason"] == "interrupted" and frames[-1]["text"] == "started "
     assert [(t["text"], t["stopReason"]) for t in turns[1:]] == [("started ", "interrupted")]
+
+
+class SlowToRenew(LocalCoordinator):
+    """Renews every 0.3 s, and finds the lease gone: another replica took it meanwhile."""
+
+    keepalive = 0.3
+
+    async def renew(self, lease: Lease) -> bool:
+        return False
+
+
+class Stalls(Agent):
+    """Says a word, then is held up past its lease's keepalive, then goes on talking."""
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("before ")
+        time.sleep(0.4)  # the whole process held up: SIGSTOP, or a loop blocked
+        for n in range(30):
+            await run.say(f"after{n} ")
+            await asyncio.sleep(0.01)
+
+
+def test_a_run_held_up_past_its_keepalive_checks_its_lease_before_going_on() -> None:
+    """The renewal is due by the clock: the first tick after the hold-up finds the lease
+    gone, rather than the run talking on for a reply it cannot save."""
+    app = app_for({"demo": Stalls}, coordinator=SlowToRenew())
+    with TestClient(app) as client:
+        frames = frames_of(client.post("/agents/demo/runs", json={"message": {"text": "go"}}))
+    said = [f["delta"] for f in frames if f["type"] == "token"]
+    assert said[0] == "before " and len(said) <= 3, said  # 31 without the check
+    assert frames[-1]["stopReason"] == "interrupted"
+
+
+def test_a_reply_another_replica_took_over_is_not_worth_sending_again() -> None:
+    """A run whose end cannot be saved because another replica holds the conversation
+    says so without `retryable`: sending the message again would only replay it."""
+    store = MemoryStore()  # the run's start creates the context; its end saves it
+
+    async def fenced_out(*args: Any, **kwargs: Any) -> None:
+        raise LeaseLost("the lease of token 1 is gone")
+
+    store.save = fenced_out  # type: ignore[method-assign]
+    with TestClient(app_for({"demo": DemoAgent}, store=store)) as client:
+        frames = frames_of(client.post("/agents/demo/runs", json={"message": {"text": "hi"}}))
+    error, done = frames[-2:]
+    assert (error["type"], error["code"], error["retryable"]) == ("error", "store_error", False)
+    assert done["stopReason"] == "error"
+
+
+class KeepsLeases(LocalCoordinator):
+    keepalive = 10.0
+
+
+class Chatty(Agent):
+    """A word every flush tick or so, so that each tick has frames to flush."""
+
+    async def run(self, run: Run, text: str) -> None:
+        for n in range(12):
+            await run.say(f"w{n} ")
+            await asyncio.sleep(FLUSH_INTERVAL)
+
+
+def test_an_outage_is_logged_once_not_every_tick(caplog: pytest.LogCaptureFixture) -> None:
+    store = MemoryStore()
+    append = store.append_events
+    refused: list[str] = []
+
+    async def down_a_while(context_id: str, events: Any) -> None:
+        if len(refused) < 5:
+            refused.append(context_id)
+            raise StoreError("the store is unavailable; try again shortly")
+        await append(context_id, events)
+
+    store.append_events = down_a_while  # type: ignore[method-assign]
+    app = app_for({"demo": Chatty}, store=store, coordinator=KeepsLeases())
+    with caplog.at_level("INFO", logger="thinwire"), TestClient(app) as client:
+        frames = frames_of(client.post("/agents/demo/runs", json={"message": {"text": "go"}}))
+    assert frames[-1]["stopReason"] == "end" and len(refused) == 5
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if "flushing" in r.msg]
+    assert [level for level, _ in said] == ["WARNING", "INFO"]  # five failed ticks, one warning
+    assert said[0][1].endswith("failed") and said[1][1].endswith("works again")

@@ -175,26 +175,36 @@ class LeasedFlushing(Flushing):
         coordinator = registry.coordinator
         keepalive = coordinator.keepalive
         assert keepalive is not None
-        renew_every = max(1, int(keepalive / FLUSH_INTERVAL))
-        ticks = 0
+        renewed = time.monotonic()
+        failing = False
         while not self.over:
             await log.flusher_pause(FLUSH_INTERVAL)
             if self.over:
                 return
-            ticks += 1
             try:
+                # Due by the clock, not by ticks: a process paused (or a loop stalled)
+                # past `keepalive` checks its lease before it flushes or sends more.
+                if time.monotonic() - renewed >= keepalive:
+                    if not await registry.renew(log.context):
+                        # Another replica may run this conversation now: going on
+                        # would repeat what its tools do, for a reply it cannot save.
+                        logger.warning("lost the lease of %s mid-run: interrupting", log.context.id)
+                        if self.task is not None:
+                            self.task.cancel()
+                        return
+                    renewed = time.monotonic()
                 await log.flush(registry.store)
-                if ticks % renew_every == 0 and not await registry.renew(log.context):
-                    # Another replica may run this conversation now: going on would
-                    # repeat what its tools do, for a reply that could not be saved.
-                    logger.warning("lost the lease of %s mid-run: interrupting", log.context.id)
-                    if self.task is not None:
-                        self.task.cancel()
-                    return
                 if self.task is not None and await coordinator.stop_requested(log.run_id):
                     log.stop_requested = True
                     self.task.cancel()
                     return
             except Exception:
-                # The frames stay unflushed and go with the run's final save.
-                logger.warning("flushing frames of %s failed", log.context.id, exc_info=True)
+                # The frames stay unflushed and go with the run's final save. Said once
+                # per outage, not every tick of it.
+                if not failing:
+                    logger.warning("flushing frames of %s failed", log.context.id, exc_info=True)
+                failing = True
+            else:
+                if failing:
+                    logger.info("flushing frames of %s works again", log.context.id)
+                failing = False

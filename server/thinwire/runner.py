@@ -28,7 +28,7 @@ from thinwire.agent import Run
 from thinwire.branches import Position
 from thinwire.codes import RETRYABLE_CODES, ServerErrorCode
 from thinwire.contexts import Context, ContextRegistry
-from thinwire.errors import ModelError, RunTooLong
+from thinwire.errors import LeaseLost, ModelError, RunTooLong, VersionConflict
 from thinwire.flushing import start_flushing
 from thinwire.ids import new_run_id
 from thinwire.interrupts import ReplayMismatch, Suspend
@@ -199,6 +199,11 @@ async def finish(
         stored = len(log.frames)
         try:
             await registry.save(context, events=log.unflushed_and(done))
+        except (LeaseLost, VersionConflict):
+            # Another replica took the conversation over and recorded this run as
+            # interrupted: sending the message again would only show that.
+            failure(log, "store_error", "The reply could not be saved", retryable=False)
+            log.publish(ended(log, run, "error"), last=True)
         except Exception:
             # Nothing of this run's end landed; the stored run stays marked and is
             # recorded as interrupted when the context is next loaded.
