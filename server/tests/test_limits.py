@@ -26,8 +26,9 @@ def test_bucket_refills_over_time() -> None:
     limiter = RateLimiter(per_second=2, burst=3, clock=lambda: now[0])
     for _ in range(3):
         limiter.take("ada")
-    with pytest.raises(TooManyRequests, match=r"try again in 0\.5s"):
-        limiter.take("ada")
+    with pytest.raises(TooManyRequests, match=r"try again in 1 s") as refused:
+        limiter.take("ada")  # 0.5 s to wait: as Retry-After says it, in whole seconds
+    assert refused.value.retry_after == 1
     limiter.take("eve")  # another principal has a bucket of its own
     now[0] = 0.5
     limiter.take("ada")
@@ -70,6 +71,8 @@ def test_a_thousand_rapid_sends_from_one_principal() -> None:
         )
     assert statuses.count(200) == 20 and statuses.count(429) == 980
     assert refused.json()["error"]["code"] == "rate_limited"
+    wait = int(refused.headers["retry-after"])  # 1,000 s for the next token
+    assert refused.json()["error"]["message"] == f"too many runs; try again in {wait} s"
     assert other.status_code == 200
     assert len(store._records) == 21  # nothing stored for a refused send
 

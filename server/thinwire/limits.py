@@ -6,6 +6,7 @@ idle followers cannot starve everyone else."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -41,9 +42,10 @@ class RateLimiter:
         tokens = min(float(self.burst), tokens + (now - then) * self.per_second)
         if tokens < 1:
             self._buckets[principal] = (tokens, now)
-            wait = (1 - tokens) / self.per_second
+            # Whole seconds, rounded up: the message says what Retry-After says.
+            wait = max(1, math.ceil((1 - tokens) / self.per_second))
             raise TooManyRequests(
-                "rate_limited", f"too many runs; try again in {wait:.1f}s", retry_after=wait
+                "rate_limited", f"too many runs; try again in {wait} s", retry_after=wait
             )
         self._buckets[principal] = (tokens - 1, now)
         while len(self._buckets) > self._max:  # forget the principals idle the longest
