@@ -1,6 +1,7 @@
 """The test files the docs give a reader to save pass under pytest from the installed
-wheel (`pip install "thinwire[openai]" pytest`), in a project of their own outside the
-checkout. (Every ```python block also runs in the checkout, in server/tests/test_docs.py.)
+wheel (`pip install "thinwire[openai,testing]"`, as the page says), in a project of their
+own outside the checkout. Starlette's warning that its TestClient runs on the deprecated
+httpx, not httpx2, fails them: the `testing` extra must bring what TestClient needs. (Every ```python block also runs in the checkout, in server/tests/test_docs.py.)
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ def test_the_docs_test_file_passes_from_the_wheel(page: str, name: str, tmp_path
     target.parent.mkdir(parents=True)
     target.write_text(saved_file(page, name), encoding="utf-8")
     done = subprocess.run(
-        [land.bin("python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", name],
+        [
+            *(land.bin("python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", name),
+            *("-W", "error:Using `httpx`:DeprecationWarning"),
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -4,8 +4,8 @@
     python e2e/examples/userland.py --remove   # make distclean
 
 A place under $TMPDIR (one per checkout) holds a fresh venv with the wheel from dist/
-installed by pip with its `openai` extra (and fastapi, for the mount example, and pytest,
-for the docs' test files), the npm tarballs from dist/, and a copy of each example in
+installed by pip with its `openai` and `testing` extras (and fastapi, for the mount
+example), the npm tarballs from dist/, and a copy of each example in
 examples/ with the tarballs it depends on installed into it by
 `npm install ../client.tgz ../react.tgz`, its other dependencies from the registry (an
 example of another SDK's client, `useChat`'s, depends on none of them). No test there can
@@ -44,9 +44,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DIST = ROOT / "dist"
 EXAMPLES = ROOT / "examples"
 #: The wheel's extras the examples and the docs' test files use.
-EXTRAS = "[openai]"
+EXTRAS = "[openai,testing]"
 #: Python packages they need beside the wheel's own dependencies.
-EXTRA_PYTHON = ("fastapi", "pytest")
+EXTRA_PYTHON = ("fastapi",)
 #: Never copied from an example: what installs and builds make.
 NOT_SOURCES = ("node_modules", "dist", ".thinwire", "__pycache__", "*.tsbuildinfo")
 
