@@ -97,8 +97,8 @@ def test_stop_a_waiting_run_and_dismiss_an_error(page: Page, server: ServerProce
     page.get_by_role("button", name="Stop").click()  # ends the run that waits for a decision
     expect(approval).to_have_count(0)
     expect_status(page, "idle")
-    # The run that waited ends with a reply of its own, which said nothing.
-    expect(replies).to_have_text([FIRST_REPLY, "(stopped)"])
+    # The reply that asked ends there, stopped.
+    expect(replies).to_have_text([FIRST_REPLY + " (stopped)"])
 
     send(page, "x" * 40_000)  # over the server's 32 KiB limit: refused with 413
     alert = page.get_by_role("alert")

@@ -60,6 +60,21 @@ class TwoQuestions(Agent):
         await run.say(f"{size.amount} of them.")
 
 
+class AsksTwiceThenRecalls(Agent):
+    """Says a word before each of two questions; asked to recall, says what the history
+    holds of its last reply."""
+
+    async def run(self, run: Run, text: str) -> None:
+        if text == "recall":
+            replies = [m for m in run.history if m["role"] == "assistant"]
+            await run.say(f"{replies[-1]['content']}|{replies[-1]['stopReason']}")
+            return
+        await run.say("a ")
+        await run.interrupt("Go on?", options=["yes"])
+        await run.say("b ")
+        await run.interrupt("Really?", options=["yes"])
+
+
 def by_header(connection: HTTPConnection) -> str | None:
     return connection.headers.get("x-user", "ada")
 
@@ -67,7 +82,10 @@ def by_header(connection: HTTPConnection) -> str | None:
 @pytest.fixture
 def client() -> Any:
     Refunder.lookups, Refunder.refunds = [], []
-    app = app_for({"demo": Refunder, "two": TwoQuestions}, identify=by_header)
+    app = app_for(
+        {"demo": Refunder, "two": TwoQuestions, "recalls": AsksTwiceThenRecalls},
+        identify=by_header,
+    )
     with TestClient(app) as test_client:
         yield test_client
 
@@ -193,7 +211,11 @@ def test_stop_while_waiting_ends_the_run(client: TestClient) -> None:
     assert stopped == {"contextId": context_id, "runId": frames[0]["runId"], "stopping": True}
     transcript = client.get(f"/agents/demo/contexts/{context_id}").json()
     assert transcript["pendingInterrupt"] is None
-    assert transcript["turns"][-1]["stopReason"] == "stopped"
+    # The reply that asked ends there, stopped: no empty reply is added after it.
+    assert [(t["role"], t["text"], t["stopReason"]) for t in transcript["turns"]] == [
+        ("user", "refund", None),
+        ("assistant", "I found your order. ", "stopped"),
+    ]
     late = decide(client, context_id, interrupt_id, "approve")
     assert late.status_code == 404 and late.json()["error"]["code"] == "interrupt_not_found"
     after = client.post(
@@ -201,6 +223,28 @@ def test_stop_while_waiting_ends_the_run(client: TestClient) -> None:
     )
     assert after.status_code == 200
     assert Refunder.refunds == []
+
+
+def test_stop_while_waiting_again_ends_the_reply_there_and_the_history_keeps_it(
+    client: TestClient,
+) -> None:
+    first = ask(client, "recalls")
+    context_id, interrupt_id = first[0]["contextId"], first[-2]["interrupt"]["interruptId"]
+    second = parse_sse(decide(client, context_id, interrupt_id, "yes", agent="recalls").text)
+    assert second[-1]["stopReason"] == "interrupted"
+    client.post(f"/agents/recalls/contexts/{context_id}/stop")
+    turns = client.get(f"/agents/recalls/contexts/{context_id}").json()["turns"]
+    assert [(t["text"], t["stopReason"]) for t in turns] == [
+        ("refund", None),
+        ("a ", "interrupted"),  # answered: the run went on
+        ("b ", "stopped"),  # the question still waiting when it was stopped
+    ]
+    recalled = parse_sse(
+        client.post(
+            "/agents/recalls/runs", json={"contextId": context_id, "message": {"text": "recall"}}
+        ).text
+    )
+    assert recalled[-1]["text"] == "a b |stopped"  # all it said, before and after the answer
 
 
 def test_a_decision_after_a_restart_replays_from_the_store(tmp_path: Path) -> None:

@@ -472,11 +472,17 @@ class ContextRecord:
         return checkpoint
 
     def end_waiting_run(self) -> Checkpoint:
-        """A stop while the run waits for a person: it ends as stopped, unanswered."""
+        """A stop while the run waits for a person: the reply that asked ends there, as
+        stopped, unanswered, and the history keeps what the run said."""
         checkpoint = self.checkpoint
         assert checkpoint is not None
         self.checkpoint = None
-        self.end_turn("stopped", "")
+        exchange = self.running_exchange
+        exchange.changed = True
+        replies = [turn for turn in exchange.turns if turn["role"] == "assistant"]
+        replies[-1]["stopReason"] = "stopped"
+        said = "".join(turn["text"] for turn in replies)  # across its earlier resumes too
+        exchange.messages.append({"role": "assistant", "content": said, "stopReason": "stopped"})
         return checkpoint
 
     def end_killed_run(self, text: str = "", tool_calls: Sequence[str] = ()) -> ActiveRun:
