@@ -43,6 +43,14 @@ def test_a_wrong_argument_is_refused_when_the_app_is_made(
         create_app(agents, **options)
 
 
+def test_startup_logs_which_replica_this_is(caplog: pytest.LogCaptureFixture) -> None:
+    """A lease in the store names its replica: the log lets an operator find the process."""
+    app = app_for({"demo": DemoAgent, "other": DemoAgent})
+    with caplog.at_level("INFO", logger="thinwire"), TestClient(app):
+        replica = app.state.thinwire.coordinator.replica_id
+    assert f"serving demo, other as {replica}" in caplog.messages
+
+
 def test_an_agent_that_cannot_be_made_stops_the_app_from_starting() -> None:
     class Broken(Agent):
         def __init__(self) -> None:

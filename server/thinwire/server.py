@@ -519,6 +519,8 @@ class AgentServer:
         self.closing = asyncio.Event()
         self._janitor = asyncio.create_task(self._expire_events())
         RUNNING.add(self)
+        # Leases name the replica that holds a conversation; the log says which one this is.
+        logger.info("serving %s as %s", ", ".join(self.agents), self.coordinator.replica_id)
 
     async def _expire_events(self) -> None:
         """Event logs outlive connections and restarts, but not `event_ttl`."""
