@@ -1,7 +1,9 @@
 """AG-UI's own client (`HttpAgent` of `@ag-ui/client` 1.0.0 from npm, run by Node) against
 the demo served for real: it streams replies in one thread that the agent remembers,
 answers an interrupt, opens the thread again as a reloaded page would, and nothing
-server-only is in anything it received.
+server-only is in anything it received. The docs' `ThinwireAgent` and `stop()` (which
+`run.mjs` mirrors) stop a run as the caller the agent's headers name, reconnect after
+`abortRun()`, and leave the agent usable after a question is stopped.
 
 The client checks every event against the protocol's schema (a field it does not
 describe is stripped with a warning, a malformed one fails the run) and every run's order
@@ -130,3 +132,63 @@ def test_the_ag_ui_client_streams_a_thread_answers_an_interrupt_and_reconnects(
     assert shown(reloaded["messages"]) == shown(failed["messages"])
     for canary in own_demo.canaries.values():
         assert canary not in text
+
+
+def reply_to(messages: list[dict[str, Any]], text: str) -> dict[str, Any]:
+    """The assistant message that answers the user's message `text`."""
+    asked = next(n for n, m in enumerate(messages) if m["role"] == "user" and m["content"] == text)
+    return next(m for m in messages[asked:] if m["role"] == "assistant")
+
+
+def test_the_docs_agent_stops_with_its_headers_reconnects_after_an_abort_and_stops_a_question(
+    node_client: Path, own_demo: Demo
+) -> None:
+    long = " ".join(f"w{n}" for n in range(60))  # a reply of seconds, to act in
+    steps: list[dict[str, Any]] = [
+        {"signIn": "alice"},  # the demo's identify reads the cookie header from here on
+        {"say": "hello there"},
+        {"say": long, "then": "stop"},
+        {"say": f"again {long}", "then": "abort"},
+        {"connect": "again"},
+        {"say": "please refund"},
+        {"stop": True},
+        {"say": "and now?"},
+        {"say": "please refund"},
+        {"stopOnServer": True},  # another tab stops the question this agent holds
+        {"cancel": True},
+        {"say": "still there?"},
+        {"connect": True},
+    ]
+    _, printed = run(node_client, own_demo.url, steps)
+    assert printed["warnings"] == []
+    assert [step["error"] for step in printed["steps"]] == [None] * len(steps)
+    _, _, stopped, aborted, reconnected, asked, *rest = printed["steps"]
+    unasked, after_stop, asked_again, _, cancelled, after_cancel, reloaded = rest
+    final = reloaded["messages"]
+
+    # stop() sends the agent's headers: the server stops the run, and says so.
+    assert stopped["events"][-1]["outcome"] == {"type": "cancelled"}
+    assert stopped["events"][-1]["metadata"] == {"thinwire": {"stopReason": "stopped"}}
+    assert reply_to(final, long)["metadata"] == {"thinwire": {"stopReason": "stopped"}}
+
+    # After abortRun(), connect on the same agent picks the run up, each message once (the
+    # user's come after the replies: the agent had them under its own ids, not the
+    # snapshot's).
+    assert "RUN_FINISHED" not in kinds(aborted["events"])
+    assert kinds(reconnected["events"])[:2] == ["RUN_STARTED", "MESSAGES_SNAPSHOT"]
+    assert reconnected["events"][-1]["outcome"] == {"type": "success"}
+    held = shown(reconnected["messages"])
+    assert sorted(held) == sorted(shown(final)[: len(held)])
+    assert reply_to(final, f"again {long}")["metadata"] == {"thinwire": {"stopReason": "end"}}
+
+    # stop() of a question cancels it, so the agent takes a new message; so does a cancel of
+    # a question stopped elsewhere.
+    assert len(asked["pendingInterrupts"]) == 1
+    assert unasked["pendingInterrupts"] == []
+    assert unasked["events"][-1]["outcome"] == {"type": "cancelled"}
+    assert len(asked_again["pendingInterrupts"]) == 1
+    assert cancelled["pendingInterrupts"] == []
+    assert cancelled["events"][-1]["outcome"] == {"type": "cancelled"}
+    for said in (after_stop, after_cancel):
+        assert said["events"][-1]["outcome"] == {"type": "success"}
+    assert reply_to(final, "still there?")["content"].startswith("You said “still there?”")

@@ -5,18 +5,40 @@
 //
 //   node run.mjs http://127.0.0.1:8000/ag-ui/demo '[{"say": "hello"}, {"answer": "approve"}]' [threadId]
 //
-// Steps: {"say": text} sends a message; {"answer": value} answers the pending interrupt
-// and {"cancel": true} abandons it (`resume`); {"connect": true} opens the thread in a new
-// agent, as a reloaded page would.
+// Steps: {"say": text} sends a message, and with "then": "stop" (`stop()` below) or
+// "abort" (`abortRun()`) cuts its run short at the reply's first word; {"answer": value}
+// answers the pending interrupt and {"cancel": true} abandons it (`resume`); {"stop": true}
+// is `stop()` between runs; {"stopOnServer": true} posts thinwire's stop itself, as another
+// tab would; {"connect": true} opens the thread in a new agent, as a reloaded page would,
+// and {"connect": "again"} in this one; {"signIn": user} signs in to the demo, whose
+// identify reads the cookie the agent then sends in its headers.
 import { randomUUID } from "node:crypto";
 import { HttpAgent, buildResumeArray, runHttpRequest, transformHttpEventStream } from "@ag-ui/client";
+
+// ThinwireAgent and stop() are docs/interop.md's example, in JavaScript: keep them in step.
 
 /** HttpAgent, with AG-UI's `connect` (which HttpAgent leaves to subclasses) on thinwire's route. */
 class ThinwireAgent extends HttpAgent {
   connect(input) {
+    this.abortController = new AbortController(); // as runAgent() does: abortRun() spent the last
     const request = runHttpRequest(() => this.fetch(`${this.url}/connect`, this.requestInit(input)));
     return transformHttpEventStream(request, this.debugLogger);
   }
+}
+
+/** thinwire's stop: a question waiting for its answer is cancelled (`resume`), which clears
+ *  `pendingInterrupts`; a run is stopped on the server, and its fetch aborted only when that
+ *  stopped nothing. */
+async function stop(agent) {
+  if (!agent.isRunning && agent.pendingInterrupts.length > 0) {
+    const resume = agent.pendingInterrupts.map(({ id }) => ({ interruptId: id, status: "cancelled" }));
+    await agent.runAgent({ resume });
+    return;
+  }
+  const init = { method: "POST", headers: agent.headers };
+  const response = await agent.fetch(`${agent.url}/threads/${agent.threadId}/stop`, init).catch(() => null);
+  const stopped = response?.ok && (await response.json()).stopping;
+  if (!stopped) agent.abortRun();
 }
 
 const [url, script, threadId] = process.argv.slice(2);
@@ -25,27 +47,60 @@ for (const level of ["warn", "error"]) {
   console[level] = (...args) => warnings.push(args.map(String).join(" "));
 }
 
+/** The step's run, cut short at its first word if it says so. */
+async function say(agent, step) {
+  agent.addMessage({ id: randomUUID(), role: "user", content: step.say });
+  let cut = null;
+  const cutter = {
+    onTextMessageContentEvent: () => {
+      if (step.then && !cut) cut = step.then === "stop" ? stop(agent) : Promise.resolve(agent.abortRun());
+    },
+  };
+  await agent.runAgent({}, cutter);
+  await cut;
+}
+
+async function act(agent, step) {
+  if (step.say !== undefined) {
+    await say(agent, step);
+  } else if (step.answer !== undefined || step.cancel) {
+    const [pending] = agent.pendingInterrupts;
+    const response = step.cancel ? { status: "cancelled" } : { status: "resolved", payload: step.answer };
+    const resume = buildResumeArray(agent.pendingInterrupts, { [pending.id]: response });
+    await agent.runAgent({ resume });
+  } else if (step.stop) {
+    await stop(agent);
+  } else if (step.stopOnServer) {
+    const init = { method: "POST", headers: agent.headers };
+    const response = await fetch(`${agent.url}/threads/${agent.threadId}/stop`, init);
+    if (!response.ok) throw new Error(`stop: HTTP ${response.status}`);
+  } else if (step.connect) {
+    await agent.connectAgent();
+  } else if (step.signIn !== undefined) {
+    const login = await fetch(new URL("/demo/login", url), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ user: step.signIn }),
+    });
+    agent.headers = { ...agent.headers, cookie: login.headers.get("set-cookie").split(";")[0] };
+  }
+}
+
 let agent = new ThinwireAgent({ url, threadId: threadId || undefined });
 const steps = [];
 for (const step of JSON.parse(script)) {
+  if (step.connect === true) {
+    agent = new ThinwireAgent({ url, threadId: agent.threadId, headers: agent.headers });
+  }
   const events = [];
-  const subscriber = { onEvent: ({ event }) => void events.push(event) };
+  const subscription = agent.subscribe({ onEvent: ({ event }) => void events.push(event) });
   let error = null;
   try {
-    if (step.say !== undefined) {
-      agent.addMessage({ id: randomUUID(), role: "user", content: step.say });
-      await agent.runAgent({}, subscriber);
-    } else if (step.answer !== undefined || step.cancel) {
-      const [pending] = agent.pendingInterrupts;
-      const response = step.cancel ? { status: "cancelled" } : { status: "resolved", payload: step.answer };
-      const resume = buildResumeArray(agent.pendingInterrupts, { [pending.id]: response });
-      await agent.runAgent({ resume }, subscriber);
-    } else if (step.connect) {
-      agent = new ThinwireAgent({ url, threadId: agent.threadId });
-      await agent.connectAgent({}, subscriber);
-    }
+    await act(agent, step);
   } catch (caught) {
     error = String(caught);
+  } finally {
+    subscription.unsubscribe();
   }
   const { messages, pendingInterrupts } = agent;
   steps.push(structuredClone({ events, error, messages, pendingInterrupts }));

@@ -251,6 +251,32 @@ def test_a_resent_message_streams_its_first_run_again(client: TestClient) -> Non
     assert len(turns(client, context_of(first))) == 2
 
 
+def test_a_message_resent_under_its_snapshot_id_is_refused(client: TestClient) -> None:
+    first = run(client, body("thread-d", "hello"))
+    context_id = context_of(first)
+    before = turns(client, context_id)
+    # After connect, the client holds the user's message under its turn id; a run with no
+    # new message posts it again as the newest.
+    snapshot = run(client, body("thread-d", "x"), f"{URL}/connect")[1]["messages"]
+    assert snapshot[0] == {"id": before[0]["id"], "role": "user", "content": "hello"}
+    resent = client.post(URL, json={**body("thread-d", "x"), "messages": snapshot})
+    assert resent.status_code == 409
+    assert resent.json()["error"] == {
+        "code": "message_already_sent",
+        "message": "that message is in the conversation already; send a new one",
+        "retryable": False,
+    }
+    assert turns(client, context_id) == before
+    # A new message under a new id is an ordinary one.
+    held = [*snapshot, user_message("again", "msg-0000000002")]
+    after = run(client, {**body("thread-d", "x"), "messages": held})
+    assert "Earlier you told me “hello”." in text_of(after)
+    assert [t["text"] for t in turns(client, context_id) if t["role"] == "user"] == [
+        "hello",
+        "again",
+    ]
+
+
 def test_a_thread_id_reaches_only_the_callers_own_conversation(client: TestClient) -> None:
     ada = run(client, body("shared-thread", "my secret plan"))
     ada_context = context_of(ada)
@@ -418,7 +444,14 @@ def test_a_cancelled_interrupt_ends_the_waiting_run(client: TestClient, tmp_path
     asked = run(client, body("thread-x", "please refund"))
     interrupt_id = asked[-1]["outcome"]["interrupts"][0]["id"]
     cancelled = run(client, resume("thread-x", interrupt_id, status="cancelled"))
-    assert (cancelled[0]["runId"], context_of(cancelled)) == ("run-2", context_of(asked))
+    assert cancelled[0]["runId"] == "run-2"
+    # The waiting run is the one that ends, in the reply it ends.
+    stopped_reply = turns(client, context_of(asked))[-1]
+    assert cancelled[0]["metadata"]["thinwire"] == {
+        "contextId": context_of(asked),
+        "runId": asked[0]["metadata"]["thinwire"]["runId"],
+        "turnId": stopped_reply["id"],
+    }
     assert cancelled[1:] == [
         {
             "type": "RUN_FINISHED",
@@ -428,11 +461,83 @@ def test_a_cancelled_interrupt_ends_the_waiting_run(client: TestClient, tmp_path
             "metadata": {"thinwire": {"stopReason": "stopped"}},
         },
     ]
-    assert turns(client, context_of(asked))[-1]["stopReason"] == "stopped"
+    assert stopped_reply["stopReason"] == "stopped"
     assert "issue_refund" not in (tmp_path / "ledger").read_text()
     # The thread waits for nothing: the next message is an ordinary one.
     after = run(client, body("thread-x", "hello", message_id="msg-0000000002"))
     assert after[-1]["outcome"] == {"type": "success"}
+
+
+def test_a_cancel_of_an_interrupt_no_longer_pending_changes_nothing_and_succeeds(
+    client: TestClient, tmp_path: Path
+) -> None:
+    """The client may always clear the interrupt it holds, whoever ended it."""
+    asked = run(client, body("thread-n", "please refund"))
+    stopped_id = asked[-1]["outcome"]["interrupts"][0]["id"]
+    assert client.post(f"{URL}/threads/thread-n/stop").json()["stopping"] is True
+    answered = run(
+        client, body("thread-n", "please refund", message_id="msg-0000000002", run_id="run-3")
+    )
+    answered_id = answered[-1]["outcome"]["interrupts"][0]["id"]
+    run(client, resume("thread-n", answered_id, payload="approve"))
+    before = turns(client, context_of(asked))
+    for interrupt_id in (stopped_id, answered_id, "int-never-asked"):
+        cancelled = run(client, resume("thread-n", interrupt_id, status="cancelled"))
+        assert cancelled == [
+            {
+                "type": "RUN_STARTED",
+                "threadId": "thread-n",
+                "runId": "run-2",
+                "protocolVersion": "1.0",
+                "metadata": {
+                    "thinwire": {"contextId": context_of(asked), "runId": None, "turnId": None}
+                },
+            },
+            {
+                "type": "RUN_FINISHED",
+                "threadId": "thread-n",
+                "runId": "run-2",
+                "outcome": {"type": "cancelled"},
+                "metadata": {"thinwire": {"stopReason": "stopped"}},
+            },
+        ]
+    assert turns(client, context_of(asked)) == before
+    assert (tmp_path / "ledger").read_text().count("issue_refund") == 1
+    # Answering one of them is refused as before.
+    for interrupt_id, status, code in [
+        (stopped_id, 404, "interrupt_not_found"),
+        (answered_id, 409, "interrupt_answered"),
+    ]:
+        again = client.post(URL, json=resume("thread-n", interrupt_id, payload="approve"))
+        assert (again.status_code, again.json()["error"]["code"]) == (status, code)
+
+    # While the thread waits on another question, a cancel of an old one is refused: the
+    # question still open must not go unnoticed.
+    waiting = run(
+        client, body("thread-n", "please refund", message_id="msg-0000000003", run_id="run-4")
+    )
+    refused = client.post(URL, json=resume("thread-n", answered_id, status="cancelled"))
+    assert (refused.status_code, refused.json()["error"]["code"]) == (404, "interrupt_not_found")
+    connected = run(client, body("thread-n", "x"), f"{URL}/connect")
+    assert connected[-1]["outcome"] == waiting[-1]["outcome"]  # it waits still
+
+
+def test_connect_ends_as_the_threads_latest_reply_ended(client: TestClient) -> None:
+    path = "/ag-ui/paced"
+    with client.stream("POST", path, json=body("thread-e", "go")) as response:
+        read_until(response.iter_lines(), lambda e: e.get("delta") == "a4 ")
+        assert client.post(f"{path}/threads/thread-e/stop").json()["stopping"] is True
+    stopped = run(client, body("thread-e", "x"), f"{path}/connect")
+    assert stopped[-1]["outcome"] == {"type": "cancelled"}
+    assert stopped[-1]["metadata"] == {"thinwire": {"stopReason": "stopped"}}
+
+    run(client, body("thread-f", "explode", message_id="msg-0000000002"))
+    failed = run(client, body("thread-f", "x"), f"{URL}/connect")
+    assert failed[-1]["metadata"] == {"thinwire": {"stopReason": "error"}}
+    run(client, body("thread-f", "hello", message_id="msg-0000000003"))
+    ended = run(client, body("thread-f", "x"), f"{URL}/connect")
+    assert ended[-1]["outcome"] == {"type": "success"}
+    assert ended[-1]["metadata"] == {"thinwire": {"stopReason": "end"}}
 
 
 @pytest.mark.parametrize(

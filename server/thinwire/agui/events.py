@@ -124,7 +124,7 @@ class Events:
             outcome: Event = {"type": "interrupt", "interrupts": self.interrupts}
         elif stop_reason == "end":
             outcome = {"type": "success"}
-        else:  # stopped, or interrupted by the server going down
+        else:  # stopped, cut short by the server going down, or failed (told to `connect`)
             outcome = {"type": "cancelled"}
         return {
             "type": "RUN_FINISHED",

@@ -5,7 +5,8 @@ and context it offers, and props to forward. The server owns the conversation, i
 state and the agent's tools, so of all that it reads:
 
     resume           one entry, `resolved`: Answer, its payload the decision
-                     one entry, `cancelled`: Cancel, the waiting run ends as stopped
+                     one entry, `cancelled`: Cancel, the waiting run ends as stopped (if
+                     the thread still waits for it)
     else messages    the newest user message: Say, its text (text parts joined)
     forwardedProps   with a Say, a JSON object: the run's `data` (public, like the text)
 

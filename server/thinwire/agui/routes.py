@@ -10,11 +10,17 @@
 Every route acts for the principal `identify` finds, as thinwire's own routes do, and
 every refusal is thinwire's typed JSON error, before any event is sent. An aborted fetch
 stops nothing: the run goes on, and `connect` picks it up.
+
+A client's copy of the thread may hold what the server gave it, and send it back: a
+user message under one of the thread's own turn ids (from a snapshot) is refused rather
+than taken as new input, and a cancel of an interrupt the thread no longer waits on
+changes nothing but succeeds, so that the client can drop its pending interrupt.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -25,7 +31,11 @@ from thinwire.agui.messages import ag_ui_messages
 from thinwire.agui.request import Answer, Say, read_run_input, read_thread_input
 from thinwire.agui.stream import EventSource
 from thinwire.boundary import PROTOCOL_HEADERS
+from thinwire.branches import TURN_ID, parse_turn_id
+from thinwire.contexts import Context
+from thinwire.errors import Conflict, NotFound
 from thinwire.foreign_ids import ForeignIds
+from thinwire.records import ContextRecord
 from thinwire.routes import caller, counted
 from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer
@@ -40,6 +50,35 @@ THREADS = ForeignIds("thinwire.ag-ui", "threadId")
 
 async def no_frames() -> None:
     return None
+
+
+def refuse_own_turn(record: ContextRecord, message_id: str) -> None:
+    """`message_already_sent` for a message under the id of one of the thread's own user
+    turns, on any branch: the client has it from the server (a snapshot names the user's
+    messages so), so it is no new input. An id the client sent a message under itself
+    is a retry of that send, whatever its form."""
+    if message_id in record.sends or not TURN_ID.fullmatch(message_id):
+        return
+    position, role, _ = parse_turn_id(message_id)
+    if role == "u" and record.lines.holds(position):
+        raise Conflict(
+            "message_already_sent", "that message is in the conversation already; send a new one"
+        )
+
+
+def latest_turn_id(record: ContextRecord) -> str | None:
+    """The id of the last turn of the branch shown: after a stop, the reply it ended."""
+    leaf = record.lines.leaf
+    exchange = record.exchanges.get(leaf) if leaf is not None else None
+    return str(exchange.turns[-1]["id"]) if exchange is not None and exchange.turns else None
+
+
+def stop_reason_of(transcript: dict[str, Any] | None) -> str:
+    """How the thread's latest reply ended; `end` when it has none (a reply that ended
+    showing nothing is no turn of the transcript)."""
+    turns = transcript["turns"] if transcript else []
+    last = turns[-1] if turns else None
+    return str(last["stopReason"]) if last is not None and last["role"] == "assistant" else "end"
 
 
 def ag_ui_routes(server: AgentServer) -> list[BaseRoute]:
@@ -67,28 +106,45 @@ def ag_ui_routes(server: AgentServer) -> list[BaseRoute]:
         events = Events(thread_id, run_input.run_id)
         if isinstance(asks, Say):
             return await stream(
-                principal,
-                events,
-                lambda: THREADS.send(
-                    server,
-                    agent_name,
-                    principal,
-                    thread_id,
-                    asks.text,
-                    message_id=asks.message_id,
-                    data=asks.data,
-                ),
+                principal, events, lambda: say(agent_name, principal, thread_id, asks)
             )
         context = await THREADS.owned(server, agent_name, principal, thread_id)
         if isinstance(asks, Answer):
             return await stream(
                 principal, events, lambda: server.decide(context, asks.interrupt_id, asks.value)
             )
-        # Cancelled: the run that waits ends as stopped, as `POST …/stop` ends it.
-        context.record.waiting_for(asks.interrupt_id)  # that one, and still waiting
-        await server.stop(context)
-        ended = [events.start(context.id), events.finish("stopped")]
+        ended = await cancel(context, asks.interrupt_id, events)
         return await stream(principal, events, no_frames, ended)
+
+    async def say(agent_name: str, principal: str, thread_id: str, asks: Say) -> FrameSource:
+        """The frames of the run the message starts (or started, sent again)."""
+        context = await THREADS.find(server, agent_name, principal, thread_id)
+        if context is not None and asks.message_id is not None:
+            refuse_own_turn(context.record, asks.message_id)
+        return await THREADS.send(
+            server,
+            agent_name,
+            principal,
+            thread_id,
+            asks.text,
+            message_id=asks.message_id,
+            data=asks.data,
+        )
+
+    async def cancel(context: Context, interrupt_id: str, events: Events) -> list[Event]:
+        """A `cancelled` resume: the run that waits for the interrupt ends as stopped, as
+        `POST …/stop` ends it. An interrupt the thread no longer waits on (answered,
+        stopped, cancelled before — or never asked: the server cannot tell) is cancelled
+        already, and the client may clear it; a thread that waits on another refuses, so
+        that the client learns of the question still open."""
+        checkpoint = context.record.checkpoint
+        if checkpoint is None:  # nothing ends: no run of the server's to name
+            return [events.start(context.id), events.finish("stopped")]
+        if checkpoint.interrupt_id != interrupt_id:
+            raise NotFound("interrupt_not_found", "the thread waits on another interrupt")
+        stopped = await server.stop(context)
+        reply = latest_turn_id(context.record)
+        return [events.start(context.id, stopped["runId"], reply), events.finish("stopped")]
 
     async def connect(request: Request) -> Response:
         agent_name, principal = await caller(server, request)
@@ -110,10 +166,10 @@ def ag_ui_routes(server: AgentServer) -> list[BaseRoute]:
                 if frames is not None:
                     return frames
             # Nothing runs: the run of this request ends here, waiting for the decision
-            # the thread waits for, if any.
+            # the thread waits for, if any, else as the thread's latest reply ended.
             if pending is not None:
                 events.ask(pending)
-            first.append(events.finish("interrupted" if pending else "end"))
+            first.append(events.finish("interrupted" if pending else stop_reason_of(transcript)))
             return None
 
         return await stream(principal, events, rest, first)
