@@ -132,6 +132,24 @@ def test_a_decision_on_the_other_replica(pair: Any) -> None:
     assert sorted(replicas.ledger()) == ["issue_refund 1234 40", "lookup_order 1234"]
 
 
+def test_a_stop_of_a_question_answered_on_the_other_replica_meanwhile(pair: Any) -> None:
+    """A knew the question as waiting; B answered it, and its run ended. A's stop finds
+    nothing to stop, rather than failing on the question it remembered."""
+    a, b, _ = pair
+    asked = run(a, "a refund please")
+    context_id, request = asked[0]["contextId"], asked[-2]["interrupt"]
+    decided = httpx.post(
+        f"{b.url}/agents/demo/contexts/{context_id}/decisions",
+        json={"interruptId": request["interruptId"], "value": "approve"},
+        timeout=30,
+    )
+    assert parse_sse(decided.text)[-1]["stopReason"] == "end"
+    stopped = httpx.post(f"{a.url}/agents/demo/contexts/{context_id}/stop", timeout=30)
+    assert stopped.status_code == 200 and stopped.json()["stopping"] is False
+    turns = httpx.get(f"{a.url}/agents/demo/contexts/{context_id}").json()["turns"]
+    assert turns[-1]["stopReason"] == "end"  # the answered run's reply, untouched
+
+
 def test_concurrent_sends_from_both_replicas_make_one_run(pair: Any) -> None:
     a, b, _ = pair
     context_id = run(a, "hello")[0]["contextId"]
