@@ -1,11 +1,13 @@
 """The A2A tests' server app (`thinwire serve a2a_helpers:app`) and client helpers.
 
 The app authenticates with a bearer token that names the user (`Bearer alice`), says so
-on its cards, and serves the demo agent and a paced one. The paced agent says five
-words, waits at a gate the test opens (`POST /test/release`, which answers how many runs
-were waiting there), records a side effect (`GET /test/effects`), calls a tool, then
-says five more: so a test can act mid-run, and tell whether cancelled work went on,
-without sleeping.
+on its cards, and serves the demo agent, a paced one and a pondering one. The paced
+agent says five words, waits at a gate the test opens (`POST /test/release`, which
+answers how many runs were waiting there), records a side effect (`GET /test/effects`),
+calls a tool, then says five more: so a test can act mid-run, and tell whether cancelled
+work went on, without sleeping. The pondering agent thinks and calls a tool before it
+says anything, then waits at the same gate: a stream that attaches finds those frames
+at hand.
 """
 
 from __future__ import annotations
@@ -66,6 +68,24 @@ class Paced(Agent):
                 await run.say(f"{part}{n} ")
 
 
+class Pondering(Agent):
+    """Thinks, calls a tool, waits at the gate, then says a few words."""
+
+    async def look_up(self) -> dict[str, bool]:
+        return {"found": True}
+
+    async def run(self, run: Run, text: str) -> None:
+        opened = Gate.opened  # taken first: a release once anything was shown opens it
+        Gate.waiting.add(run.run_id)
+        try:
+            await run.think("Thinking first. ")
+            await run.tool("look_up", self.look_up)
+            await opened.wait()
+        finally:
+            Gate.waiting.discard(run.run_id)
+        await run.say("Then a few words.")
+
+
 async def release(request: Request) -> Response:
     """Open the gate for the runs waiting at it: how many there were."""
     waiting = len(Gate.waiting)
@@ -79,7 +99,7 @@ async def effects(request: Request) -> Response:
 
 
 app = create_app(
-    {"demo": DemoAgent, "paced": Paced},
+    {"demo": DemoAgent, "paced": Paced, "pondering": Pondering},
     identify=bearer_user,
     store=MemoryStore(),
     heartbeat_interval=0.2,

@@ -1,13 +1,15 @@
 """The A2A face, driven by the official `a2a-sdk` client over real HTTP to a real server
-process: the card, sends, streams, follow-ups, cancel, resubscribe, interrupts, who may
-see what, and that nothing server-only reaches any response."""
+process: the card, sends, streams, follow-ups, cancel, resubscribe, interrupts, failures
+(a server stopped or killed mid-run too), who may see what, and that nothing server-only
+reaches any response."""
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncIterator, Iterator
-from contextlib import aclosing
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager, aclosing
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from a2a.types import (
     SubscribeToTaskRequest,
 )
 from a2a.utils.errors import (
+    InternalError,
     InvalidParamsError,
     TaskNotCancelableError,
     TaskNotFoundError,
@@ -61,8 +64,25 @@ def server() -> Iterator[ServerProcess]:
         yield process
 
 
+@pytest.fixture
+def durable(tmp_path: Path) -> Callable[[], AbstractContextManager[ServerProcess]]:
+    """Starts a server that keeps its conversations in SQLite under `tmp_path`: the same
+    ones every time, for a test that stops or kills it and starts it again."""
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        "THINWIRE_DATA_DIR": str(tmp_path / "data"),
+        "THINWIRE_OPERATOR_TOKEN": "a2a-operator-token",
+    }
+
+    def start() -> AbstractContextManager[ServerProcess]:
+        args = ("serve", "--factory", "apps:durable", "--shutdown-timeout", "0.5")
+        return serve(*args, env=env, log_dir=tmp_path)
+
+    return start
+
+
 async def release(server: ServerProcess) -> int:
-    """Open the paced agent's gate: how many runs were waiting at it."""
+    """Open the gate of the paced and pondering agents: how many runs were waiting at it."""
     async with httpx.AsyncClient() as http:
         response = await http.post(f"{server.url}/test/release")
     released: int = response.json()["released"]
@@ -84,6 +104,30 @@ async def until_said(events: AsyncIterator[StreamResponse], said: str) -> list[d
             if streamed_reply(seen) == said:
                 return seen
     raise AssertionError(f"the stream ended before saying {said!r}: {seen}")
+
+
+async def until_tool_call(events: AsyncIterator[StreamResponse]) -> list[dict[str, Any]]:
+    """Events from the stream until one says a tool was called."""
+    seen = []
+    with anyio.fail_after(10):
+        async for event in events:
+            seen.append(as_json(event))
+            if "metadata" in seen[-1].get("statusUpdate", {}):
+                return seen
+    raise AssertionError(f"the stream ended before a tool call: {seen}")
+
+
+def activity(events: list[dict[str, Any]]) -> list[str]:
+    """The thinking and the tool calls a stream showed, in order."""
+    shown = []
+    for event in events:
+        update = event.get("statusUpdate", {})
+        message = update.get("status", {}).get("message", {})
+        if message.get("metadata", {}).get("thinwire", {}).get("kind") == "thinking":
+            shown.append("thinking: " + message["parts"][0]["text"])
+        if "thinwire" in update.get("metadata", {}):
+            shown.append("tool: " + update["metadata"]["thinwire"]["tool"])
+    return shown
 
 
 @pytest.mark.anyio
@@ -183,9 +227,37 @@ async def test_subscribing_again_after_a_dropped_stream_loses_and_repeats_nothin
             after += await collect(events)
         with pytest.raises(UnsupportedOperationError):  # nothing more to follow
             await collect(client.subscribe(SubscribeToTaskRequest(id=task_id)))
-    # Every word once: none lost, none twice.
+    # Every word once: none lost, none twice; and each tool call, the one made while
+    # nobody watched too.
     assert streamed_reply(after) == COUNTED + "c0 c1 c2 c3 c4 "
+    assert activity(after) == ["tool: tally", "tool: tally"]
     assert states(after)[-1] == "TASK_STATE_COMPLETED"
+
+
+@pytest.mark.anyio
+async def test_thinking_and_a_tool_call_made_before_a_stream_attached_reach_it_once(
+    server: ServerProcess,
+) -> None:
+    async with http_client("alice") as http:
+        client = await a2a_client(server.url, "pondering", http)
+        message = user_message("ponder")
+        async with aclosing(client.send_message(message)) as events:
+            sent = await until_tool_call(events)
+        # The run waits at the gate, its thinking and its tool call long at hand when
+        # the same message is sent again (its run, streamed from the start)...
+        async with aclosing(client.send_message(message)) as events:
+            repeated = await until_tool_call(events)
+        # ...and when a subscription attaches.
+        subscription = client.subscribe(SubscribeToTaskRequest(id=sent[0]["task"]["id"]))
+        async with aclosing(subscription) as events:
+            subscribed = await until_tool_call(events)
+            assert await release(server) == 1
+            subscribed += await collect(events)
+    for seen in (sent, repeated, subscribed):
+        assert "task" in seen[0]
+        assert activity(seen) == ["thinking: Thinking first. ", "tool: look_up"]  # once each
+    assert streamed_reply(subscribed) == "Then a few words."
+    assert states(subscribed)[-1] == "TASK_STATE_COMPLETED"
 
 
 @pytest.mark.anyio
@@ -249,6 +321,82 @@ async def test_an_interrupt_asks_for_input_and_the_next_message_answers_it(
         "TASK_STATE_CANCELED",
         "Order 1234 was $40. ",
     )
+
+
+@pytest.mark.anyio
+async def test_a_failed_task_reads_as_its_stream_ended(server: ServerProcess) -> None:
+    async with http_client("alice") as http:
+        streaming = await a2a_client(server.url, "demo", http)
+        blocking = await a2a_client(server.url, "demo", http, streaming=False)
+        events = await collect(streaming.send_message(user_message("explode")))
+        task_id, context_id = events[0]["task"]["id"], events[0]["task"]["contextId"]
+        read = as_json(await blocking.get_task(GetTaskRequest(id=task_id)))
+        await collect(blocking.send_message(user_message("and now?", context_id=context_id)))
+        listed = as_json(await blocking.list_tasks(ListTasksRequest(context_id=context_id)))
+    ended = events[-1]["statusUpdate"]["status"]
+    assert ended["state"] == "TASK_STATE_FAILED"
+    assert ended["message"]["metadata"] == {"thinwire": {"code": "agent_error", "retryable": False}}
+    assert "Reference: err-" in ended["message"]["parts"][0]["text"]
+    [failed] = [task for task in listed["tasks"] if task["id"] == task_id]
+    for task in (read, failed):  # what the stream said last, a later task or not
+        assert task["status"]["state"] == "TASK_STATE_FAILED"
+        assert task["status"]["message"] == ended["message"]
+
+
+@pytest.mark.anyio
+async def test_a_task_cut_short_by_its_server_stopping_fails_saying_so(
+    durable: Callable[[], AbstractContextManager[ServerProcess]],
+) -> None:
+    with durable() as server:
+        async with http_client(None) as http:
+            client = await a2a_client(server.url, "gated", http)
+            async with aclosing(client.send_message(user_message("hi"))) as events:
+                seen = await until_said(events, "before the gate. ")
+                # SIGTERM while the run waits at its gate: it is given up, its end recorded
+                assert await anyio.to_thread.run_sync(server.stop) in (0, -15)
+                seen += await collect(events)
+    ended = seen[-1]["statusUpdate"]["status"]
+    assert ended["state"] == "TASK_STATE_FAILED"
+    assert ended["message"]["metadata"] == {
+        "thinwire": {"code": "run_interrupted", "retryable": True}
+    }
+    assert ended["message"]["parts"][0]["text"].startswith("The run was interrupted")
+    with durable() as server:
+        async with http_client(None) as http:
+            client = await a2a_client(server.url, "gated", http, streaming=False)
+            read = as_json(await client.get_task(GetTaskRequest(id=seen[0]["task"]["id"])))
+    assert read["status"]["state"] == "TASK_STATE_FAILED"
+    assert read["status"]["message"] == ended["message"]
+    assert reply_of(read) == "before the gate. "
+
+
+@pytest.mark.anyio
+async def test_a_task_whose_server_was_killed_keeps_the_time_it_was_found_so(
+    durable: Callable[[], AbstractContextManager[ServerProcess]],
+) -> None:
+    with durable() as server:
+        async with http_client(None) as http:
+            client = await a2a_client(server.url, "gated", http)
+            async with aclosing(client.send_message(user_message("hi"))) as events:
+                [task, *_] = await until_said(events, "before the gate. ")
+                server.kill()
+                killed = datetime.now(UTC)
+    with durable() as server:
+        async with http_client(None) as http:
+            client = await a2a_client(server.url, "gated", http, streaming=False)
+            request = GetTaskRequest(id=task["task"]["id"])
+            first = as_json(await client.get_task(request))  # finds the run dead, records it
+            found = datetime.fromisoformat(first["status"]["timestamp"])
+            later = ListTasksRequest(page_size=100)
+            later.status_timestamp_after.FromDatetime(found + timedelta(milliseconds=1))
+            listed = as_json(await client.list_tasks(later))
+            again = as_json(await client.get_task(request))
+    status = first["status"]
+    assert status["state"] == "TASK_STATE_FAILED"
+    assert status["message"]["metadata"]["thinwire"]["code"] == "run_interrupted"
+    assert found > killed  # when the run was found dead: the task failed then...
+    assert again["status"] == status  # ...however often it is read...
+    assert listed.get("tasks", []) == []  # ...so it has not changed since
 
 
 @pytest.mark.anyio
@@ -384,6 +532,8 @@ async def test_bad_input_gets_a_typed_json_rpc_error_never_a_500(server: ServerP
             "invalid_request",
         ),
         ({"json": call("message/send", {})}, -32601, "invalid_request"),
+        ({"json": call("GetTask", "x")}, -32600, "invalid_request"),
+        ({"json": call("GetTask", ["x"])}, -32602, "invalid_request"),  # by position
         ({"json": call("GetTask", {"id": 7})}, -32602, "invalid_request"),
         ({"json": call("GetTask", {"id": "ctx-1.turn-2"})}, -32602, "invalid_request"),
         ({"json": send(parts=[])}, -32602, "invalid_request"),
@@ -402,4 +552,22 @@ async def test_bad_input_gets_a_typed_json_rpc_error_never_a_500(server: ServerP
             assert error["data"][0]["metadata"]["code"] == thinwire_code, request
         unknown_agent = await http.post(f"{server.url}/a2a/nobody", json=call("GetTask", {}))
         assert unknown_agent.status_code == 404
+        data_only = await http.post(url, json=send(parts=[{"data": {"n": 3}}]), headers=headers)
+    assert data_only.json()["error"]["message"] == (
+        "the message says nothing: it has no text part (data goes with text)"
+    )
     assert server.process.poll() is None
+
+
+@pytest.mark.anyio
+async def test_a_refusal_that_passes_says_when_to_try_again(server: ServerProcess) -> None:
+    async with http_client("bob") as http:
+        client = await a2a_client(server.url, "pondering", http)
+        admitted = 0
+        with pytest.raises(InternalError) as refused:
+            while admitted < 100:  # runs waiting at the gate, until one too many
+                async with aclosing(client.send_message(user_message("ponder"))) as events:
+                    await until_tool_call(events)
+                admitted += 1
+        assert await release(server) == admitted
+    assert refused.value.data == {"code": "too_many_runs", "retryable": "true", "retryAfter": "1"}

@@ -301,7 +301,8 @@ class ContextRegistry:
         after = last.first_seq - 1 if last is not None and last.run_id == run_id else 0
         events = await self.store.read_events(context.id, after)
         text, tool_calls = shown([e.data for e in events if e.run_id == run_id])
-        record.end_killed_run(text, tool_calls)
+        now = time.time()
+        record.end_killed_run(text, tool_calls, at=now)
         done = encode_frame(
             wire.DoneFrame,
             record.id,
@@ -311,7 +312,7 @@ class ContextRegistry:
             tool_calls=tool_calls,
             stop_reason="interrupted",
         )
-        await self.save(context, events=[Event(record.last_seq, run_id, done, time.time())])
+        await self.save(context, events=[Event(record.last_seq, run_id, done, now)])
 
     @contextlib.asynccontextmanager
     async def hold(self, context: Context, holder: str) -> AsyncIterator[None]:

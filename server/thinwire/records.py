@@ -485,13 +485,15 @@ class ContextRecord:
         exchange.messages.append({"role": "assistant", "content": said, "stopReason": "stopped"})
         return checkpoint
 
-    def end_killed_run(self, text: str = "", tool_calls: Sequence[str] = ()) -> ActiveRun:
+    def end_killed_run(
+        self, text: str = "", tool_calls: Sequence[str] = (), *, at: float | None = None
+    ) -> ActiveRun:
         """The process running the active run died: its turn ends as interrupted, with
-        what it had shown (`text`, `tool_calls`), and frame numbering resumes past
-        anything it could have sent."""
+        what it had shown (`text`, `tool_calls`), finished `at` (when that was found),
+        and frame numbering resumes past anything it could have sent."""
         active = self.active_run
         assert active is not None
-        self.end_turn("interrupted", text, tool_calls)
+        self.end_turn("interrupted", text, tool_calls, shown=Shown(meta={"finishedAt": at}))
         self.last_seq = max(self.last_seq, active.seq_lease)
         return active
 

@@ -425,6 +425,11 @@ class AgentServer:
         frames = [(e.seq, e.data) for e in events if e.run_id == last.run_id]
         return StoredFrames(frames) if frames else None
 
+    async def kept_frames(self, context: Context) -> list[tuple[int, str]]:
+        """Every frame the event log keeps of the conversation, in order: its latest two
+        runs', for `event_ttl` (`follow` sends the latest's)."""
+        return [(event.seq, event.data) for event in await self.store.read_events(context.id)]
+
     async def stop(self, context: Context) -> dict[str, Any]:
         """Cancel the run in progress (it ends with stop reason `stopped`), or end the
         run that waits for a decision."""

@@ -1,9 +1,10 @@
 """JSON-RPC errors: the A2A error a client branches on, with thinwire's stable `code`.
 
 Every error leaves as `{"code", "message", "data"}` where `data` holds one
-`google.rpc.ErrorInfo` whose `reason` names the A2A error and whose `metadata` carries
-thinwire's `code` and `retryable`. Thinwire's own errors are mapped by kind, in one
-place (`from_thinwire`):
+`google.rpc.ErrorInfo` whose `reason` names the A2A error and whose `metadata` (a map of
+strings) carries thinwire's `code`, `retryable` ("true" or "false") and, when a retry
+may succeed and the server knows when, `retryAfter` in seconds (HTTP's `Retry-After`).
+Thinwire's own errors are mapped by kind, in one place (`from_thinwire`):
 
     404 (context_not_found, turn_not_found, …)     -32001 TaskNotFoundError
     409 (context_busy, decision_pending, …)        -32004 UnsupportedOperationError
@@ -15,6 +16,7 @@ place (`from_thinwire`):
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from thinwire.codes import ErrorCode
@@ -70,13 +72,21 @@ class RpcError(Exception):
     """An A2A error (`rpc_code`) with thinwire's code for what went wrong."""
 
     def __init__(
-        self, rpc_code: int, code: ErrorCode, message: str, *, retryable: bool = False
+        self,
+        rpc_code: int,
+        code: ErrorCode,
+        message: str,
+        *,
+        retryable: bool = False,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.rpc_code = rpc_code
         self.code: ErrorCode = code
         self.message = message
         self.retryable = retryable
+        #: Seconds after which the same call may succeed, where that is known.
+        self.retry_after = retry_after
 
 
 def from_thinwire(error: ThinwireError) -> RpcError:
@@ -92,15 +102,24 @@ def from_thinwire(error: ThinwireError) -> RpcError:
         rpc_code = INVALID_REQUEST
     else:
         rpc_code = INTERNAL_ERROR
-    return RpcError(rpc_code, error.code, error.message, retryable=error.retryable)
+    return RpcError(
+        rpc_code,
+        error.code,
+        error.message,
+        retryable=error.retryable,
+        retry_after=error.retry_after,
+    )
 
 
 def error_body(rpc_id: str | int | None, error: RpcError) -> dict[str, Any]:
+    metadata = {"code": error.code, "retryable": "true" if error.retryable else "false"}
+    if error.retryable and error.retry_after is not None:  # whole seconds, as Retry-After
+        metadata["retryAfter"] = str(max(1, math.ceil(error.retry_after)))
     info = {
         "@type": ERROR_INFO,
         "reason": REASONS[error.rpc_code],
         "domain": "a2a-protocol.org",
-        "metadata": {"code": error.code, "retryable": "true" if error.retryable else "false"},
+        "metadata": metadata,
     }
     return {
         "jsonrpc": "2.0",

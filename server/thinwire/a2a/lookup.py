@@ -3,7 +3,9 @@
 Reading a transcript checks that the caller owns the conversation, so a task of another
 principal is answered as one that does not exist (`context_not_found`). The tasks of a
 conversation are its exchanges on the branch shown; the latest one may be running or
-waiting for a decision, which the transcript says too.
+waiting for a decision, which the transcript says too. What a failed task's error said
+is not in the transcript: it is read from the conversation's event log, while it keeps
+the run (its latest two runs, for `event_ttl`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from thinwire.a2a.tasks import TaskView, parse_task_id
 from thinwire.errors import NotFound
 from thinwire.server import AgentServer
 
-__all__ = ["Caller", "Found", "conversation_tasks", "latest_task", "locate"]
+__all__ = ["Caller", "Found", "conversation_tasks", "latest_task", "locate", "settle"]
 
 
 @dataclass(frozen=True)
@@ -46,13 +48,26 @@ class Found:
         """What the task's finished runs replied (the run in progress not included)."""
         return "".join(turn["text"] for turn in self.turns if turn["role"] == "assistant")
 
-    def settled(self) -> TaskView:
-        return TaskView.settled(self.context_id, self.task_id, self.turns, self.waiting_for)
+    @property
+    def exchange(self) -> str:
+        """The id its exchange's turns share (`turn-…`)."""
+        return self.task_id.rpartition(".")[2].rpartition("-")[0]
 
-    def view(self) -> TaskView:
+    @property
+    def erred(self) -> bool:
+        """Its last run is over, and ended with an error."""
+        replies = [turn for turn in self.turns if turn["role"] == "assistant"]
+        return self.running is None and bool(replies) and replies[-1]["stopReason"] == "error"
+
+    def settled(self, failure: dict[str, Any] | None = None) -> TaskView:
+        return TaskView.settled(
+            self.context_id, self.task_id, self.turns, self.waiting_for, failure
+        )
+
+    def view(self, failure: dict[str, Any] | None = None) -> TaskView:
         """The task, without the live reply of a run in progress."""
         if self.running is None:
-            return self.settled()
+            return self.settled(failure)
         return TaskView(self.context_id, self.task_id, self.said)
 
 
@@ -97,12 +112,47 @@ async def locate(caller: Caller, task_id: str) -> Found:
     return found_in(context_id, read, grouped, exchange)
 
 
+async def failures(caller: Caller, context_id: str) -> dict[str, dict[str, Any]]:
+    """The `error` frame each exchange's latest run ended with, by exchange, of the runs
+    the conversation's event log keeps."""
+    server = caller.server
+    context = await server.context(caller.agent, context_id, caller.principal)
+    exchange_of: dict[str, str] = {}  # run id -> exchange
+    ended: dict[str, dict[str, Any] | None] = {}
+    for _, data in await server.kept_frames(context):
+        frame = json.loads(data)
+        if frame["type"] == "run_start":
+            exchange = exchange_of[frame["runId"]] = (frame["turnId"] or "").rpartition("-")[0]
+            ended[exchange] = None  # the exchange's latest run so far: its error counts
+        elif frame["type"] == "error" and frame["runId"] in exchange_of:
+            ended[exchange_of[frame["runId"]]] = frame
+    return {exchange: frame for exchange, frame in ended.items() if frame is not None}
+
+
+async def settle(caller: Caller, found: Found) -> TaskView:
+    """A task no run is working on, as `Found.settled`; a failed one with its error."""
+    if not found.erred:
+        return found.settled()
+    return found.settled((await failures(caller, found.context_id)).get(found.exchange))
+
+
+async def views(caller: Caller, found: list[Found]) -> list[TaskView]:
+    """Tasks of one conversation, as `Found.view`; the failed ones with their errors, read
+    once for all."""
+    if not any(task.erred for task in found):
+        return [task.view() for task in found]
+    failed = await failures(caller, found[0].context_id)
+    return [task.view(failed.get(task.exchange)) for task in found]
+
+
 async def conversation_tasks(caller: Caller, context_id: str) -> list[TaskView]:
     """Every task of a conversation's branch shown, the newest first (without the live
     reply of one in progress)."""
     read = await transcript(caller, context_id)
     grouped = exchanges(read["turns"])
-    return [found_in(context_id, read, grouped, exchange).view() for exchange in reversed(grouped)]
+    return await views(
+        caller, [found_in(context_id, read, grouped, exchange) for exchange in reversed(grouped)]
+    )
 
 
 async def latest_task(caller: Caller, context_id: str) -> TaskView | None:
@@ -110,9 +160,10 @@ async def latest_task(caller: Caller, context_id: str) -> TaskView | None:
     was listed)."""
     try:
         read = await transcript(caller, context_id)
+        grouped = exchanges(read["turns"])
+        if not grouped:
+            return None
+        [view] = await views(caller, [found_in(context_id, read, grouped, next(reversed(grouped)))])
     except NotFound:
         return None
-    grouped = exchanges(read["turns"])
-    if not grouped:
-        return None
-    return found_in(context_id, read, grouped, next(reversed(grouped))).view()
+    return view

@@ -26,7 +26,7 @@ from thinwire.a2a.errors import (
     UNSUPPORTED_OPERATION,
     RpcError,
 )
-from thinwire.a2a.lookup import Caller, conversation_tasks, latest_task, locate
+from thinwire.a2a.lookup import Caller, conversation_tasks, latest_task, locate, settle
 from thinwire.a2a.stream import TaskEvents, envelope, first_frames, until_done
 from thinwire.a2a.tasks import TaskView, timestamp
 from thinwire.errors import Conflict
@@ -77,6 +77,10 @@ async def start(caller: Caller, request: models.SendMessageRequest) -> tuple[Tas
     text, data = contents(message)
     if data is not None and not isinstance(data, dict):
         raise RpcError(INVALID_PARAMS, "invalid_request", "a data part is a JSON object")
+    if not text.strip():  # in A2A's terms: a Message has parts, not a text
+        texts = any(part.text is not None for part in message.parts)
+        said = "its text parts are blank" if texts else "it has no text part (data goes with text)"
+        raise RpcError(INVALID_PARAMS, "invalid_request", f"the message says nothing: {said}")
     check_message(text, server.max_message_bytes)
     check_data(data, server.max_data_bytes)
     frames = await server.send(
@@ -117,7 +121,7 @@ async def watch(caller: Caller, task_id: str) -> tuple[TaskView, FrameSource | N
     while True:
         found = await locate(caller, task_id)
         if found.running is None:
-            return found.settled(), None
+            return await settle(caller, found), None
         server = caller.server
         context = await server.context(caller.agent, found.context_id, caller.principal)
         frames = await server.follow(context, 0, run_id=found.running)

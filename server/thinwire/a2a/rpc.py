@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from thinwire.a2a.card import A2A
 from thinwire.a2a.errors import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     VERSION_NOT_SUPPORTED,
@@ -79,10 +80,12 @@ def method_and_params(body: Any) -> tuple[str, dict[str, Any]]:
     if not valid_id(body.get("id")):
         raise RpcError(INVALID_REQUEST, "invalid_request", "id: a string, an integer or null")
     method, params = body.get("method"), body.get("params", {})
-    if not isinstance(method, str) or not isinstance(params, dict):
+    if not isinstance(method, str) or not isinstance(params, (dict, list)):
         raise RpcError(INVALID_REQUEST, "invalid_request", "method: a string; params: an object")
     if method not in METHODS:
         raise RpcError(METHOD_NOT_FOUND, "invalid_request", f"no method {method[:64]!r}")
+    if isinstance(params, list):  # a request JSON-RPC allows, with params A2A does not
+        raise RpcError(INVALID_PARAMS, "invalid_request", "params: an object (by name)")
     return method, params
 
 

@@ -1,11 +1,14 @@
 """A run's frames as A2A stream events, and as the task they add up to.
 
-A stream begins with the task as it stands after the frames at hand (whatever the run
-has sent so far), then sends an event for each later frame: a client that subscribes
-again after a dropped stream gets the reply so far in that first task, then the rest,
-nothing lost and nothing twice. Events go out through thinwire's own SSE response
-(`sse.EventStream`): heartbeats, the slow-reader timeout, a run untouched by a
-disconnect. The SSE `id:` of an event is the seq of the frame it came from.
+A stream begins with the task as it stands after the frames at hand that a task shows
+whole (its ids, the reply so far), up to the first one it cannot show (a thinking, a
+tool call, the run's end); then it sends an event for every frame from there on, in
+order. So every frame reaches the stream once: a client that subscribes again after a
+dropped stream gets the reply so far in that first task, then the rest, and a thinking
+or a tool call the run made before the stream attached is an event, not lost in the
+task. Events go out through thinwire's own SSE response (`sse.EventStream`): heartbeats,
+the slow-reader timeout, a run untouched by a disconnect. The SSE `id:` of an event is
+the seq of the frame it came from (of the task: the last frame it shows).
 """
 
 from __future__ import annotations
@@ -28,6 +31,11 @@ def envelope(rpc_id: str | int | None, result: dict[str, Any]) -> str:
     return dumps({"jsonrpc": "2.0", "id": rpc_id, "result": result})
 
 
+#: The frames a task shows whole (`run_start` its ids, `token` its reply) or not at all:
+#: the ones the stream's first task may take in rather than send as events.
+SHOWN_IN_TASK = frozenset({"run_start", "token", "title", "tool_result"})
+
+
 class TaskEvents:
     """The A2A stream of a task whose run sends `frames` (a FrameSource)."""
 
@@ -37,21 +45,33 @@ class TaskEvents:
         self.rpc_id = rpc_id
 
     async def batches(self) -> AsyncIterator[Batch | None]:
-        view, rpc_id = self.view, self.rpc_id
         started = False
         async for batch in self.frames.batches():
             if batch is None:
                 yield None  # a heartbeat
             elif not started:
                 started = True
-                view.fold(batch)
-                yield [(batch[-1][0], envelope(rpc_id, {"task": view.task().json_body()}))]
-            elif events := [
-                (seq, envelope(rpc_id, event))
-                for seq, data in batch
-                for event in view.apply(json.loads(data))
-            ]:
+                yield self.opening(batch)
+            elif events := self.events(batch):
                 yield events
+
+    def opening(self, batch: Batch) -> Batch:
+        """The task as the frames at hand show it, then the events of the frames it does
+        not show (and of every frame after the first of those)."""
+        shown = 0
+        while shown < len(batch) and json.loads(batch[shown][1])["type"] in SHOWN_IN_TASK:
+            shown += 1
+        self.view.fold(batch[:shown])
+        seq = batch[shown - 1][0] if shown else batch[0][0] - 1  # nothing: the seq before
+        task = envelope(self.rpc_id, {"task": self.view.task().json_body()})
+        return [(seq, task), *self.events(batch[shown:])]
+
+    def events(self, batch: Batch) -> Batch:
+        return [
+            (seq, envelope(self.rpc_id, event))
+            for seq, data in batch
+            for event in self.view.apply(json.loads(data))
+        ]
 
 
 @contextlib.asynccontextmanager

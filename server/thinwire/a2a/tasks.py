@@ -16,9 +16,15 @@ its earlier runs said, which the public transcript keeps.
     interrupt + done interrupted statusUpdate input-required, an agent message holding
                                  the public request (prompt as text, the rest as data)
     error + done error           artifactUpdate (the whole reply), statusUpdate failed
+                                 whose message is the error's public text and code
+    done interrupted, no ask     the same, with the code `run_interrupted` (its server
+                                 stopped or died mid-run)
     done end / stopped           artifactUpdate (the whole reply), statusUpdate
                                  completed / canceled
     title, tool_result           nothing
+
+A task no run works on is read from its exchange's public turns instead, with the same
+status: a failed one's message is its run's `error` frame, while the event log keeps it.
 """
 
 from __future__ import annotations
@@ -47,6 +53,13 @@ ENDED_AS: dict[str, models.TaskState] = {
     "error": "TASK_STATE_FAILED",
     "interrupted": "TASK_STATE_FAILED",  # its process stopped or died mid-run
 }
+#: The failure of a run its process did not see to the end (stop reason `interrupted`,
+#: without asking anything): what an `error` frame would have said.
+CUT_SHORT = {
+    "code": "run_interrupted",
+    "message": "The run was interrupted: its server stopped before the run ended.",
+    "retryable": True,
+}
 
 
 def task_id_of(context_id: str, turn_id: str) -> str:
@@ -62,6 +75,16 @@ def parse_task_id(task_id: str) -> tuple[str, str]:
     if match is None:
         raise RpcError(INVALID_PARAMS, "invalid_request", "id: not a task id this server gave")
     return match[1], match[2]
+
+
+def last_change(turns: Sequence[dict[str, Any]]) -> float | None:
+    """When an exchange last changed, as its turns' times say: its last reply's end (or
+    start), else its message's. It stays put however often the task is read."""
+    for turn in reversed(turns):
+        meta = turn.get("meta") or {}
+        if moment := meta.get("finishedAt") or meta.get("startedAt"):
+            return float(moment)
+    return None
 
 
 def timestamp(seconds: float | None = None) -> str:
@@ -90,18 +113,22 @@ class TaskView:
         task_id: str,
         turns: Sequence[dict[str, Any]],
         waiting_for: dict[str, Any] | None,
+        failure: dict[str, Any] | None = None,
     ) -> TaskView:
         """A task no run is working on, from its exchange's public turns; `waiting_for`
-        the pending interrupt if the task waits for it."""
+        the pending interrupt if the task waits for it, `failure` the `error` frame its
+        last run ended with, if known."""
         replies = [turn for turn in turns if turn["role"] == "assistant"]
         view = cls(context_id, task_id, "".join(turn["text"] for turn in replies))
-        last = replies[-1] if replies else turns[0]
-        meta = last.get("meta") or {}
-        view.updated = timestamp(meta.get("finishedAt") or meta.get("startedAt"))
+        view.updated = timestamp(last_change(turns))
         if waiting_for is not None:
             view.ask(waiting_for)
         elif replies:
-            view.state = ENDED_AS[replies[-1]["stopReason"] or "end"]
+            stop_reason = replies[-1]["stopReason"] or "end"
+            view.state = ENDED_AS[stop_reason]
+            view.failure = CUT_SHORT if stop_reason == "interrupted" else failure
+            if view.failure is not None:
+                view.fail(view.failure)
         else:
             view.state = "TASK_STATE_COMPLETED"  # the agent said nothing
         return view
@@ -178,13 +205,19 @@ class TaskView:
             return [self.status_update(self.message)]
         events = [self.artifact_update(self.text, append=False, last=True)] if self.text else []
         self.state = ENDED_AS[stop_reason]
+        if stop_reason == "interrupted":
+            self.failure = CUT_SHORT
         if self.failure is not None:
-            failure = self.failure
-            detail = {"code": failure["code"], "retryable": failure["retryable"]}
-            part = models.Part(text=failure["message"])
-            self.message = self.agent_message("failure", [part], {"thinwire": detail})
+            self.fail(self.failure)
         events.append(self.status_update(self.message))
         return events
+
+    def fail(self, failure: dict[str, Any]) -> None:
+        """The task failed: the error's public text is its status message, its code and
+        `retryable` the message's metadata."""
+        detail = {"code": failure["code"], "retryable": failure["retryable"]}
+        part = models.Part(text=failure["message"])
+        self.message = self.agent_message("failure", [part], {"thinwire": detail})
 
     def status_update(
         self, message: models.Message | None = None, metadata: dict[str, Any] | None = None

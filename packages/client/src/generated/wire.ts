@@ -435,6 +435,7 @@ export type ServerErrorCode =
   | "protocol_mismatch"
   | "rate_limited"
   | "request_timeout"
+  | "run_interrupted"
   | "run_too_long"
   | "server_busy"
   | "store_error"
@@ -502,6 +503,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   rate_limited: "Too many runs started; try again shortly.",
   request_timeout: "The request body did not arrive in time.",
   run_failed: "The run ended with stop reason error and no error frame.",
+  run_interrupted: "The run's server stopped before the run ended; send it again.",
   run_too_long: "The run sent more frames than one run may.",
   server_busy: "The server has all the connections it takes; try again shortly.",
   store_error: "The run's reply could not be saved.",
@@ -520,7 +522,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
 };
 
 /** Codes for which the same request may succeed when tried again later. */
-export const RETRYABLE_CODES: ReadonlySet<string> = new Set(["context_busy", "network_error", "rate_limited", "server_busy", "store_error", "store_unavailable", "stream_interrupted", "too_many_runs", "too_many_streams"]);
+export const RETRYABLE_CODES: ReadonlySet<string> = new Set(["context_busy", "network_error", "rate_limited", "run_interrupted", "server_busy", "store_error", "store_unavailable", "stream_interrupted", "too_many_runs", "too_many_streams"]);
 
 /** The WebSocket close codes the server uses, with the error a client reports for each. */
 export const CLOSE_CODES: Readonly<Record<number, ErrorCode>> = {
