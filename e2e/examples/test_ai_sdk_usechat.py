@@ -1,7 +1,8 @@
 """examples/ai-sdk-usechat: a Vite + React page built on the AI SDK's own `useChat` and
 `DefaultChatTransport` (`ai` 7.0.173, `@ai-sdk/react` 4.0.177, from npm), served by the
 installed `thinwire serve agents:app`: it sends, streams, resumes after a reload, stops
-the run on the server, answers the agent's question, and keeps nothing server-only."""
+the run on the server, regenerates the latest reply, answers the agent's question (again,
+when the server refused the answer), and keeps nothing server-only."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 from chat_page import expect_status, last, partial_texts, send, watch_stream
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 from userland import ROOT, npm, prepared, serve_installed
 
 from thinwire.testing import LeakRecorder, ServerProcess
@@ -144,6 +145,37 @@ def test_stop_ends_the_run_on_the_server(
     leak_recorder.assert_no_leak(page, SECRETS)
 
 
+def test_regenerate_the_latest_reply(
+    page: Page, leak_recorder: LeakRecorder, server: ServerProcess
+) -> None:
+    page.goto(server.url)
+    send(page, "Where is my order?")
+    reply = last(page.locator(REPLY_TEXT))
+    expect(reply).to_have_text(FULL_REPLY)
+    expect_status(page, "ready")
+    conversation = context_id(leak_recorder, page)
+    replaced = turns(server, conversation)[-1]
+
+    watch_stream(page, REPLY_TEXT)
+    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/chat")):
+        page.get_by_role("button", name="Regenerate").click()
+    expect_status(page, "ready")  # the regenerated reply's stream is over
+    expect(page.locator("li.assistant")).to_have_count(1)  # in place of the one it replaces
+    expect(reply).to_have_text(FULL_REPLY)
+    expect(page.get_by_role("alert")).to_have_count(0)
+    # A new reply beside the first, which the server keeps: not the first streamed again,
+    # as when the transport drops `trigger` and the request reads as a retried send.
+    said = turns(server, conversation)
+    assert [(t["role"], t["text"]) for t in said] == [
+        ("user", "Where is my order?"),
+        ("assistant", FULL_REPLY),
+    ]
+    assert said[-1]["id"] != replaced["id"]
+    assert (said[-1]["siblings"], said[-1]["siblingIndex"]) == (2, 1)
+    assert len(partial_texts(page, FULL_REPLY)) >= 2, "the new reply did not stream"
+    leak_recorder.assert_no_leak(page, SECRETS)
+
+
 def test_answer_the_agents_question(
     page: Page, leak_recorder: LeakRecorder, server: ServerProcess
 ) -> None:
@@ -169,9 +201,42 @@ def test_answer_the_agents_question(
         ("Done: $40 is on its way back.", "end"),
     ]
     assert said[-1]["toolCalls"] == ["issue_refund"]
-    page.reload()  # the server's turns, as messages
+    page.reload()  # the server's turns, as messages: one reply, as it was live
+    expect(page.locator("li.assistant")).to_have_count(1)
     expect(page.locator(REPLY_TEXT)).to_have_text([FIRST_WORDS, "Done: $40 is on its way back."])
     leak_recorder.assert_storage_holds_only_context_ids(page)
+    leak_recorder.assert_no_leak(page, SECRETS)
+
+
+def test_a_refused_answer_leaves_the_question_open(
+    page: Page, leak_recorder: LeakRecorder, server: ServerProcess
+) -> None:
+    page.goto(server.url)
+    send(page, "Please refund order 1234")
+    approval = page.get_by_role("region", name="Approval")
+    expect(approval).to_contain_text("Refund $40 on order 1234?")
+    expect_status(page, "ready")
+
+    def answer_maybe(route: Route) -> None:
+        """The page's answer, made one the question does not offer, as a free-form answer
+        that does not fit would be: the server refuses it (400 invalid_decision)."""
+        payload = json.loads(route.request.post_data or "{}")
+        for part in payload["message"]["parts"]:
+            if part["type"] == "tool-interrupt":
+                part["output"] = "maybe"
+        route.continue_(post_data=json.dumps(payload))
+
+    page.route("**/ai-sdk/assistant/chat", answer_maybe, times=1)
+    approval.get_by_role("button", name="approve").click()
+    expect(page.get_by_role("alert")).to_contain_text("invalid_decision")
+    expect(approval.get_by_role("button", name="approve")).to_be_enabled()  # asked again
+
+    approval.get_by_role("button", name="approve").click()
+    expect(last(page.locator(REPLY_TEXT))).to_have_text("Done: $40 is on its way back.")
+    expect(approval).to_have_count(0)
+    expect(page.get_by_role("alert")).to_have_count(0)
+    said = turns(server, context_id(leak_recorder, page))
+    assert [t["stopReason"] for t in said[1:]] == ["interrupted", "end"]
     leak_recorder.assert_no_leak(page, SECRETS)
 
 

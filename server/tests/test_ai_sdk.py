@@ -343,6 +343,95 @@ def test_regenerate_answers_the_last_message_again(client: TestClient) -> None:
     assert (reply["id"], reply["siblings"]) == (second[0]["messageId"], 2)
 
 
+def refusal(response: Any) -> tuple[int, str, str]:
+    """The status, code and message of a typed error; a stream is none ("", "")."""
+    if not response.headers["content-type"].startswith("application/json"):
+        return response.status_code, "", ""
+    error = response.json()["error"]
+    return response.status_code, error["code"], error["message"]
+
+
+def regenerate_body(chat_id: str, last: dict[str, Any], message_id: str | None) -> dict[str, Any]:
+    """What the recipe's transport posts for `regenerate({ messageId })`: the message the
+    SDK cut its list back to, the trigger and the id."""
+    return {
+        "id": chat_id,
+        "message": last,
+        "trigger": "regenerate-message",
+        "messageId": message_id,
+    }
+
+
+def test_a_message_sent_again_as_anything_but_a_retry_is_an_edit(client: TestClient) -> None:
+    # The SDK's edit, with its messageId: refused.
+    first = chat(client, body("chat-e", "one", message_id="msg-edit-0001"))
+    edit = body("chat-e", "EDITED", message_id="msg-edit-0001", messageId="msg-edit-0001")
+    refused = client.post(API, json=edit)
+    assert refusal(refused)[:2] == (400, "invalid_request")
+    # The same edit from a transport that drops the messageId: the message's own id was
+    # sent already, with another text. Refused alike, not taken for a retry.
+    dropped = client.post(API, json=body("chat-e", "EDITED", message_id="msg-edit-0001"))
+    assert refusal(dropped) == refusal(refused)
+    second = chat(client, body("chat-e", "two", message_id="msg-edit-0002"))
+    # An earlier message sent again, its text unchanged: the SDK sends it only to edit it.
+    earlier = client.post(API, json=body("chat-e", "one", message_id="msg-edit-0001"))
+    assert refusal(earlier) == refusal(refused)
+    # After a reload a message's id is its turn id: sent again, it is an edit too.
+    reloaded = client.get(f"{API}/chat-e/messages").json()
+    for text in ("one", "one, edited"):
+        again = client.post(API, json=body("chat-e", text, message_id=reloaded[0]["id"]))
+        assert refusal(again) == refusal(refused)
+    # The latest message with its text is a retry: its run streams again.
+    assert chat(client, body("chat-e", "two", message_id="msg-edit-0002")) == second
+    said = turns(client, context_of(first))
+    assert [t["text"] for t in said if t["role"] == "user"] == ["one", "two"]  # nothing kept
+
+
+def test_regenerate_names_the_latest_reply_or_nothing(client: TestClient) -> None:
+    first = chat(client, body("chat-n", "one", message_id="msg-regen-001"))
+    second = chat(client, body("chat-n", "two", message_id="msg-regen-002"))
+    two = user_message("two", "msg-regen-002")
+    # The SDK cuts its list back to before the message named; the server would answer
+    # "two" again, keeping what the page no longer shows. Refused, before anything starts.
+    for named in (first[0]["messageId"], "msg-regen-001", "msg-regen-002"):
+        refused = client.post(API, json=regenerate_body("chat-n", two, named))
+        assert refusal(refused)[:2] == (400, "invalid_request")
+    context_id = context_of(first)
+    assert [t["siblings"] for t in turns(client, context_id)] == [1, 1, 1, 1]
+
+    latest = second[0]["messageId"]
+    again = chat(client, regenerate_body("chat-n", two, latest))
+    reply = turns(client, context_id)[-1]
+    assert (reply["id"], reply["siblings"]) == (again[0]["messageId"], 2)
+    # The reply it replaced is no longer the latest.
+    stale = client.post(API, json=regenerate_body("chat-n", two, latest))
+    assert refusal(stale)[:2] == (400, "invalid_request")
+
+
+def test_a_reload_gives_the_reply_the_stream_built(client: TestClient) -> None:
+    """A reply that waited for a decision and went on after it is one message, live (the
+    answer's stream goes on in it) and after a reload; its tools keep their ids."""
+    asked = chat(client, body("chat-m", "please refund"))
+    waiting = client.get(f"{API}/chat-m/messages").json()[-1]
+    interrupt = {**waiting["parts"][-1], "state": "output-available", "output": "approve"}
+    answered = {**waiting, "parts": [*waiting["parts"][:-1], interrupt]}
+    went_on = chat(client, {"id": "chat-m", "message": answered, "messageId": waiting["id"]})
+    live = [c["toolCallId"] for c in asked + went_on if c["type"] == "tool-input-available"]
+
+    user, reply = client.get(f"{API}/chat-m/messages").json()
+    assert reply["id"] == asked[0]["messageId"]
+    assert reply["metadata"] == {"stopReason": "end"}
+    reloaded = [p["toolCallId"] for p in reply["parts"] if p["type"] == "dynamic-tool"]
+    assert reloaded == [live[0], live[2]]  # the answered question is not kept
+    assert [p["text"] for p in reply["parts"] if p["type"] == "text"] == [
+        text_of(asked),
+        text_of(went_on),
+    ]
+    # So `regenerate()` after a reload cuts what the server replaces: that one message.
+    again = chat(client, regenerate_body("chat-m", user, reply["id"]))
+    assert again[0]["messageId"] != reply["id"]
+
+
 TEXT_HI = {"type": "text", "text": "hi"}
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from thinwire import wire
-from thinwire.branches import Lines, Position, Window, turn_id
+from thinwire.branches import TURN_ID, Lines, Position, Window, parse_turn_id, turn_id
 from thinwire.errors import Conflict, NotFound
 from thinwire.exchanges import Exchange, History, Message
 from thinwire.jsontext import dumps
@@ -290,6 +290,14 @@ class ContextRecord:
         self.turn_count, self.preview = 0, ""
         if self.title_source == "auto":  # the start of a message that is gone now
             self.title = self.title_source = None
+
+    def has_user_turn(self, message_id: str) -> bool:
+        """Whether `message_id` is the id of one of the conversation's user turns, on any
+        branch: a message a client has from the server (a transcript, a snapshot)."""
+        if not TURN_ID.fullmatch(message_id):
+            return False
+        position, role, _ = parse_turn_id(message_id)
+        return role == "u" and self.lines.holds(position)
 
     def show(self, position: Position) -> None:
         """Show the branch through the exchange at `position`: load it before use."""

@@ -19,7 +19,7 @@ export default function App() {
 }
 
 function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessage[] }) {
-  const { id: chatId, messages, sendMessage, status, error, stop, addToolOutput, clearError } = useChat<ChatMessage>({
+  const { id: chatId, messages, sendMessage, regenerate, status, error, stop, addToolOutput, clearError } = useChat<ChatMessage>({
     id,
     messages: initialMessages,
     transport,
@@ -36,6 +36,7 @@ function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessa
   }, [contextId]);
 
   const busy = status === "submitted" || status === "streaming";
+  const last = messages.at(-1);
 
   function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -62,6 +63,7 @@ function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessa
             key={message.id}
             message={message}
             busy={busy}
+            latest={message === last}
             answer={(toolCallId, output) => addToolOutput({ tool: "interrupt", toolCallId, output })}
           />
         ))}
@@ -79,8 +81,19 @@ function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessa
           onChange={(event) => setDraft(event.target.value)}
         />
         <button disabled={busy || draft.trim() === ""}>Send</button>
-        <button type="button" disabled={!busy} onClick={() => void stopReply()}>
+        {/* Only once the reply streams: while `submitted` the run may not have started on
+            the server, which would then have nothing to stop, and the run would go on unseen. */}
+        <button type="button" disabled={status !== "streaming"} onClick={() => void stopReply()}>
           Stop
+        </button>
+        {/* The latest reply again, beside the one it replaces (thinwire keeps both); not
+            while a question waits, which the server would refuse (decision_pending). */}
+        <button
+          type="button"
+          disabled={busy || last?.role !== "assistant" || last.parts.at(-1)?.type === "tool-interrupt"}
+          onClick={() => regenerate().catch(() => {})}
+        >
+          Regenerate
         </button>
       </form>
     </main>

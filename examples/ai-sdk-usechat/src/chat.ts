@@ -1,10 +1,10 @@
-import { DefaultChatTransport, type UIDataTypes, type UIMessage } from "ai";
+import { DefaultChatTransport, type JSONValue, type UIDataTypes, type UIMessage } from "ai";
 
 /** The agent's chat endpoint: `useChat` posts here and resumes at `${API}/${id}/stream`. */
 export const API = "/ai-sdk/assistant/chat";
 
 /** What thinwire asks the page when the agent needs a decision (the input of its
- * `interrupt` tool part). The answer, one of `options`, is the tool's output. */
+ * `interrupt` tool part). The answer is the tool's output (a `Decision`). */
 export type Interrupt = {
   interruptId: string;
   prompt: string;
@@ -16,12 +16,20 @@ export type Interrupt = {
 /** The metadata thinwire puts on a reply: its conversation, and why it ended. */
 export type ReplyMetadata = { contextId?: string; stopReason?: string };
 
-export type ChatMessage = UIMessage<ReplyMetadata, UIDataTypes, { interrupt: { input: Interrupt; output: string } }>;
+/** An answer: one of the question's `options`, or a value that fits its `decisionSchema`
+ * (an object, as a rule). */
+export type Decision = JSONValue;
 
-// thinwire keeps the conversation: send it the new message only, never the history.
+export type ChatMessage = UIMessage<ReplyMetadata, UIDataTypes, { interrupt: { input: Interrupt; output: Decision } }>;
+
+// thinwire keeps the conversation: send it the new message only, never the history, and
+// what the SDK says of it: `trigger` (a send, or regenerate()) and `messageId` (the
+// message regenerate() names). Without them a regenerate reads as a resent message.
 export const transport = new DefaultChatTransport<ChatMessage>({
   api: API,
-  prepareSendMessagesRequest: ({ id, messages }) => ({ body: { id, message: messages[messages.length - 1] } }),
+  prepareSendMessagesRequest: ({ id, messages, trigger, messageId }) => ({
+    body: { id, message: messages[messages.length - 1], trigger, messageId },
+  }),
 });
 
 // The page keeps one thing: the id of its conversation (localStorage, per user).

@@ -31,7 +31,6 @@ from thinwire.agui.messages import ag_ui_messages
 from thinwire.agui.request import Answer, Say, read_run_input, read_thread_input
 from thinwire.agui.stream import EventSource
 from thinwire.boundary import PROTOCOL_HEADERS
-from thinwire.branches import TURN_ID, parse_turn_id
 from thinwire.contexts import Context
 from thinwire.errors import Conflict, NotFound
 from thinwire.foreign_ids import ForeignIds
@@ -57,10 +56,7 @@ def refuse_own_turn(record: ContextRecord, message_id: str) -> None:
     turns, on any branch: the client has it from the server (a snapshot names the user's
     messages so), so it is no new input. An id the client sent a message under itself
     is a retry of that send, whatever its form."""
-    if message_id in record.sends or not TURN_ID.fullmatch(message_id):
-        return
-    position, role, _ = parse_turn_id(message_id)
-    if role == "u" and record.lines.holds(position):
+    if message_id not in record.sends and record.has_user_turn(message_id):
         raise Conflict(
             "message_already_sent", "that message is in the conversation already; send a new one"
         )

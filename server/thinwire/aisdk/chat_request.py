@@ -6,10 +6,14 @@ is read; the messages before it are the client's copy of the conversation, which
 server neither needs nor believes.
 
     trigger             last message   asks
-    submit-message      user           Say: its text parts, joined
+    submit-message      user           Say: its text parts, joined, and its id; with the
+                                       body's `messageId` (the SDK's edit) refused
     submit-message      assistant      Answer: its `tool-interrupt` part with an output
                                        (`addToolOutput`) is the decision
-    regenerate-message  any            Regenerate: answer the last message again
+    regenerate-message  any            Regenerate: answer the last message again; the
+                                       body's `messageId` names the reply it replaces
+
+Whether a message or a regenerate agrees with the conversation is `rewrites`' business.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from thinwire.errors import BadRequest
 from thinwire.foreign_ids import message_id_of
 from thinwire.parsing import check_message, describe, read_json
 
-__all__ = ["Answer", "ChatRequest", "Regenerate", "Say", "read_chat_request"]
+__all__ = ["Answer", "ChatRequest", "Regenerate", "Say", "edit_refused", "read_chat_request"]
 
 
 class ChatRequest(BaseModel):
@@ -66,7 +70,15 @@ class Answer:
 
 @dataclass(frozen=True)
 class Regenerate:
-    pass
+    #: The message `regenerate({ messageId })` named; None for the last one.
+    message_id: str | None
+
+
+def edit_refused() -> BadRequest:
+    return BadRequest(
+        "invalid_request",
+        "editing a sent message is not supported here: thinwire's own routes edit by turn id",
+    )
 
 
 async def read_chat_request(
@@ -78,7 +90,7 @@ async def read_chat_request(
     except ValidationError as exc:
         raise BadRequest("invalid_request", describe(exc)) from exc
     if body.trigger == "regenerate-message":
-        return body.id, Regenerate()
+        return body.id, Regenerate(body.message_id)
     last = body.message if body.message is not None else (body.messages or [None])[-1]
     if last is None:
         raise BadRequest("invalid_request", "message: the message to send is missing")
@@ -89,7 +101,7 @@ async def read_chat_request(
     if message.role == "assistant":
         return body.id, answer_in(message)
     if body.message_id is not None:
-        raise BadRequest("invalid_request", "editing a sent message is not supported here")
+        raise edit_refused()
     texts: list[str] = []
     for part in message.parts:
         if part.get("type") == "text":

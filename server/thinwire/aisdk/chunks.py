@@ -3,7 +3,8 @@
     run_start     start {messageId: turnId, messageMetadata: {contextId}}, start-step
     thinking      reasoning-start (before the first delta of a stretch), reasoning-delta
     token         text-start (before the first delta of a stretch), text-delta
-    tool_call     tool-input-start, tool-input-available {input: {}}
+    tool_call     tool-input-start, tool-input-available {input: {}}, its id the
+                  reply's turn id and the call's (as the messages of a reload have it)
     tool_result   tool-output-available {output: null}, or tool-output-error
     interrupt     tool-input-start, tool-input-available of the tool `interrupt`, its
                   input the public request (prompt, options, payload, decisionSchema)
@@ -54,6 +55,8 @@ class Chunks:
         self.continues_message = continues_message
         self.text_id: str | None = None
         self.reasoning_id: str | None = None
+        #: The reply's turn id (`run_start`): a tool call's id starts with it.
+        self.turn_id: str | None = None
         #: The run asked a person something: its end awaits the page's answer.
         self.asked = False
 
@@ -69,6 +72,7 @@ class Chunks:
         if kind == "token":
             return [*self._end_reasoning(), *self._open_text(frame), self._delta(frame)]
         if kind == "run_start":
+            self.turn_id = frame.get("turnId")
             start: Chunk = {"type": "start"}
             if not self.continues_message and frame.get("turnId"):
                 start["messageId"] = frame["turnId"]
@@ -80,9 +84,9 @@ class Chunks:
             return []  # a frame kind this face does not show
         ended = [*self._end_text(), *self._end_reasoning()]
         if kind == "tool_call":
-            return ended + self._tool_call(frame)
+            return ended + self._tool_call(frame, self._call_id(frame))
         if kind == "tool_result":
-            return [*ended, self._tool_result(frame)]
+            return [*ended, self._tool_result(frame, self._call_id(frame))]
         if kind == "interrupt":
             self.asked = True
             return ended + self._interrupt(frame["interrupt"])
@@ -119,12 +123,16 @@ class Chunks:
         ended, self.reasoning_id = self.reasoning_id, None
         return [{"type": "reasoning-end", "id": ended}]
 
+    def _call_id(self, frame: dict[str, Any]) -> str:
+        """The call's id as the transcript's turns make it (`messages.tool_part`): call
+        ids count from 1 in every run, and the turn id keeps them apart in a message that
+        spans runs (a reply that waited for a decision goes on in a turn of its own)."""
+        return f"{self.turn_id or frame['runId']}-{frame['callId']}"
+
     @staticmethod
-    def _tool_call(frame: dict[str, Any]) -> list[Chunk]:
-        # Call ids count from 1 in every run: the run id keeps them apart in a message
-        # that spans runs (a reply that waited for a decision).
+    def _tool_call(frame: dict[str, Any], call_id: str) -> list[Chunk]:
         tool = {
-            "toolCallId": f"{frame['runId']}-{frame['callId']}",
+            "toolCallId": call_id,
             "toolName": frame["name"],
             "dynamic": True,
             "providerExecuted": True,
@@ -135,9 +143,9 @@ class Chunks:
         ]
 
     @staticmethod
-    def _tool_result(frame: dict[str, Any]) -> Chunk:
+    def _tool_result(frame: dict[str, Any], call_id: str) -> Chunk:
         call = {
-            "toolCallId": f"{frame['runId']}-{frame['callId']}",
+            "toolCallId": call_id,
             "dynamic": True,
             "providerExecuted": True,
         }

@@ -1,10 +1,14 @@
 """The public transcript as `UIMessage`s: what a page gives `useChat` after a reload.
 
-Each turn is a message with the turn's id. A reply's parts: a step start, its thinking
-(one reasoning part), its tools (dynamic tool parts run by the server, with the name and
+Each turn is a message with the turn's id, but for a reply that waited for a decision:
+the turn that went on after the answer joins the message of the one that asked, as it did
+live (its stream named no message of its own), so a page's list is the same after a
+reload and `regenerate()` cuts what the server replaces. A turn's parts: a step start, its
+thinking (one reasoning part: the transcript keeps a reply's thinking as one text, and
+its text as another), its tools (dynamic tool parts run by the server, with the name and
 state only, as the stream shows them) and its text. A decision the conversation waits
-for is an `interrupt` tool part awaiting its output, in the reply that asked. A run in
-progress is not here: resuming its stream brings it.
+for is an `interrupt` tool part awaiting its output, in the reply that asked; one already
+answered is not kept. A run in progress is not here: resuming its stream brings it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,14 @@ Part = dict[str, Any]
 
 
 def ui_messages(transcript: dict[str, Any]) -> list[dict[str, Any]]:
-    messages = [ui_message(turn) for turn in transcript["turns"]]
+    messages: list[dict[str, Any]] = []
+    for turn in transcript["turns"]:
+        message = ui_message(turn)
+        if goes_on(messages[-1] if messages else None, message):
+            messages[-1]["parts"] += message["parts"]
+            messages[-1]["metadata"] = message["metadata"]
+        else:
+            messages.append(message)
     pending = transcript.get("pendingInterrupt")
     if pending is not None:
         if not messages or messages[-1]["role"] != "assistant":
@@ -33,6 +44,16 @@ def ui_messages(transcript: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return messages
+
+
+def goes_on(before: dict[str, Any] | None, message: dict[str, Any]) -> bool:
+    """Whether `message` is a reply going on after a decision, in the exchange of the reply
+    `before` (turn ids `turn-{exchange}-a0`, `-a1`, …)."""
+    return (
+        before is not None
+        and before["role"] == message["role"] == "assistant"
+        and before["id"].rpartition("-")[0] == message["id"].rpartition("-")[0]
+    )
 
 
 def ui_message(turn: dict[str, Any]) -> dict[str, Any]:

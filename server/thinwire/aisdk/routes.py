@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute, Route
 from thinwire.aisdk.chat_request import Answer, Regenerate, read_chat_request
 from thinwire.aisdk.chunks import Chunks
 from thinwire.aisdk.messages import ui_messages
+from thinwire.aisdk.rewrites import check_regenerate, check_sent_once
 from thinwire.aisdk.stream import ui_message_stream
 from thinwire.boundary import PROTOCOL_HEADERS
 from thinwire.contexts import Context
@@ -69,7 +70,11 @@ def ai_sdk_routes(server: AgentServer) -> list[BaseRoute]:
             )
         if isinstance(asks, Regenerate):
             context = await CHATS.owned(server, agent_name, principal, chat_id)
+            check_regenerate(context.record, asks)
             return await stream(principal, lambda: server.regenerate(context))
+        sent_to = await CHATS.find(server, agent_name, principal, chat_id)
+        if sent_to is not None:
+            check_sent_once(sent_to.record, asks)
         return await stream(
             principal,
             lambda: CHATS.send(
