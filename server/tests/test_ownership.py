@@ -92,6 +92,20 @@ def test_unauthenticated_requests_are_401(client: TestClient) -> None:
         assert response.status_code == 401, url
 
 
+def test_a_principal_that_is_not_text_is_refused_not_stored(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A database's integer user id would own a conversation that a restart gives to
+    its string: identify must say who is asking as text."""
+    app = app_for({"demo": DemoAgent}, identify=lambda connection: 1)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
+        listed = client.get("/agents/demo/contexts")
+    assert response.status_code == listed.status_code == 500
+    assert response.json()["error"]["code"] == "internal_error"
+    assert "identify must return the principal as a str (or None), not int" in caplog.text
+
+
 def test_contexts_record_their_owner(client: TestClient) -> None:
     context_id = start(client, ADA)
     assert server_context(client, context_id).record.owner == "ada"

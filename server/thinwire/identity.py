@@ -43,6 +43,12 @@ async def principal_of(connection: HTTPConnection, identify: Identify) -> str:
     principal = identify(connection)
     if inspect.isawaitable(principal):
         principal = await principal
+    if principal is not None and not isinstance(principal, str):
+        # A user id of 1 and one of "1" would own different conversations, and only one
+        # of them would come back from a store that keeps text.
+        raise TypeError(
+            f"identify must return the principal as a str (or None), not {type(principal).__name__}"
+        )
     if not principal:
         raise Unauthorized("unauthenticated", "sign in to talk to this agent")
     return principal
