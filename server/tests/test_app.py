@@ -43,6 +43,17 @@ def test_a_wrong_argument_is_refused_when_the_app_is_made(
         create_app(agents, **options)
 
 
+def test_an_app_on_sqlite_starts_again_in_the_same_process(tmp_path: Path) -> None:
+    """A test suite runs one module-level app's lifespan once per test."""
+    app = create_app({"demo": DemoAgent}, identify=anonymous, store=SQLiteStore(tmp_path / "db"))
+    with TestClient(app) as client:
+        first = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
+        context_id = first.text.split('"contextId":"')[1].split('"')[0]
+    with TestClient(app) as client:  # the store closed, and opens again
+        again = client.get(f"/agents/demo/contexts/{context_id}")
+        assert again.status_code == 200 and again.json()["turns"][0]["text"] == "hi"
+
+
 def test_startup_logs_which_replica_this_is(caplog: pytest.LogCaptureFixture) -> None:
     """A lease in the store names its replica: the log lets an operator find the process."""
     app = app_for({"demo": DemoAgent, "other": DemoAgent})

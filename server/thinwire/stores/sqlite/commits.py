@@ -56,12 +56,16 @@ def unavailable(exc: BaseException) -> BaseException:
     return exc
 
 
+def database_thread() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="thinwire-sqlite")
+
+
 class Database:
     """One SQLite file, reached from the event loop through its own thread."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thinwire-sqlite")
+        self._executor = database_thread()
         self._connection: sqlite3.Connection | None = None
         #: Writes waiting for the next commit, and the commit on its way.
         self._pending: list[tuple[Work[Any], asyncio.Future[Any], bool]] = []
@@ -172,3 +176,6 @@ class Database:
         if self._connection is not None:
             await asyncio.get_running_loop().run_in_executor(self._executor, self._drop_connection)
         self._executor.shutdown(wait=True)
+        # The store may be opened again (an app's lifespan run once per test): a fresh
+        # pool, whose thread starts only when it is used.
+        self._executor = database_thread()
