@@ -13,6 +13,7 @@ WebSocket frame, cookies, localStorage, sessionStorage, IndexedDB, Cache Storage
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -191,7 +192,7 @@ class LeakRecorder:
             f"the {name} canary leaked in {channel}"
             for channel, text in self.channels(page).items()
             for name, canary in canaries.items()
-            if canary in text
+            if any(form in text for form in written_forms(canary))
         ]
 
     def assert_no_leak(self, page: Page, canaries: Mapping[str, str]) -> None:
@@ -215,3 +216,11 @@ class LeakRecorder:
         for area in ("sessionStorage", "indexedDB", "cacheStorage"):
             assert not storage[area], f"{area} is not empty: {storage[area]}"
         return local
+
+
+def written_forms(canary: str) -> set[str]:
+    """The ways a channel may carry `canary`: as it is; as JSON writes it inside a string
+    (a quote, a backslash, a control character or non-ASCII escaped), as frames and
+    transcripts carry it; and as Python writes it (the recorded storage and cookies)."""
+    json_forms = {json.dumps(canary)[1:-1], json.dumps(canary, ensure_ascii=False)[1:-1]}
+    return {canary, *json_forms, repr(canary)[1:-1]}
