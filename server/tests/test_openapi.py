@@ -22,6 +22,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from thinwire.admin import operator_routes
 from thinwire.testing import ServerProcess, serve
 
 HERE = Path(__file__).resolve().parent
@@ -85,11 +86,9 @@ def test_the_document_covers_every_route(fuzz_server: ServerProcess) -> None:
         "/healthz",
         "/readyz",
     }
-    operator = {
-        "/admin/agents/{agent}/contexts/{context_id}/state",
-        "/admin/agents/{agent}/contexts/{context_id}/audit",
-        "/admin/agents/{agent}/contexts/{context_id}/usage",
-    }
+    # Every route the operator API serves, described to the operator.
+    operator = {"/admin" + route.path for route in operator_routes(None, "t")}  # type: ignore[arg-type, attr-defined]
+    assert "/admin/agents/{agent}/contexts/{context_id}/state/{key}/history" in operator
     url = f"{fuzz_server.url}/openapi.json"
     assert set(httpx.get(url, headers=OPERATOR).json()["paths"]) == public | operator
     # Anyone else is not told the operator API exists.

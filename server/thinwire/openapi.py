@@ -351,6 +351,18 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                 **secured,
             }
         }
+        key = {"name": "key", "in": "path", "required": True, "schema": {"type": "string"}}
+        paths[f"{admin}/state/{{key}}/history"] = {
+            "get": {
+                **operation(
+                    "One key's audit trail",
+                    [agent, context, key],
+                    {"200": {"description": "History"}},
+                    errors=("400", "401", "404"),
+                ),
+                **secured,
+            }
+        }
         paths[f"{admin}/audit"] = {
             "get": {
                 **operation(
