@@ -29,6 +29,8 @@ class Echo(Agent):
         ({"my agent": Echo}, {}, ValueError, "agent names"),
         ({"demo": "Echo"}, {}, TypeError, "Agent class or a function"),
         ({"demo": Echo}, {"identify": "anonymous"}, TypeError, "identify must be a function"),
+        ({"demo": Echo}, {"identify": lambda: "ada"}, TypeError, "cannot be called with one"),
+        ({"demo": Echo}, {"identify": lambda a, b: "ada"}, TypeError, "cannot be called with one"),
         ({"demo": Echo}, {"store": "sqlite:///x.db"}, TypeError, "thinwire Store"),
         ({"demo": Echo}, {"allowed_origins": "http://a.example"}, TypeError, "a list"),
         ({"demo": Echo}, {"allowed_origins": ["a.example"]}, ValueError, "scheme://host"),
@@ -117,6 +119,7 @@ def test_cors_answers_preflights_and_lets_the_listed_page_read() -> None:
             headers={"origin": "https://evil.example"},
         )
         assert refused.status_code == 403
+        assert "allowed_origins does not list its origin" in refused.json()["error"]["message"]
 
 
 def test_sqlite_errors_at_startup_name_the_cause(tmp_path: Path) -> None:
@@ -129,5 +132,15 @@ def test_sqlite_errors_at_startup_name_the_cause(tmp_path: Path) -> None:
     with (
         pytest.raises(Misconfigured, match="unable to open database file"),
         TestClient(app_for({"demo": DemoAgent}, store=store)),
+    ):
+        pass
+
+
+def test_a_database_file_that_cannot_be_opened_is_named(tmp_path: Path) -> None:
+    where = tmp_path / "a-directory-not-a-file"
+    where.mkdir()
+    with (
+        pytest.raises(Misconfigured, match=f"cannot open {where}: unable to open database file"),
+        TestClient(app_for({"demo": DemoAgent}, store=SQLiteStore(where))),
     ):
         pass

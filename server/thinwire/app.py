@@ -12,6 +12,7 @@ error a client meets leaves typed (see `boundary.py`).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -109,8 +110,7 @@ def create_app(
     what its card tells A2A clients, such as the credential `identify` reads.
     """
     check_agents(agents)
-    if not callable(identify):
-        raise TypeError("identify must be a function of the connection (or thinwire.anonymous)")
+    check_identify(identify)
     if store is not None and not isinstance(store, Store):
         raise TypeError(f"store must be a thinwire Store, not {type(store).__name__}")
     origins = check_origins(allowed_origins, cors=cors)
@@ -201,6 +201,21 @@ def check_agents(agents: Mapping[str, AgentFactory]) -> None:
             )
         if not callable(factory):
             raise TypeError(f"agents[{name!r}] must be an Agent class or a function making one")
+
+
+def check_identify(identify: Identify) -> None:
+    """`identify(connection)`: refused now, not as a 500 on every request."""
+    wrong = "identify must be a function of the connection (or thinwire.anonymous)"
+    if not callable(identify):
+        raise TypeError(wrong)
+    try:
+        signature = inspect.signature(identify)
+    except (TypeError, ValueError):  # a callable Python cannot describe: taken on trust
+        return
+    try:
+        signature.bind(object())
+    except TypeError:
+        raise TypeError(f"{wrong}: it cannot be called with one") from None
 
 
 def check_origins(origins: Sequence[str], *, cors: bool) -> list[str]:

@@ -97,7 +97,8 @@ class BrowserGuard:
         if scope["method"] in STATE_CHANGING and cross_site(scope, self.allowed_origins):
             refusal = Forbidden(
                 "origin_not_allowed",
-                "a page of another site may not do this with this site's credentials",
+                "a page of another site may not do this with this site's credentials "
+                "(create_app's allowed_origins does not list its origin)",
             )
             await error_response(refusal)(scope, receive, send_with_headers)
             return

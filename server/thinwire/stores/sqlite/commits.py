@@ -77,7 +77,7 @@ class Database:
         if self._connection is None:
             try:
                 self._connection = open_database(self.path)
-            except OSError as exc:  # its directory cannot be made: a database error too
+            except (OSError, sqlite3.OperationalError) as exc:  # name the file it could not open
                 raise sqlite3.OperationalError(f"cannot open {self.path}: {exc}") from exc
         return self._connection
 
