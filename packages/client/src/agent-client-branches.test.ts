@@ -6,10 +6,20 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { AgentClient, type AgentClientOptions } from "./agent-client.js";
-import type { InterruptRequest } from "./generated/wire.js";
+import type { Frame, InterruptRequest } from "./generated/wire.js";
 import type { Snapshot } from "./snapshot.js";
 import { SseTransport } from "./sse-transport.js";
-import { channel, conversationScript, fakeFetch, fakeWebSocket, newLog, runFrames, type Script, type ServerLog } from "./testing/index.js";
+import {
+  channel,
+  conversationScript,
+  fakeFetch,
+  fakeWebSocket,
+  newLog,
+  runFrames,
+  type Script,
+  type ServerLog,
+  transcriptTurn,
+} from "./testing/index.js";
 import type { Transport } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
 import { rejection } from "./test-helpers.js";
@@ -48,7 +58,7 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     const { transport, fetch } = wire(script, log);
     const make = (more: Partial<AgentClientOptions> = {}) =>
       new AgentClient({ agent: "demo", baseUrl: "http://server.test", transport, fetch, reconnect: { baseDelayMs: 1 }, ...options, ...more });
-    return { client: make(), make, log, script };
+    return { client: make(), make, log, script, fetch };
   }
 
   it("a tab that missed another tab's exchange shows the whole conversation after its own send", async () => {
@@ -113,6 +123,65 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     await sent;
     client.reset();
     expect(client.getSnapshot().title).toBeNull();
+  });
+
+  it("shows the title the server gave the conversation it started, which no frame announced", async () => {
+    const { client, log } = setup(conversationScript({ autoTitle: true }));
+    await client.send("hello   there");
+    expect(client.getSnapshot().title).toBe("hello there");
+    expect(log.transcripts).toHaveLength(1); // once the run was over
+    await client.send("again");
+    await client.regenerate();
+    expect(client.getSnapshot().title).toBe("hello there");
+    expect(log.transcripts).toHaveLength(2); // the regeneration's: no more for the title
+  });
+
+  it("asks a server that names no conversation for its title once", async () => {
+    const { client, log } = setup(conversationScript());
+    await client.send("one");
+    await client.send("two");
+    expect(client.getSnapshot().title).toBeNull();
+    expect(log.transcripts).toHaveLength(1);
+  });
+
+  it("after a clear made elsewhere, the next send shows only what the server kept, and its new title", async () => {
+    const { client, log, fetch } = setup(conversationScript({ autoTitle: true }));
+    await client.send("one");
+    await client.send("two");
+    const contextId = client.getSnapshot().contextId!;
+    expect(client.getSnapshot().title).toBe("one");
+    // Another tab clears the conversation: its title, taken from a message, goes too.
+    await fetch(`http://server.test/agents/demo/contexts/${contextId}/clear`, { method: "POST" });
+    expect(log.clears).toEqual([contextId]);
+    await client.send("three"); // its run follows no turn: the view is behind
+    expect(shown(client.getSnapshot())).toEqual([
+      ["user", "three", "1/1"],
+      ["assistant", "You said “three”.", "1/1"],
+    ]);
+    expect(client.getSnapshot()).toMatchObject({ contextId, title: "three", status: "idle" });
+  });
+
+  it("takes a run that names no turn it follows (an older server) as following the view's last", async () => {
+    const base = conversationScript({ autoTitle: true });
+    const unnamed = (frame: Frame): Frame => {
+      if (frame.type !== "run_start") return frame;
+      const { afterTurnId: _, ...older } = frame;
+      return older as Frame;
+    };
+    const script: Script = {
+      ...base,
+      run: (body) => {
+        const reply = base.run(body);
+        return "frames" in reply ? { frames: [...(reply.frames as Frame[])].map(unnamed) } : reply;
+      },
+    };
+    const { client, log } = setup(script);
+    await client.send("one");
+    await client.send("two");
+    const loads = log.transcripts.length;
+    await client.send("three");
+    expect(log.transcripts).toHaveLength(loads);
+    expect(client.getSnapshot().turns.filter((turn) => turn.role === "user").map((turn) => turn.text)).toEqual(["one", "two", "three"]);
   });
 
   it("regenerates the last reply on a new branch, then shows the server's sibling counts", async () => {
@@ -284,13 +353,15 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     const stream = channel();
     const base = conversationScript({ answer });
     let asking = false;
+    // The runs made here by hand follow the last turn shown, as the server's would: the view is not behind.
+    let last: string | null = null;
     const script: Script = {
       ...base,
       run: (body) => {
         if (body.message.text === "slow") return { frames: stream.frames() };
         if (!asking) return base.run(body);
         const r = runFrames(body.contextId!, "run-ask", 100);
-        return { frames: [r.start(), r.interrupt(refund), r.done("", [], "interrupted")] };
+        return { frames: [r.start({ afterTurnId: last }), r.interrupt(refund), r.done("", [], "interrupted")] };
       },
     };
     const { client, log } = setup(script);
@@ -303,11 +374,12 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     expect((await rejection(client.edit(user!.id, "x"))).code).toBe("context_busy");
     expect((await rejection(client.switchBranch(user!.id, 0))).code).toBe("context_busy");
     const r = runFrames(contextId!, "run-slow", 50);
-    stream.push(r.start());
+    stream.push(r.start({ afterTurnId: turns.at(-1)!.id }));
     stream.push(r.done("done"));
     await slow;
 
     asking = true;
+    last = client.getSnapshot().turns.at(-1)!.id;
     await client.send("refund please");
     expect(client.getSnapshot().interrupt).toEqual(refund);
     for (const attempt of [client.regenerate(), client.edit(user!.id, "x"), client.switchBranch(user!.id, 0)]) {
@@ -321,6 +393,47 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     for (const attempt of [client.regenerate(), client.edit(user!.id, "x"), client.switchBranch(user!.id, 0)]) {
       expect((await rejection(attempt)).code).toBe("disposed");
     }
+  });
+
+  it("numbers a reply it follows, not started, as its exchange: a regeneration found on load, then a decision", async () => {
+    // A reload while a regeneration streams: the exchange is the second of two, its reply not written yet.
+    const contextId = "ctx-" + "0".repeat(35) + "1";
+    const refund: InterruptRequest = { interruptId: "int-1", prompt: "Refund?", options: ["approve"], payload: null, decisionSchema: null };
+    const numbers = { siblings: 2, siblingIndex: 1 };
+    const user = transcriptTurn("user", "Refund please", { id: "turn-000100000000-u0", ...numbers });
+    const regenerating = runFrames(contextId, "run-2", 10);
+    const continued = runFrames(contextId, "run-3", 20);
+    const script: Script = {
+      run: () => ({ error: { status: 400, code: "invalid_request", message: "Not here." } }),
+      transcript: () => ({ contextId, agent: "demo", title: "Refund please", turns: [user], activeRunId: "run-2", pendingInterrupt: null, hasEarlier: false }),
+      attach: () => ({
+        frames: [
+          regenerating.start({ turnId: "turn-000100000000-a0", userTurnId: user.id, afterTurnId: null }),
+          regenerating.interrupt(refund),
+          regenerating.done("Let me ask.", [], "interrupted"),
+        ],
+      }),
+      decide: () => ({
+        frames: [
+          continued.start({ turnId: "turn-000100000000-a1", userTurnId: null, afterTurnId: "turn-000100000000-a0" }),
+          continued.done("Refunded."),
+        ],
+      }),
+    };
+    const { make } = setup(script);
+    const client = make({ contextId });
+    await client.start();
+    await vi.waitFor(() => expect(client.getSnapshot().interrupt).toEqual(refund));
+    expect(shown(client.getSnapshot())).toEqual([
+      ["user", "Refund please", "2/2"],
+      ["assistant", "Let me ask.", "2/2"],
+    ]);
+    await client.decide("approve");
+    expect(shown(client.getSnapshot())).toEqual([
+      ["user", "Refund please", "2/2"],
+      ["assistant", "Let me ask.", "2/2"],
+      ["assistant", "Refunded.", "2/2"],
+    ]);
   });
 
   it("opens another conversation, and forgets one the server does not know", async () => {

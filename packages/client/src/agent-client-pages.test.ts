@@ -278,7 +278,7 @@ describe("AgentClient pages of a transcript", () => {
 
 describe("AgentClient.loadEarlier while a run streams", () => {
   async function streaming(reconnect: AgentClientOptions["reconnect"] = {}) {
-    const { fetch } = server();
+    const { fetch } = server(conversationScript({ answer, autoTitle: true }));
     const contextId = await conversation(fetch, 3);
     const stream = channel();
     const transport = new MockTransport(() => stream.frames());
@@ -289,9 +289,10 @@ describe("AgentClient.loadEarlier while a run streams", () => {
 
   it("prepends the page and leaves the streaming reply to its run", async () => {
     const { client, contextId, stream } = await streaming();
+    const last = client.getSnapshot().turns.at(-1)!.id;
     const sent = client.send("m4");
     const r = runFrames(contextId, "run-4", 100);
-    stream.push(r.start({ turnId: "turn-x-a8", userTurnId: "turn-x-u7" }));
+    stream.push(r.start({ turnId: "turn-x-a8", userTurnId: "turn-x-u7", afterTurnId: last }));
     stream.push(r.token("Hel"));
     await vi.waitFor(() => expect(client.getSnapshot().turns.at(-1)!.text).toBe("Hel"));
 

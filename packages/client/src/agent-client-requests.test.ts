@@ -63,14 +63,17 @@ function recording(fetchImpl: typeof fetch) {
   return { fetch: wrapped, requests };
 }
 
+const LAST_TURN = "turn-000000000000-a0";
+
+/** A conversation of one exchange, named; a send onto it follows its last turn, `LAST_TURN`. */
 function transcript(contextId: string, activeRunId: string | null = null): Transcript {
   return {
     contextId,
     agent: "demo",
-    title: null,
+    title: "Hello",
     turns: [
-      transcriptTurn("user", "Hello"),
-      transcriptTurn("assistant", "Hi"),
+      transcriptTurn("user", "Hello", { id: "turn-000000000000-u0" }),
+      transcriptTurn("assistant", "Hi", { id: LAST_TURN }),
     ],
     activeRunId,
     pendingInterrupt: null,
@@ -125,7 +128,7 @@ describe("AgentClient credentials", () => {
   it("uses the credentials option for the transcript and every request of the transport it creates", async () => {
     const r = run("ctx-1", "run-1", 10);
     const script: Script = {
-      run: () => ({ frames: [r.start(), r.done("ok")] }),
+      run: () => ({ frames: [r.start({ afterTurnId: LAST_TURN }), r.done("ok")] }),
       transcript: (contextId) => transcript(contextId),
       stop: () => undefined,
     };
@@ -172,6 +175,7 @@ describe("AgentClient credentials", () => {
     expect(sockets[0]!.url).toBe("wss://api.test/agents/demo/ws?ticket=ticket-1");
     expect(requests.map((request) => [request.method, request.url, request.credentials])).toEqual([
       ["POST", "https://api.test/agents/demo/tickets", "include"],
+      ["GET", "https://api.test/agents/demo/contexts/ctx-1?limit=50", "include"], // for the title the server gave it
     ]);
     expect(log.tickets[0]).toMatchObject({ authorization: "Bearer t", "thinwire-protocol": "1" });
 
@@ -231,7 +235,7 @@ describe("AgentClient requests end cleanly", () => {
   it("reads every response to its end and never aborts a request that completed", async () => {
     const r = run("ctx-1", "run-1", 10);
     const script: Script = {
-      run: () => ({ frames: [r.start(), r.token("Hi"), r.done("Hi")] }),
+      run: () => ({ frames: [r.start({ afterTurnId: LAST_TURN }), r.token("Hi"), r.done("Hi")] }),
       transcript: (contextId) => transcript(contextId),
     };
     const { fetch, requests } = recording(fakeFetch(script, newLog()));
@@ -290,6 +294,7 @@ describe("AgentClient requests end cleanly", () => {
     expect(requests.map((request) => [request.url, request.body, request.signal.aborted])).toEqual([
       ["/agents/demo/runs", "read", false],
       ["/agents/demo/contexts/ctx-1/stop", "read", false],
+      ["/agents/demo/contexts/ctx-1?limit=50", "read", false], // for the title the server gave it
     ]);
   });
 });

@@ -458,7 +458,8 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
           pending = null;
           turns.push(transcriptTurn("assistant", "", { stopReason: "stopped" }));
         },
-        transcript: (id) => transcript(id, [...turns], null, pending),
+        // Named after its first message, as the server does (no title frame).
+        transcript: (id) => ({ ...transcript(id, [...turns], null, pending), title: turns[0]?.text ?? null }),
       };
       return script;
     }
@@ -548,9 +549,10 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
     it("stop while a decision is pending ends the waiting run", async () => {
       const { client, log } = setup(asker());
       await client.send("Refund order 1234");
+      const loads = log.transcripts.length;
       await client.stop();
       expect(log.stops).toEqual(["ctx-1"]);
-      await until(() => log.transcripts.length === 1, "the transcript");
+      await until(() => log.transcripts.length === loads + 1, "the transcript");
       expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: null });
       expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.stopReason])).toEqual([
         ["user", "Refund order 1234", null],

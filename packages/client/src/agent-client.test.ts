@@ -434,13 +434,14 @@ describe("AgentClient.start (hydration)", () => {
     let answer!: (response: Response) => void;
     const fetch = vi.fn(() => new Promise<Response>((resolve) => (answer = resolve)));
     const r = run("ctx-7", "run-2", 40);
-    const transport = new MockTransport(() => [r.start(), r.done("Again")]);
+    const transport = new MockTransport(() => [r.start({ afterTurnId: "turn-a2" }), r.done("Again")]);
     const client = new AgentClient({ agent: "demo", contextId: "ctx-7", fetch, transport });
     void client.start();
     const sent = client.send("More");
     await tick();
     expect(transport.requests).toHaveLength(0);
-    answer(jsonResponse(200, transcript));
+    const [hello, hi] = transcript.turns;
+    answer(jsonResponse(200, { ...transcript, title: "Hello", turns: [{ ...hello, id: "turn-u1" }, { ...hi, id: "turn-a2" }] }));
     await sent;
     expect(transport.requests[0]!.body.contextId).toBe("ctx-7");
     expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["Hello", "Hi there", "More", "Again"]);
@@ -1008,9 +1009,10 @@ describe("AgentClient human in the loop", () => {
   const followUp: InterruptRequest = { ...refund, interruptId: "int-2", prompt: "Also email the customer?" };
 
   /** A first run that asks about the refund. */
+  /** A run that names the conversation (so no transcript is loaded for its title), then asks. */
   function asking() {
     const r = run("ctx-1", "run-1");
-    return [r.start(), r.token("Let me check."), r.interrupt(refund), r.done("Let me check.", ["lookup"], "interrupted")];
+    return [r.start(), r.title("Refund"), r.token("Let me check."), r.interrupt(refund), r.done("Let me check.", ["lookup"], "interrupted")];
   }
 
   function transcriptResponse(body: Partial<Transcript>): Response {

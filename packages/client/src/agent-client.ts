@@ -246,7 +246,8 @@ export class AgentClient {
   /**
    * Answers the last user message again, on a new branch, and streams the new
    * reply like `send()`: the reply shown leaves the view for it (the server
-   * keeps it, as the sibling `switchBranch()` shows again). Once the run is
+   * keeps it, as the sibling `switchBranch()` shows again), and the user turn,
+   * of a new exchange, gets a new id with the run's first frame. Once the run is
    * over the transcript is loaded again, so the turns' `siblings` and
    * `siblingIndex` are the server's. Resolves with the new run's result.
    *

@@ -147,6 +147,19 @@ describe("ConversationList", () => {
     expect(list.getSnapshot().error).toMatchObject({ code: "context_not_found" });
   });
 
+  it("shows a rename refused without a request as error, as it shows the server's refusals", async () => {
+    const { fetch, log, ids } = await serverWith(1);
+    const list = new ConversationList({ agent: "demo", fetch });
+    await list.start();
+    expect((await rejection(list.rename(ids[0]!, " "))).code).toBe("invalid_request");
+    expect(list.getSnapshot().error).toMatchObject({ code: "invalid_request", retryable: false });
+    expect((await rejection(list.rename(ids[0]!, "y".repeat(201)))).code).toBe("title_too_long");
+    expect(list.getSnapshot().error).toMatchObject({ code: "title_too_long", retryable: false });
+    expect(log.renames).toEqual([]);
+    await list.rename(ids[0]!, "Fine"); // a success clears it
+    expect(list.getSnapshot().error).toBeNull();
+  });
+
   it("removes a conversation; one the server no longer knows is gone all the same", async () => {
     const { fetch, log, ids, script } = await serverWith(3);
     const list = new ConversationList({ agent: "demo", fetch });

@@ -173,10 +173,8 @@ export class ConversationList {
    */
   async rename(contextId: string, title: string): Promise<ConversationSummary> {
     if (this.#disposed) throw disposed();
-    if (typeof title !== "string" || title.trim() === "") throw invalidRequest("A title cannot be blank.");
-    if ([...title].length > MAX_TITLE) {
-      throw new ThinwireError("title_too_long", `A title is at most ${MAX_TITLE} characters.`);
-    }
+    const refusal = titleRefusal(title);
+    if (refusal) throw this.#refused(refusal);
     const body: RenameRequest = { title };
     const answer = await this.#change("PATCH", contextId, body);
     const summary = isSummary(answer) ? answer : null;
@@ -286,9 +284,15 @@ export class ConversationList {
       return await this.#request(method, `/contexts/${encodeURIComponent(contextId)}`, body);
     } catch (caught) {
       const error = toThinwireError(caught);
-      if (error.code !== "context_not_found" || method !== "DELETE") this.#show({ error: errorInfo(error) });
+      if (error.code !== "context_not_found" || method !== "DELETE") this.#refused(error);
       throw error;
     }
+  }
+
+  /** A rename or a forget refused, by the server or before any request: `error` shows it; returned for the caller to throw. */
+  #refused(error: ThinwireError): ThinwireError {
+    this.#show({ error: errorInfo(error) });
+    return error;
   }
 
   async #request(method: string, path: string, body?: unknown): Promise<unknown> {
@@ -319,6 +323,13 @@ export class ConversationList {
     this.#snapshot = next;
     this.#notifier.changed(false);
   }
+}
+
+/** Why `title` cannot be a title (blank, too long), or null when it can. */
+function titleRefusal(title: unknown): ThinwireError | null {
+  if (typeof title !== "string" || title.trim() === "") return invalidRequest("A title cannot be blank.");
+  if ([...title].length > MAX_TITLE) return new ThinwireError("title_too_long", `A title is at most ${MAX_TITLE} characters.`);
+  return null;
 }
 
 function running(snapshot: Snapshot): boolean {

@@ -10,8 +10,12 @@
  * edit, everything after the edited turn) leaves the view, and the new
  * exchange is numbered as the last of its alternatives until the run is over;
  * then the transcript is loaded again, so the sibling counts and the turns'
- * meta are the server's. A request refused before its run began leaves no
- * trace but the error: the turns shown before it come back.
+ * meta are the server's. So it is after any run that follows another turn
+ * than the view's last (another tab's turns, or a clear: the view is
+ * behind), and after one that ends with no title shown (the server names a
+ * conversation after a message without a frame). A request refused before
+ * its run began leaves no trace but the error: the turns shown before it
+ * come back.
  */
 import { aborted, toThinwireError, withInterruptId } from "./errors.js";
 import type { EditRequest, Frame, RunRequest, RunStartFrame } from "./generated/wire.js";
@@ -37,10 +41,8 @@ export interface MessagesOptions {
 interface Plan {
   /** The conversation, when it exists already. */
   contextId: string | null;
-  /** The turns shown before the fresh reply. */
+  /** The turns shown before the fresh reply, the last one of its exchange (whose numbers it takes). */
   turns: readonly Turn[];
-  /** The reply's place among the alternatives of its exchange. */
-  exchange?: Pick<Turn, "siblings" | "siblingIndex">;
   /** The request, with the message's `messageId` (null where the platform has no randomness). */
   open: (messageId: string | null, signal: AbortSignal) => AsyncIterable<Frame>;
   /** Load the transcript once the run is over (the conversation forked). */
@@ -55,6 +57,8 @@ export class Messages {
   readonly #view: View;
   readonly #reader: RunReader;
   readonly #transcripts: TranscriptLoader;
+  /** The conversation whose transcript was loaded for want of a title (see `#untitled`). */
+  #askedTitleOf: string | null = null;
 
   constructor(options: MessagesOptions) {
     this.#transport = options.transport;
@@ -94,12 +98,10 @@ export class Messages {
     const { turns } = this.#view.snapshot;
     const last = findLastIndex(turns, (turn) => turn.role === "user");
     const user = turns[last];
-    const exchange = user ? nextAlternative(user) : undefined;
     return this.#stream(
       {
         contextId,
-        turns: user ? [...turns.slice(0, last), { ...user, ...exchange }] : turns,
-        ...(exchange ? { exchange } : {}),
+        turns: user ? [...turns.slice(0, last), { ...user, ...nextAlternative(user) }] : turns,
         forks: true,
         open: (messageId, signal) =>
           this.#transport.regenerate({
@@ -120,12 +122,10 @@ export class Messages {
   edit(contextId: string, turn: Turn, request: Pick<EditRequest, "message" | "data">, job: Job): Promise<SendResult> {
     const { turns } = this.#view.snapshot;
     const index = turns.findIndex((shown) => shown.id === turn.id);
-    const exchange = nextAlternative(turn);
     return this.#stream(
       {
         contextId,
-        turns: [...turns.slice(0, index), { ...turn, text: request.message.text, ...exchange }],
-        exchange,
+        turns: [...turns.slice(0, index), { ...turn, text: request.message.text, ...nextAlternative(turn) }],
         forks: true,
         open: (messageId, signal) => {
           const body: EditRequest = { turnId: turn.id, ...request };
@@ -141,19 +141,20 @@ export class Messages {
     const view = this.#view;
     const signal = job.signal;
     const before = view.snapshot.turns;
-    const reply = view.openReply(plan.turns, { runId: null }, plan.exchange);
+    const reply = view.openReply(plan.turns, { runId: null });
     // One key for every try of this message: a repeat after a cut response is then safe.
     const messageId = newMessageId();
     // The run follows another turn than the view's last: this client missed turns (another
-    // tab's), which the transcript has.
+    // tab's), which the transcript has — or the conversation was cleared (a null after turns).
     let behind = false;
     const open = (): AsyncIterable<Frame> =>
       plan.after === undefined
         ? plan.open(messageId, signal)
         : noting(plan.open(messageId, signal), (start) => {
-            // Null (the first message, or not known to the server) and undefined (an older server) say nothing.
-            if (typeof start.afterTurnId === "string" && start.afterTurnId !== plan.after) behind = true;
+            // Undefined (an older server) says nothing.
+            if (start.afterTurnId !== undefined && start.afterTurnId !== plan.after) behind = true;
           });
+    const shown = this.#transcripts.shown;
     let result: SendResult;
     try {
       result = await this.#reader.follow(open, job, { repeatable: messageId !== null });
@@ -169,12 +170,27 @@ export class Messages {
       }
       throw error;
     }
-    if (plan.forks || behind) {
-      // The server's numbering of the alternatives, the turns' meta, the turns missed; best effort.
+    if (plan.forks || behind || this.#untitled(result.contextId, shown)) {
+      // The server's numbering of the alternatives, the turns' meta, the turns missed, the
+      // title; best effort.
       await this.#transcripts.refresh(result.contextId, signal);
       if (signal.aborted) throw aborted();
     }
     return result;
+  }
+
+  /**
+   * The view has no title, and no transcript showed one since the run began
+   * (the `shown` count then): the server names an untitled conversation after
+   * the message that starts a run, without a `title` frame, so the view learns
+   * that title only from the transcript. Asked once per conversation, for a
+   * server that names none.
+   */
+  #untitled(contextId: string, shown: number): boolean {
+    if (this.#view.snapshot.title !== null || this.#transcripts.shown !== shown) return false;
+    if (this.#askedTitleOf === contextId) return false;
+    this.#askedTitleOf = contextId;
+    return true;
   }
 }
 

@@ -72,7 +72,12 @@ export interface Snapshot {
   contextId: string | null;
   /** The decision the conversation waits for (answer it with `decide()`); null when none is pending. */
   interrupt: InterruptRequest | null;
-  /** The conversation's title: from the transcript, a `title` frame (the agent named it) or a rename; null when it has none. */
+  /**
+   * The conversation's title: from the transcript, a `title` frame (the agent
+   * named it) or a rename; null when it has none. The title the server takes
+   * from a message comes with no frame: a run that ends without a title shown
+   * loads the transcript for it.
+   */
   title: string | null;
   /**
    * Exchanges precede the first turn shown: the transcript was loaded a page

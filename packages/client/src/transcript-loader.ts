@@ -47,6 +47,8 @@ export class TranscriptLoader {
   readonly #target: () => TransportTarget;
   readonly #view: View;
   readonly #pageSize: number;
+  /** See `shown`. */
+  #shown = 0;
 
   /** `target` is read at each request, so changed headers are picked up; `pageSize` may be Infinity (no pages). */
   constructor(requests: JsonRequests, target: () => TransportTarget, view: View, pageSize: number) {
@@ -54,6 +56,15 @@ export class TranscriptLoader {
     this.#target = target;
     this.#view = view;
     this.#pageSize = pageSize;
+  }
+
+  /**
+   * How many transcripts the view showed, each with the server's title at the
+   * time: a caller compares it before and after a run to tell whether the view
+   * read the title since.
+   */
+  get shown(): number {
+    return this.#shown;
   }
 
   /**
@@ -72,6 +83,7 @@ export class TranscriptLoader {
       const title = titleOf(transcript);
       const hasEarlier = hasEarlierOf(transcript);
       const runId = transcript.activeRunId;
+      this.#shown += 1;
       if (title !== view.snapshot.title) view.show({ title });
       if (typeof runId === "string" && runId !== "") return { runId, turns, interrupt, hasEarlier };
       view.show({ turns, interrupt, hasEarlier, status: "idle" });
@@ -106,7 +118,7 @@ export class TranscriptLoader {
     }
     if (signal.aborted || !current() || this.#view.snapshot.contextId !== contextId) return undefined;
     const interrupt = publicInterrupt(transcript.pendingInterrupt);
-    this.#view.show({ ...this.#replacePage(transcript), interrupt, title: titleOf(transcript) });
+    this.#show({ ...this.#replacePage(transcript), interrupt, title: titleOf(transcript) });
     return interrupt;
   }
 
@@ -119,7 +131,7 @@ export class TranscriptLoader {
     const path = `/contexts/${encodeURIComponent(contextId)}/branch${this.#query()}`;
     const transcript = await this.#request("POST", path, signal, request);
     if (signal.aborted || this.#view.snapshot.contextId !== contextId) throw aborted();
-    this.#view.show({
+    this.#show({
       ...this.#replacePage(transcript),
       interrupt: publicInterrupt(transcript.pendingInterrupt),
       title: titleOf(transcript),
@@ -139,7 +151,7 @@ export class TranscriptLoader {
       throw new ThinwireError("stream_interrupted", "The run ended without a reply.", { retryable: false });
     }
     const stopReason = reply.stopReason ?? "end";
-    this.#view.show({
+    this.#show({
       ...this.#replacePage(transcript, turns),
       interrupt: publicInterrupt(transcript.pendingInterrupt),
       title: titleOf(transcript),
@@ -161,6 +173,12 @@ export class TranscriptLoader {
     if (signal.aborted || shown !== contextId || turns[0]?.id !== before) return;
     const page = publicTurns(transcript.turns).map((turn) => this.#turn(turn));
     this.#view.show({ turns: [...page, ...turns], hasEarlier: hasEarlierOf(transcript) });
+  }
+
+  /** Shows what a transcript says of the branch shown: its turns, interrupt and title. */
+  #show(changes: Partial<Snapshot>): void {
+    this.#shown += 1;
+    this.#view.show(changes);
   }
 
   /** `GET …/contexts/{contextId}`: a page of the public transcript of a conversation, the last or the one `before` a turn. */

@@ -84,15 +84,16 @@ export class View {
    * Shows `turns` followed by a fresh, empty assistant reply, streaming, with the
    * previous run's thinking, activity and error cleared; returns the reply.
    * `run` sets the run being read, the pending interrupt and whether exchanges
-   * precede `turns` (the current ones by default). `exchange` numbers the
-   * reply among the alternatives of its exchange (a regenerated reply, an
-   * edited message's answer).
+   * precede `turns` (the current ones by default). The reply is of the
+   * exchange of the last of `turns` — the message it answers, or the reply a
+   * decision continues — and carries its numbers among the alternatives.
    */
   openReply(
     turns: readonly Turn[],
     run: { runId?: string | null; lastSeq?: number | null; interrupt?: InterruptRequest | null; hasEarlier?: boolean } = {},
-    exchange: Partial<Pick<Turn, "siblings" | "siblingIndex">> = {},
   ): Turn {
+    const last = turns[turns.length - 1];
+    const exchange = last ? { siblings: last.siblings, siblingIndex: last.siblingIndex } : {};
     const reply = this.turn("assistant", "", { streaming: true, ...exchange });
     const state = this.#state;
     this.commit({

@@ -22,9 +22,15 @@ function frames(contextId: string, runId: string, reply: string, firstSeq = 1): 
   return [run.start(), run.token(reply), run.done(reply)];
 }
 
-/** A server stand-in: transcripts by context id, runs that mint ids in order. */
+/**
+ * A server stand-in: transcripts by context id, runs that mint ids in order.
+ * A run announces its turns' ids and the turn it follows (as `transcript`
+ * numbers them), and names a conversation it starts (so no transcript is read
+ * for a title).
+ */
 function fakeServer(transcripts: Record<string, Transcript> = {}) {
   let minted = 0;
+  const exchanges = new Map<string, number>();
   const fetch = vi.fn(async (input: RequestInfo | URL) => {
     const contextId = decodeURIComponent(new URL(String(input), "http://server.test").pathname.split("/contexts/")[1] ?? "");
     const transcript = transcripts[contextId];
@@ -36,20 +42,38 @@ function fakeServer(transcripts: Record<string, Transcript> = {}) {
     return new Response(JSON.stringify(transcript), { headers: { "content-type": "application/json" } });
   });
   const transport: MockTransport = new MockTransport((request) => {
-    const contextId = request.body.contextId ?? `ctx-new-${++minted}`;
-    return frames(contextId, `run-${transport.requests.length}`, `echo: ${request.body.message.text}`, 100 * transport.requests.length);
+    const known = request.body.contextId;
+    const contextId = known ?? `ctx-new-${++minted}`;
+    const exchange = exchanges.get(contextId) ?? (known ? (transcripts[known]?.turns.length ?? 0) / 2 : 0);
+    exchanges.set(contextId, exchange + 1);
+    const run = runFrames(contextId, `run-${transport.requests.length}`, 100 * transport.requests.length);
+    const reply = `echo: ${request.body.message.text}`;
+    const ids = {
+      userTurnId: turnId(contextId, "u", exchange),
+      turnId: turnId(contextId, "a", exchange),
+      afterTurnId: exchange === 0 ? null : turnId(contextId, "a", exchange - 1),
+    };
+    const start = run.start(ids);
+    const title = known ? [] : [run.title(request.body.message.text)];
+    return [start, ...title, run.token(reply), run.done(reply)];
   });
   return { fetch, transport };
 }
 
+/** The id of a turn of exchange `exchange` of a conversation, in `fakeServer`. */
+function turnId(contextId: string, role: "u" | "a", exchange: number): string {
+  return `turn-${contextId}-${role}${exchange}`;
+}
+
+/** A conversation of one exchange, named after its message (as the server names one). */
 function transcript(contextId: string, userText: string, reply: string): Transcript {
   return {
     contextId,
     agent: "demo",
-    title: null,
+    title: userText,
     turns: [
-      transcriptTurn("user", userText),
-      transcriptTurn("assistant", reply),
+      transcriptTurn("user", userText, { id: turnId(contextId, "u", 0) }),
+      transcriptTurn("assistant", reply, { id: turnId(contextId, "a", 0) }),
     ],
     activeRunId: null,
     pendingInterrupt: null,
@@ -638,7 +662,7 @@ describe("useAgent requests", () => {
     const calls: Array<[string, RequestCredentials | undefined]> = [];
     const r = runFrames("ctx-1", "run-1", 10);
     const script: Script = {
-      run: () => ({ frames: [r.start(), r.done("ok")] }),
+      run: () => ({ frames: [r.start({ afterTurnId: turnId("ctx-1", "a", 0) }), r.done("ok")] }),
       transcript: (contextId) => transcript(contextId, "hi", "hello"),
     };
     const serve = fakeFetch(script, newLog());

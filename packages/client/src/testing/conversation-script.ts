@@ -13,7 +13,8 @@
  * ```
  *
  * Every run ends at once, with stop reason `end`; a regenerated exchange gets
- * a new user turn (a copy of the one it answers) as well as a new reply.
+ * a new user turn (a copy of the one it answers) as well as a new reply. A
+ * clear drops every exchange, and a title taken from a message.
  */
 import type {
   Activity,
@@ -33,7 +34,7 @@ export interface Answer {
   thinking?: string;
   /** Tools it calls, in order (`ok` defaults to true). */
   tools?: Array<{ name: string; ok?: boolean }>;
-  /** Names the conversation (a `title` frame) when it has no title yet. */
+  /** Names the conversation (a `title` frame) when it has no title yet, or one taken from a message. */
   title?: string;
 }
 
@@ -42,7 +43,17 @@ export interface ConversationScriptOptions {
   answer?: (text: string, history: readonly TranscriptTurn[]) => Answer | string;
   /** The clock, in seconds: the turns' meta and the conversations' times. By default 1, 2, 3… */
   now?: () => number;
+  /**
+   * Name an untitled conversation after the message that starts a run, as the
+   * server does: no frame says so, the transcript and the list show it.
+   */
+  autoTitle?: boolean;
 }
+
+/** Who gave a conversation its title: a message (`auto`), the agent or the user. */
+type TitleSource = "auto" | "agent" | "user";
+/** The longest title taken from a message (the server's). */
+const AUTO_TITLE = 60;
 
 interface Node {
   children: Exchange[];
@@ -64,6 +75,7 @@ interface Step {
 interface Conversation extends Node {
   contextId: string;
   title: string | null;
+  titleSource: TitleSource | null;
   createdAt: number;
   updatedAt: number;
   /** The last seq sent, and the frames of the latest run (for an attach). */
@@ -164,6 +176,10 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
     const before = turns(history).slice(0, cut < 0 ? undefined : 2 * cut);
     const answered = options.answer?.(text, before) ?? `You said “${text}”.`;
     const answer = typeof answered === "string" ? { text: answered } : answered;
+    if (options.autoTitle && conversation.title === null) {
+      conversation.title = messageTitle(text);
+      conversation.titleSource = "auto";
+    }
     const user = turn(conversation, "user", text);
     const reply = turn(conversation, "assistant", answer.text);
     parent.children.push({ user, reply, children: [], active: 0 });
@@ -173,8 +189,9 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
     const r = runFrames(conversation.contextId, `run-${conversation.runs}`, conversation.seq + 1);
     const afterTurnId = before[before.length - 1]?.id ?? null;
     const frames = [r.start({ turnId: reply.id, userTurnId: user.id, afterTurnId })];
-    if (answer.title !== undefined && conversation.title === null) {
+    if (answer.title !== undefined && (conversation.titleSource ?? "auto") === "auto") {
       conversation.title = answer.title;
+      conversation.titleSource = "agent";
       frames.push(r.title(answer.title));
     }
     if (answer.thinking) frames.push(r.thinking(answer.thinking));
@@ -205,7 +222,7 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
         minted += 1;
         const contextId = `ctx-${minted.toString(16).padStart(36, "0")}`;
         const time = now();
-        conversation = { contextId, title: null, createdAt: time, updatedAt: time, seq: 0, runs: 0, turns: 0, lastRun: [], children: [], active: 0 };
+        conversation = { contextId, title: null, titleSource: null, createdAt: time, updatedAt: time, seq: 0, runs: 0, turns: 0, lastRun: [], children: [], active: 0 };
         conversations.set(contextId, conversation);
       } else {
         conversation = find(body.contextId);
@@ -262,10 +279,29 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       if ("error" in conversation) return conversation;
       if ([...title].length > 200) return refusal(400, "title_too_long", "A title is at most 200 characters.");
       conversation.title = title;
+      conversation.titleSource = "user";
       return summary(conversation);
+    },
+    clear(contextId) {
+      const conversation = find(contextId);
+      if ("error" in conversation) return conversation;
+      conversation.children = [];
+      conversation.active = 0;
+      conversation.lastRun = [];
+      if (conversation.titleSource === "auto") {
+        conversation.title = null;
+        conversation.titleSource = null;
+      }
+      return transcript(conversation);
     },
     forget(contextId) {
       if (!conversations.delete(contextId)) return NO_CONTEXT;
     },
   };
+}
+
+/** A title made from a message, as the server makes it: its words, cut short. */
+function messageTitle(text: string): string {
+  const words = text.split(/\s+/).filter(Boolean).join(" ");
+  return words.length <= AUTO_TITLE ? words : `${words.slice(0, AUTO_TITLE - 1).trimEnd()}…`;
 }

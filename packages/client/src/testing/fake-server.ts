@@ -16,6 +16,7 @@
  * remembered by `messageId` the same way. The conversation routes the client
  * calls over HTTP — the list (`GET …/contexts`), a rename (`PATCH`), a forget
  * (`DELETE`) and a branch switch (`POST …/branch`) — are the script's too,
+ * as is a clear (`POST …/clear`, which a test makes as another tab would),
  * and so is a transcript: its query (`limit`, `before`) asks for a page.
  * `conversationScript()` (`conversation-script.ts`) is a script that keeps
  * conversations as the server does, branches and pages and all.
@@ -99,6 +100,8 @@ export interface Script {
   rename?(contextId: string, request: RenameRequest): ConversationSummary | Refusal;
   /** `DELETE …/contexts/{id}` (answered with 204); defaults to `context_not_found`. */
   forget?(contextId: string): Refusal | void;
+  /** `POST …/contexts/{id}/clear`: the transcript left; defaults to `context_not_found`. */
+  clear?(contextId: string): Transcript | Refusal;
   /** `POST …/tickets`, with the request's headers: a refusal, or nothing to issue a ticket (the default). */
   ticket?(headers: Headers): TicketRefusal | void;
   /** Refuse a socket without a ticket (4401), as a server that identifies callers by a header must. */
@@ -125,6 +128,7 @@ export interface ServerLog {
   listings: ConversationQuery[];
   renames: Array<{ contextId: string } & RenameRequest>;
   forgets: string[];
+  clears: string[];
   /** The headers of every ticket request (names in lower case). */
   tickets: Array<Record<string, string>>;
 }
@@ -142,6 +146,7 @@ export function newLog(): ServerLog {
     listings: [],
     renames: [],
     forgets: [],
+    clears: [],
     tickets: [],
   };
 }
@@ -288,7 +293,7 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
       log.listings.push(query);
       return answerJson(script.conversations?.(query) ?? { conversations: [], nextCursor: null });
     } else {
-      const match = /^\/contexts\/([^/]+)(\/events|\/stop|\/decisions|\/regenerate|\/edits|\/branch)?$/.exec(path);
+      const match = /^\/contexts\/([^/]+)(\/events|\/stop|\/decisions|\/regenerate|\/edits|\/branch|\/clear)?$/.exec(path);
       if (!match) return json(404, { error: { code: "not_found", message: "No route." } });
       const contextId = decodeURIComponent(match[1]!);
       const body = () => JSON.parse(String(init?.body)) as unknown;
@@ -308,6 +313,9 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
         const request = body() as BranchRequest;
         log.branches.push({ contextId, ...request });
         return answerJson(script.branch?.(contextId, request, transcriptQuery(url)) ?? NO_BRANCH);
+      } else if (match[2] === "/clear" && method === "POST") {
+        log.clears.push(contextId);
+        return answerJson(script.clear?.(contextId) ?? NO_CONTEXT);
       } else if (match[2] === "/stop") {
         log.stops.push(contextId);
         script.stop?.(contextId);

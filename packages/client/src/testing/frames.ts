@@ -14,7 +14,11 @@ export interface StartIds {
   turnId?: string | null;
   userTurnId?: string | null;
   requestId?: string | null;
-  /** The turn the run's first new turn follows (null: the first, or not known). */
+  /**
+   * The turn the run's first new turn follows. Null (the default): the first
+   * message — a client that shows turns takes it as a clear, and loads the
+   * transcript once the run is over.
+   */
   afterTurnId?: string | null;
 }
 
