@@ -1,5 +1,5 @@
 /** WebSocketTransport over a fake socket: commands with requestIds, routing by requestId, close codes, aborts. */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ThinwireError } from "./errors.js";
 import { CLOSE_CODES, type Frame, RETRYABLE_CODES } from "./generated/wire.js";
 import { channel, fakeFetch, fakeWebSocket, newLog, runFrames, type Script } from "./testing/index.js";
@@ -257,7 +257,7 @@ describe("WebSocketTransport", () => {
       }
     })();
     stream.push(r.start());
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await vi.waitFor(() => expect(seen).toHaveLength(1)); // run_start read: the run is known
     sockets[0]!.receive("not json");
     sockets[0]!.receive('{"type":"token","delta":"no context"}');
     controller.abort();
