@@ -20,7 +20,7 @@ NODE_MANIFESTS := package.json package-lock.json $(wildcard packages/*/package.j
 
 .PHONY: help
 help: ## list the targets
-	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}'
+	@grep -hE '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}'
 
 # --- installs -------------------------------------------------------------------------
 
@@ -160,8 +160,8 @@ chaos: $(STAMPS)/python ## fault drills: SIGKILL, SIGTERM, full disk, Redis and 
 		../$(BIN)/python -m chaos $(if $(QUICK),--quick) $(CHAOS_ARGS)
 
 .PHONY: clean
-clean: ## remove builds and stamps (keeps installs)
-	rm -rf $(STAMPS) packages/*/dist web/dist dist
+clean: ## remove builds and their stamps (keeps installs and theirs)
+	rm -rf $(addprefix $(STAMPS)/,client react web examples) packages/*/dist web/dist dist
 
 .PHONY: distclean
 distclean: clean ## also remove installed dependencies

@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             if not path.exists() or path.read_text(encoding="utf-8") != content:
                 drifted.append(str(path))
-        else:
+        elif not path.exists() or path.read_text(encoding="utf-8") != content:
+            # Untouched when unchanged: its time is what make judges the builds after it by.
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(content, encoding="utf-8")
     if drifted:

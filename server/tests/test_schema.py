@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,17 @@ def test_check_mode_reports_drift(tmp_path: Path) -> None:
     assert main([str(tmp_path), "--check"]) == 0
     (tmp_path / "wire.ts").write_text("// edited by hand\n")
     assert main([str(tmp_path), "--check"]) == 1
+
+
+def test_regenerating_leaves_unchanged_files_untouched(tmp_path: Path) -> None:
+    """make judges the builds after `make schema` by the files' times."""
+    assert main([str(tmp_path)]) == 0
+    for path in tmp_path.iterdir():  # as if written long ago
+        os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    assert main([str(tmp_path)]) == 0
+    assert list(tmp_path.iterdir()) and all(
+        path.stat().st_mtime_ns == 1_000_000_000 for path in tmp_path.iterdir()
+    )
 
 
 def test_generated_files_say_so() -> None:
