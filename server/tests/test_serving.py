@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import signal
 import sys
 from pathlib import Path
 
@@ -80,6 +81,15 @@ def test_only_the_named_proxies_say_which_scheme_was_used(
             headers={"x-forwarded-proto": "https"},
         )
     assert card.json()["supportedInterfaces"][0]["url"].startswith(f"{scheme}://")
+
+
+def test_ctrl_c_shuts_down_without_a_traceback(tmp_path: Path) -> None:
+    with serve("demo", "--data-dir", str(tmp_path), log_dir=tmp_path) as server:
+        server.process.send_signal(signal.SIGINT)
+        code = server.process.wait(timeout=20)
+        log = server.log()
+    assert code == 130, log
+    assert "Traceback" not in log and "KeyboardInterrupt" not in log
 
 
 def test_serve_takes_an_app_and_a_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -88,16 +88,19 @@ def main(argv: list[str] | None = None) -> int:
             app = import_app(args.app, factory=args.factory)
         except NotAnApp as exc:
             serve.error(str(exc))
-    run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        shutdown_timeout=args.shutdown_timeout,
-        max_connections=args.max_connections,
-        header_timeout=args.header_timeout,
-        forwarded_allow_ips=args.forwarded_allow_ips,
-    )
+    try:
+        run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            shutdown_timeout=args.shutdown_timeout,
+            max_connections=args.max_connections,
+            header_timeout=args.header_timeout,
+            forwarded_allow_ips=args.forwarded_allow_ips,
+        )
+    except KeyboardInterrupt:  # Ctrl+C: uvicorn shut down as for SIGTERM, then re-raised it
+        return 130
     return 0
 
 
