@@ -20,7 +20,8 @@ NODE_MANIFESTS := package.json package-lock.json $(wildcard packages/*/package.j
 
 .PHONY: help
 help: ## list the targets
-	@grep -hE '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}'
+	@grep -hE '^[a-z][a-z0-9-]*:.*## ' $(MAKEFILE_LIST) | sed 's/\$$(PORT)/$(PORT)/' \
+		| awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 # --- installs -------------------------------------------------------------------------
 
@@ -166,4 +167,4 @@ clean: ## remove builds and their stamps (keeps installs and theirs)
 .PHONY: distclean
 distclean: clean ## also remove installed dependencies
 	[ ! -x $(BIN)/python ] || $(BIN)/python e2e/examples/userland.py --remove
-	rm -rf $(VENV) node_modules packages/*/node_modules web/node_modules
+	rm -rf $(STAMPS) $(VENV) node_modules packages/*/node_modules web/node_modules e2e/*-js/node_modules
