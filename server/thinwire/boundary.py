@@ -8,7 +8,6 @@ bug: it leaves as a bare `500 internal_error`, its text in the log only.
 from __future__ import annotations
 
 import logging
-import math
 import secrets
 from collections.abc import Mapping
 
@@ -17,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from thinwire import wire
-from thinwire.errors import MethodNotAllowed, NotFound, ThinwireError
+from thinwire.errors import MethodNotAllowed, NotFound, ThinwireError, whole_seconds
 
 __all__ = ["EXCEPTION_HANDLERS", "PROTOCOL_HEADERS", "error_response"]
 
@@ -36,7 +35,7 @@ def error_response(error: ThinwireError, headers: Mapping[str, str] | None = Non
     )
     extra = dict(headers or {})
     if error.retry_after is not None:
-        extra["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+        extra["Retry-After"] = whole_seconds(error.retry_after)
     return JSONResponse(
         wire.ErrorBody(error=detail).model_dump(by_alias=True, exclude_none=True),
         status_code=error.status,

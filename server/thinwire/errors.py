@@ -34,6 +34,7 @@ logs them under a reference and sends the client an `agent_error` naming only th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from thinwire.codes import RETRYABLE_CODES, ErrorCode
@@ -62,7 +63,13 @@ __all__ = [
     "UnsupportedMediaType",
     "VersionConflict",
     "WriteDenied",
+    "whole_seconds",
 ]
+
+
+def whole_seconds(seconds: float) -> str:
+    """A wait as HTTP's `Retry-After` says it: whole seconds, rounded up, at least 1."""
+    return str(max(1, math.ceil(seconds)))
 
 
 class ThinwireError(Exception):

@@ -6,13 +6,12 @@ idle followers cannot starve everyone else."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 
 from thinwire.codes import ErrorCode
-from thinwire.errors import TooManyRequests
+from thinwire.errors import TooManyRequests, whole_seconds
 
 __all__ = ["Cap", "RateLimiter"]
 
@@ -42,10 +41,9 @@ class RateLimiter:
         tokens = min(float(self.burst), tokens + (now - then) * self.per_second)
         if tokens < 1:
             self._buckets[principal] = (tokens, now)
-            # Whole seconds, rounded up: the message says what Retry-After says.
-            wait = max(1, math.ceil((1 - tokens) / self.per_second))
+            wait = whole_seconds((1 - tokens) / self.per_second)  # as Retry-After says it
             raise TooManyRequests(
-                "rate_limited", f"too many runs; try again in {wait} s", retry_after=wait
+                "rate_limited", f"too many runs; try again in {wait} s", retry_after=float(wait)
             )
         self._buckets[principal] = (tokens - 1, now)
         while len(self._buckets) > self._max:  # forget the principals idle the longest

@@ -291,6 +291,12 @@ class ContextRecord:
         if self.title_source == "auto":  # the start of a message that is gone now
             self.title = self.title_source = None
 
+    @property
+    def latest_exchange(self) -> Exchange | None:
+        """The last exchange of the branch shown, when it is in hand."""
+        leaf = self.lines.leaf
+        return self.exchanges.get(leaf) if leaf is not None else None
+
     def has_user_turn(self, message_id: str) -> bool:
         """Whether `message_id` is the id of one of the conversation's user turns, on any
         branch: a message a client has from the server (a transcript, a snapshot)."""

@@ -199,15 +199,13 @@ async def finish(
         stored = len(log.frames)
         try:
             await registry.save(context, events=log.unflushed_and(done))
-        except (LeaseLost, VersionConflict):
-            # Another replica took the conversation over and recorded this run as
-            # interrupted: sending the message again would only show that.
-            failure(log, "store_error", "The reply could not be saved", retryable=False)
-            log.publish(ended(log, run, "error"), last=True)
-        except Exception:
+        except Exception as exc:
             # Nothing of this run's end landed; the stored run stays marked and is
-            # recorded as interrupted when the context is next loaded.
-            failure(log, "store_error", "The reply could not be saved")
+            # recorded as interrupted when the context is next loaded — or was already,
+            # by the replica that took the conversation over: then sending the message
+            # again would only show that.
+            taken_over = isinstance(exc, (LeaseLost, VersionConflict))
+            failure(log, "store_error", "The reply could not be saved", retryable=not taken_over)
             log.publish(ended(log, run, "error"), last=True)
         else:
             log.flushed = stored

@@ -600,8 +600,8 @@ def no_such_turn() -> NotFound:
 
 def last_message(record: ContextRecord) -> dict[str, Any]:
     """The user message a regenerate answers again: the last of the branch shown."""
-    leaf = record.lines.leaf
-    messages = record.exchanges[leaf].messages if leaf is not None else []
+    exchange = record.latest_exchange
+    messages = exchange.messages if exchange is not None else []
     if not messages or messages[0].get("role") != "user":
         raise Conflict("nothing_to_regenerate", "the conversation has no message to answer")
     return messages[0]

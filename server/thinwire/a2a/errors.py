@@ -16,11 +16,10 @@ Thinwire's own errors are mapped by kind, in one place (`from_thinwire`):
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from thinwire.codes import ErrorCode
-from thinwire.errors import ThinwireError
+from thinwire.errors import ThinwireError, whole_seconds
 
 __all__ = [
     "CONTENT_TYPE_NOT_SUPPORTED",
@@ -114,7 +113,7 @@ def from_thinwire(error: ThinwireError) -> RpcError:
 def error_body(rpc_id: str | int | None, error: RpcError) -> dict[str, Any]:
     metadata = {"code": error.code, "retryable": "true" if error.retryable else "false"}
     if error.retryable and error.retry_after is not None:  # whole seconds, as Retry-After
-        metadata["retryAfter"] = str(max(1, math.ceil(error.retry_after)))
+        metadata["retryAfter"] = whole_seconds(error.retry_after)
     info = {
         "@type": ERROR_INFO,
         "reason": REASONS[error.rpc_code],

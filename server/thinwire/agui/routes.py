@@ -64,8 +64,7 @@ def refuse_own_turn(record: ContextRecord, message_id: str) -> None:
 
 def latest_turn_id(record: ContextRecord) -> str | None:
     """The id of the last turn of the branch shown: after a stop, the reply it ended."""
-    leaf = record.lines.leaf
-    exchange = record.exchanges.get(leaf) if leaf is not None else None
+    exchange = record.latest_exchange
     return str(exchange.turns[-1]["id"]) if exchange is not None and exchange.turns else None
 
 

@@ -40,8 +40,7 @@ def sent_before(record: ContextRecord, message_id: str, text: str) -> bool:
 
 def latest_message(record: ContextRecord) -> str | None:
     """The text the latest exchange answers; None when it is not in hand."""
-    leaf = record.lines.leaf
-    exchange = record.exchanges.get(leaf) if leaf is not None else None
+    exchange = record.latest_exchange
     if exchange is None or not exchange.messages:
         return None
     first = exchange.messages[0]
