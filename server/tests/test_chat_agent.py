@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 
 from conftest import app_for, parse_sse, stop_over_websocket
 from thinwire import Approval
-from thinwire.models import ChatAgent, OpenAIChat, tool
+from thinwire.models import ChatAgent, OpenAIChat, messages, tool
 from thinwire.models import openai as openai_chat
 from thinwire.testing import free_port
 from thinwire.testing.openai_stub import (
@@ -30,6 +30,7 @@ from thinwire.testing.openai_stub import (
     reasoning,
     text,
     tool_calls,
+    unanswered_calls,
     usage,
 )
 
@@ -271,6 +272,61 @@ def test_the_history_maps_to_chat_messages_and_a_window_bounds_it(stub: OpenAISt
     ]
     two = stub.requests[2]["messages"]
     assert [m["role"] for m in two] == ["system", "user", "assistant", "tool", "assistant", "user"]
+
+
+def test_a_stop_during_a_tool_leaves_a_conversation_the_model_still_takes(
+    stub: OpenAIStub,
+) -> None:
+    # The chat API refuses a tool call without its answer (the stub too), so a stop while
+    # a tool ran must not leave the call unanswered for every later send.
+    class Slow(librarian(stub)):  # type: ignore[misc, valid-type]
+        @tool
+        async def wait(self) -> str:
+            """Take a while."""
+            await asyncio.sleep(30)
+            return "never"
+
+    stub.push(
+        Stream(tool_calls([("c1", "search", {"query": "a"}), ("c2", "wait", {})])),
+        Stream(text("Still here.")),
+    )
+    with client_for(Slow) as client:
+        start, done = stop_over_websocket(client, "go", at="tool_call", agent="lib")
+        assert done["stopReason"] == "stopped"
+        frames = run(client, "again", start["contextId"])
+    assert frames[-1]["text"] == "Still here." and frames[-1]["stopReason"] == "end"
+    sent = stub.requests[-1]["messages"]
+    assert [(m["role"], m.get("tool_call_id")) for m in sent[1:]] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "c1"),
+        ("tool", "c2"),
+        ("user", None),
+    ]
+    assert sent[4]["content"].startswith("error: the run ended before this call returned")
+
+
+def test_every_tool_call_is_answered_before_the_next_message() -> None:
+    def call(id_: str) -> dict[str, Any]:
+        return {"id": id_, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+    chat = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [call("a"), call("b")]},
+        {"role": "tool", "tool_call_id": "b", "content": "2"},
+        {"role": "tool", "tool_call_id": "z", "content": "a result without its call"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c")]},
+    ]
+    settled = messages.answered(chat)
+    assert [(m["role"], m.get("tool_call_id")) for m in settled] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "b"),
+        ("tool", "a"),
+        ("assistant", None),
+        ("tool", "c"),
+    ]
+    assert unanswered_calls(settled) == [] and unanswered_calls(chat) == ["a", "c"]
 
 
 def test_openai_chat_streams_through_aiohttp_where_it_is_installed() -> None:

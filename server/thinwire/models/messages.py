@@ -13,6 +13,9 @@ messages, and the window of it a model is shown.
                                                      model only for a turn it did not write
                                                      itself (another agent's, a stopped one)
 
+Every tool call is answered right after its assistant message, as the chat API requires:
+one a stop cut short is answered as unfinished (`answered`).
+
 A model's own turns (`model_turn`) carry no `stopReason`; the kit's summary of each run
 (written when the run ends) does. Tool calls of agents that are not model-backed (no
 `callId`) are not the model's, and are left out, as are messages of any other role (an
@@ -79,6 +82,30 @@ def chat_turn(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if message["role"] == "tool" and "callId" not in message:
             continue
         out.append(chat_message(message))
+    return answered(out)
+
+
+#: What the model reads for a call whose run was stopped or killed before it returned.
+UNFINISHED = "error: the run ended before this call returned; it may have partly run"
+
+
+def answered(chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chat messages with every tool call answered right after the assistant message
+    that made it, as the chat API requires (it refuses the whole request otherwise, so a
+    stop during a tool would break every later send): a call that never returned gets an
+    answer saying so, and a result without its call is left out."""
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []
+    for message in chat:
+        if message["role"] == "tool":
+            if message["tool_call_id"] in pending:
+                pending.remove(message["tool_call_id"])
+                out.append(message)
+            continue
+        out += [{"role": "tool", "tool_call_id": id, "content": UNFINISHED} for id in pending]
+        pending = [call["id"] for call in message.get("tool_calls", [])]
+        out.append(message)
+    out += [{"role": "tool", "tool_call_id": id, "content": UNFINISHED} for id in pending]
     return out
 
 

@@ -182,6 +182,21 @@ class StreamReply:
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
 
+def unanswered_calls(messages: list[dict[str, Any]]) -> list[str]:
+    """The ids of tool calls not answered by the tool messages right after their assistant
+    message, as the chat API requires."""
+    unanswered: list[str] = []
+    pending: list[str] = []
+    for message in messages:
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") in pending:
+                pending.remove(message["tool_call_id"])
+            continue
+        unanswered += pending
+        pending = [call["id"] for call in message.get("tool_calls") or []]
+    return unanswered + pending
+
+
 class OpenAIStub:
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
@@ -202,7 +217,12 @@ class OpenAIStub:
         self.replies.extend(replies)
 
     async def _completions(self, request: Request) -> Response:
-        self.requests.append(await request.json())
+        body = await request.json()
+        self.requests.append(body)
+        unanswered = unanswered_calls(body.get("messages", []))
+        if unanswered:  # as OpenAI refuses it: a conversation no later send can mend
+            message = f"tool_call_ids did not have response messages: {', '.join(unanswered)}"
+            return JSONResponse({"error": {"message": message, "type": "invalid_request"}}, 400)
         if not self.replies:
             return JSONResponse({"error": {"message": "the stub has no reply left"}}, 500)
         reply = self.replies.popleft()
