@@ -306,6 +306,18 @@ def test_a_stop_during_a_tool_leaves_a_conversation_the_model_still_takes(
     assert sent[4]["content"].startswith("error: the run ended before this call returned")
 
 
+def test_an_empty_answer_leaves_a_conversation_the_model_still_takes(stub: OpenAIStub) -> None:
+    # A model may answer nothing (a filter, a length cut at once); the chat API refuses an
+    # assistant message with neither content nor tool calls, so it is not shown again.
+    stub.push(Stream([finish("content_filter")]), Stream(text("Hello again.")))
+    with client_for(librarian(stub)) as client:
+        first = run(client, "hi")
+        assert first[-1]["text"] == "" and first[-1]["stopReason"] == "end"
+        frames = run(client, "again", first[0]["contextId"])
+    assert frames[-1]["text"] == "Hello again."
+    assert [m["role"] for m in stub.requests[-1]["messages"]] == ["system", "user", "user"]
+
+
 def test_every_tool_call_is_answered_before_the_next_message() -> None:
     def call(id_: str) -> dict[str, Any]:
         return {"id": id_, "type": "function", "function": {"name": "f", "arguments": "{}"}}

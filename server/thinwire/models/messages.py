@@ -81,6 +81,10 @@ def chat_turn(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         if message["role"] == "tool" and "callId" not in message:
             continue
+        if message["role"] == "assistant" and not (
+            message.get("content") or message.get("toolCalls")
+        ):
+            continue  # the model said nothing; the chat API refuses an empty turn
         out.append(chat_message(message))
     return answered(out)
 

@@ -182,6 +182,19 @@ class StreamReply:
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
 
+def refusal(messages: list[dict[str, Any]]) -> str | None:
+    """Why the chat API would refuse these messages, if it would."""
+    unanswered = unanswered_calls(messages)
+    if unanswered:
+        return f"tool_call_ids did not have response messages: {', '.join(unanswered)}"
+    for index, message in enumerate(messages):
+        if message.get("role") == "assistant" and not (
+            message.get("content") or message.get("tool_calls")
+        ):
+            return f"messages[{index}]: an assistant message needs content or tool_calls"
+    return None
+
+
 def unanswered_calls(messages: list[dict[str, Any]]) -> list[str]:
     """The ids of tool calls not answered by the tool messages right after their assistant
     message, as the chat API requires."""
@@ -219,10 +232,9 @@ class OpenAIStub:
     async def _completions(self, request: Request) -> Response:
         body = await request.json()
         self.requests.append(body)
-        unanswered = unanswered_calls(body.get("messages", []))
-        if unanswered:  # as OpenAI refuses it: a conversation no later send can mend
-            message = f"tool_call_ids did not have response messages: {', '.join(unanswered)}"
-            return JSONResponse({"error": {"message": message, "type": "invalid_request"}}, 400)
+        refused = refusal(body.get("messages", []))
+        if refused:  # as OpenAI refuses it: a conversation no later send can mend
+            return JSONResponse({"error": {"message": refused, "type": "invalid_request"}}, 400)
         if not self.replies:
             return JSONResponse({"error": {"message": "the stub has no reply left"}}, 500)
         reply = self.replies.popleft()
