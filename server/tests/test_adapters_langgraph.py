@@ -5,14 +5,22 @@ decision resumes the graph without calling the model again, usage, and failures.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -50,6 +58,7 @@ class ScriptedChat(GenericFakeChatModel):
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         self.seen.append(list(messages))
+        refuse_unanswered_calls(messages)
         message = next(self.messages)
         assert isinstance(message, AIMessage)
         reasoning = message.additional_kwargs.get("reasoning_content")
@@ -81,6 +90,18 @@ class ScriptedChat(GenericFakeChatModel):
             return {"messages": [await self.ainvoke(shown)]}
 
         return agent
+
+
+def refuse_unanswered_calls(messages: Sequence[BaseMessage]) -> None:
+    """Refuse, as chat APIs do, a tool call not answered right after the model's message."""
+    pending: set[str] = set()
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            pending.discard(message.tool_call_id)
+            continue
+        if pending:
+            raise ValueError(f"tool calls without results: {sorted(pending)}")
+        pending = {call["id"] for call in getattr(message, "tool_calls", [])}
 
 
 def says(text: str, *calls: tuple[str, dict[str, Any]], reasoning: str = "") -> AIMessage:
@@ -263,6 +284,35 @@ def test_a_failed_run_keeps_the_thread_it_finished() -> None:
         "tool",
         "order 1 is on its way (" + SECRET_OUTPUT + ")",
     ) in shown
+
+
+def test_a_stop_during_a_tool_leaves_a_thread_the_model_still_takes() -> None:
+    started = threading.Event()
+
+    @tool
+    async def slow(order: str) -> str:
+        """Look an order up, slowly."""
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    model = chat(says("One moment.", ("slow", {"order": "1"})), says("Back."))
+    with client_for(planner(react(model, [slow]))) as client:
+        with client.websocket_connect("/agents/planner/ws") as socket:
+            socket.send_json({"type": "send", "message": {"text": "order 1?"}})
+            context_id = socket.receive_json()["contextId"]
+            assert started.wait(10)
+            socket.send_json({"type": "stop", "contextId": context_id})
+            while (done := socket.receive_json())["type"] != "done":
+                pass
+        frames = send(client, "hello?", context_id)
+    assert done["stopReason"] == "stopped" and frames[-1]["text"] == "Back."
+    shown = [(m.type, m.content) for m in model.seen[-1]][2:]
+    assert shown == [
+        ("ai", "One moment."),
+        ("tool", "error: the run ended before this call returned; it may have partly run"),
+        ("human", "hello?"),
+    ]
 
 
 def test_the_saver_keeps_the_latest_checkpoint_of_each_namespace_as_json() -> None:

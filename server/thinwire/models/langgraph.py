@@ -37,6 +37,7 @@ import asyncio
 import base64
 import contextlib
 import copy
+import logging
 from collections.abc import AsyncIterator, Iterator, Mapping, MutableSequence, Sequence
 from functools import partial
 from typing import Any, ClassVar
@@ -46,6 +47,7 @@ from pydantic_core import to_jsonable_python
 
 from thinwire.agent import Agent, Run
 from thinwire.interrupts import Suspend, ToolFailed
+from thinwire.models.messages import UNFINISHED
 from thinwire.models.questions import Question, question_of
 
 try:
@@ -71,6 +73,8 @@ except ImportError as exc:  # pragma: no cover - exercised with the extra uninst
     raise ImportError('LangGraphAgent needs langgraph: pip install "thinwire[langgraph]"') from exc
 
 __all__ = ["HISTORY_ROLE", "HistorySaver", "LangGraphAgent", "Question"]
+
+logger = logging.getLogger("thinwire.models")
 
 #: The role of the history entry that holds the graph's thread.
 HISTORY_ROLE = "langgraph"
@@ -119,6 +123,7 @@ class LangGraphAgent(Agent):
         except Suspend:
             raise  # the history goes back to the run's start; the replay does it again
         except BaseException:
+            await answer_unfinished(session.graph, self.run_config(run))
             keep(run.history, saver)  # what the graph finished, as its checkpointer had it
             raise
         finally:
@@ -150,6 +155,25 @@ async def show_tool(run: Run, tool: dict[str, Any]) -> None:
 
     with contextlib.suppress(ToolFailed):  # the graph dealt with its tool's failure itself
         await run.call_tool(tool["name"], ended, tool["arguments"], call_id=tool["id"])
+
+
+async def answer_unfinished(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> None:
+    """A run cut short during a tool leaves the model's call without its result in the
+    thread's messages, which chat APIs refuse (so every later send would fail): each such
+    call is answered as unfinished. Only for a graph whose state has `messages`."""
+    try:
+        values = (await graph.aget_state(config)).values
+        messages = values.get("messages") if isinstance(values, dict) else None
+        if not messages or not isinstance(messages, list):
+            return
+        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        calls = [c for c in (last.tool_calls if last else []) if c["id"] not in answered]
+        if calls:
+            results = [ToolMessage(UNFINISHED, tool_call_id=c["id"], name=c["name"]) for c in calls]
+            await graph.aupdate_state(config, {"messages": results})
+    except Exception:  # a graph of another shape: its thread is kept as it was
+        logger.warning("could not answer the unfinished tool calls", exc_info=True)
 
 
 def saved_thread(history: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
