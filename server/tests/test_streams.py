@@ -88,6 +88,24 @@ def test_after_query_and_204_when_nothing_is_left(client: TestClient) -> None:
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_request"
 
 
+def test_a_cursor_past_all_a_live_run_sent_gets_nothing(client: TestClient) -> None:
+    # Not the frames to come, numbered below it: a client filtering by seq would drop
+    # every one, `done` too, and wait forever (a cursor of another conversation, say).
+    with client.stream("POST", "/agents/demo/runs", json={"message": {"text": "go"}}) as stream:
+        lines = stream.iter_lines()
+        seen = read_frames(lines, 6)  # run_start, a0…a4; the run waits
+        base = f"/agents/demo/contexts/{seen[0]['contextId']}/events"
+        ahead = client.get(base, params={"after": seen[-1]["seq"] + 1})
+        assert ahead.status_code == 204
+        with client.websocket_connect("/agents/demo/ws") as socket:
+            attach = {"type": "attach", "contextId": seen[0]["contextId"], "after": 10**6}
+            socket.send_json(attach)
+            assert socket.receive_json()["code"] == "no_run"
+        open_gate(client)
+        rest = read_frames(lines, 6)
+    assert rest[-1]["type"] == "done"
+
+
 def test_reattach_replays_only_the_latest_run(client: TestClient) -> None:
     open_gate(client)
     first = parse_sse(client.post("/agents/demo/runs", json={"message": {"text": "one"}}).text)

@@ -147,12 +147,7 @@ def test_stop_and_typed_rejections(client: TestClient) -> None:
     [
         (b"\x00\x01binary", 1003, "binary_not_supported"),
         ("this is not json", 1007, "invalid_json"),
-        ('{"type": "dance"}', 1007, "invalid_request"),
-        (
-            '{"type": "attach", "contextId": "ctx-%s", "after": "0"}' % ("0" * 36),
-            1007,
-            "invalid_request",
-        ),
+        ('["send"]', 1007, "invalid_json"),
         ("[" * 50_000, 1007, "invalid_json"),
         ('{"type": "send", "message": {"text": "' + "a" * 300_000 + '"}}', 1009, "body_too_large"),
     ],
@@ -173,6 +168,32 @@ def test_hostile_messages_get_an_error_frame_and_a_close(
         open_gate(client)
         bystander.send_json({"type": "send", "message": {"text": "still fine"}})
         assert until_done(bystander)[-1]["stopReason"] == "end"
+
+
+@pytest.mark.parametrize(
+    ("command", "kind"),
+    [
+        ({"type": "dance"}, None),  # a newer client's command, say
+        ({"type": "attach", "contextId": "ctx-" + "0" * 36, "after": "0"}, "attach"),
+        ({"type": "attach", "contextId": "ctx-" + "0" * 36, "after": -1}, "attach"),
+        ({"type": "send", "message": {"text": ""}}, "send"),
+        ({"type": "send", "message": {"text": "hi"}, "colour": "red"}, "send"),
+        ({"type": "stop", "requestId": "not a request id!"}, "stop"),
+    ],
+)
+def test_a_command_the_server_cannot_take_is_refused_and_the_socket_goes_on(
+    client: TestClient, command: dict[str, Any], kind: str | None
+) -> None:
+    with client.websocket_connect(URL, subprotocols=PROTOCOL) as socket:
+        socket.send_json({"type": "send", "message": {"text": "first"}, "requestId": "r-1"})
+        context_id = socket.receive_json()["contextId"]
+        socket.send_json({**{"requestId": "r-2", "contextId": context_id}, **command})
+        refused = next(f for f in iter(socket.receive_json, None) if f["type"] == "rejected")
+        assert refused["code"] == "invalid_request" and refused["command"] == kind
+        assert refused["requestId"] == (None if "requestId" in command else "r-2")
+        open_gate(client)
+        frames = until_done(socket)  # the run the socket followed still reaches it
+    assert frames[-1]["contextId"] == context_id and frames[-1]["stopReason"] == "end"
 
 
 def test_handshake_checks(client: TestClient) -> None:

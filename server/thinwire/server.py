@@ -396,9 +396,9 @@ class AgentServer:
         there is nothing to send. With `run_id`, only if that run is the latest."""
         log = context.log
         if log is not None:
-            return (
-                log.follow(after, self.heartbeat_interval) if run_id in (None, log.run_id) else None
-            )
+            if run_id not in (None, log.run_id) or (log.seqs and after > log.seqs[-1]):
+                return None  # a cursor past all it sent is no reader's of this run
+            return log.follow(after, self.heartbeat_interval)
         active = context.record.active_run
         if active is not None:  # on another process, which the coordinator reaches
             if run_id not in (None, active.run_id):

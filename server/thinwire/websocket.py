@@ -11,9 +11,10 @@ that refused it, so a client with several commands in flight knows which is whic
 Closing the socket stops nothing: runs go on and can be attached again.
 
 Hostile input is answered, then the socket is closed with the code that says why —
-binary data 1003, text that is not a JSON command 1007, a message over the size limit
+binary data 1003, text that is not a JSON object 1007, a message over the size limit
 1009, another protocol version 1002, no principal 4401, too many streams open for the
-principal 4429 — and nobody else is affected.
+principal 4429 — and nobody else is affected. A JSON object that is no command (a field
+wrong, or a type this server does not know) is only refused: the socket goes on.
 
 A browser cannot put headers on a WebSocket: an app that authenticates with a header
 opens it with a ticket (`POST /agents/{agent}/tickets`, then `…/ws?ticket=…`; see
@@ -27,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -74,6 +76,20 @@ class Closing(Exception):
     def __init__(self, code: int, error: ThinwireError) -> None:
         self.code = code
         self.error = error
+
+
+class Invalid(Exception):
+    """A JSON object the server takes for no command (a field wrong, or a type it does not
+    know, perhaps a newer client's): refused, and the socket goes on."""
+
+    def __init__(self, error: ThinwireError, data: Mapping[str, Any]) -> None:
+        self.error = error
+        self.data = data
+
+
+#: The commands' `type`s, which a refusal names.
+COMMAND_TYPES = ("send", "attach", "stop", "decide", "edit", "regenerate")
+REQUEST_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 
 def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:
@@ -177,18 +193,27 @@ class Session:
             for text in texts:
                 await self.websocket.send_text(text)
 
-    async def reject(self, error: ThinwireError, command: wire.Command | None = None) -> None:
-        """Answer a refused command; every command gets an answer, whatever it held."""
-        context_id = command.context_id if command else None
+    async def reject(
+        self, error: ThinwireError, command: wire.Command | Mapping[str, Any] | None = None
+    ) -> None:
+        """Answer a refused command (parsed, or the JSON object that was not one); every
+        command gets an answer, whatever it held."""
+        if isinstance(command, wire.WireModel):
+            fields = command.model_dump(by_alias=True)
+        else:
+            fields = dict(command or {})
+        kind, context_id, request_id = (
+            fields.get(key) for key in ("type", "contextId", "requestId")
+        )
+        # Each echoed only when well formed: a hostile id (a lone surrogate, say) could
+        # not even be encoded, and the command would go unanswered.
         frame = wire.RejectedFrame(
             code=error.code,
             message=error.message,
             retryable=error.retryable,
-            command=command.type if command else None,
-            # Echoed only when well formed: a hostile id (a lone surrogate, say) could
-            # not even be encoded, and the command would go unanswered.
-            context_id=context_id if context_id and CONTEXT_ID.fullmatch(context_id) else None,
-            request_id=command.request_id if command else None,
+            command=kind if kind in COMMAND_TYPES else None,
+            context_id=context_id if well_formed(CONTEXT_ID, context_id) else None,
+            request_id=request_id if well_formed(REQUEST_ID, request_id) else None,
             interrupt_id=getattr(error, "interrupt_id", None),
         )
         with contextlib.suppress(Exception):
@@ -199,8 +224,10 @@ class Session:
             message = await self.websocket.receive()
             if message["type"] == "websocket.disconnect":
                 return
-            command = self.parse(message)
-            if command is None:
+            try:
+                command = self.parse(message)
+            except Invalid as invalid:
+                await self.reject(invalid.error, invalid.data)
                 continue
             try:
                 await self.handle(command, agent_name, principal)
@@ -212,7 +239,7 @@ class Session:
                 error = ThinwireError("internal_error", f"Server error. Reference: {reference}.")
                 await self.reject(error, command)
 
-    def parse(self, message: Mapping[str, Any]) -> wire.Command | None:
+    def parse(self, message: Mapping[str, Any]) -> wire.Command:
         if message.get("bytes") is not None:
             raise Closing(1003, BadRequest("binary_not_supported", "send JSON text messages"))
         text: str = message.get("text") or ""
@@ -222,10 +249,17 @@ class Session:
             data = parse_json(text)
         except BadRequest as exc:
             raise Closing(1007, BadRequest("invalid_json", "messages must be JSON")) from exc
+        if not isinstance(data, dict):
+            raise Closing(1007, BadRequest("invalid_json", "a command is a JSON object"))
+        if data.get("type") not in COMMAND_TYPES:
+            known = ", ".join(COMMAND_TYPES)
+            raise Invalid(
+                BadRequest("invalid_request", f"a command's type is one of {known}"), data
+            )
         try:
             return COMMANDS.validate_python(data)
         except ValidationError as exc:
-            raise Closing(1007, BadRequest("invalid_request", describe(exc))) from exc
+            raise Invalid(BadRequest("invalid_request", describe(exc)), data) from exc
 
     async def handle(self, command: wire.Command, agent_name: str, principal: str) -> None:
         server = self.server
@@ -328,3 +362,7 @@ class Session:
         """Stop forwarding; the runs themselves go on."""
         for task in list(self.followers):
             task.cancel()
+
+
+def well_formed(pattern: re.Pattern[str], value: Any) -> bool:
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
