@@ -97,7 +97,7 @@ def test_cors_answers_preflights_and_lets_the_listed_page_read() -> None:
                 "access-control-request-headers": "content-type, thinwire-protocol, authorization",
             },
         )
-        assert preflight.status_code == 200
+        assert preflight.status_code == 200 and preflight.headers["thinwire-protocol"] == "1"
         assert preflight.headers["access-control-allow-origin"] == "http://localhost:5173"
         assert preflight.headers["access-control-allow-credentials"] == "true"
         response = client.post(
@@ -113,6 +113,15 @@ def test_cors_answers_preflights_and_lets_the_listed_page_read() -> None:
             headers={"origin": "https://evil.example", "access-control-request-method": "POST"},
         )
         assert "access-control-allow-origin" not in other.headers
+        # Refused as any request is: typed JSON, with its code.
+        assert other.status_code == 403 and other.headers["thinwire-protocol"] == "1"
+        assert other.json()["error"]["code"] == "origin_not_allowed"
+        odd = client.options(
+            "/agents/demo/runs",
+            headers={"origin": "http://localhost:5173", "access-control-request-method": "PUT"},
+        )
+        assert odd.status_code == 400 and odd.json()["error"]["code"] == "invalid_request"
+        assert "method" in odd.json()["error"]["message"]
         refused = client.post(
             "/agents/demo/runs",
             json={"message": {"text": "hi"}},

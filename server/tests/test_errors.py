@@ -127,4 +127,6 @@ def test_protocol_mismatch_is_a_clear_error(client: TestClient) -> None:
 
 def test_unknown_routes_and_methods_are_typed(client: TestClient) -> None:
     error_of(client.get("/nope"), 404, "not_found")
-    error_of(client.get(RUNS), 405, "method_not_allowed")
+    wrong_method = client.get(RUNS)
+    error_of(wrong_method, 405, "method_not_allowed")
+    assert wrong_method.headers["allow"] == "POST"  # as HTTP requires of a 405

@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount
 from starlette.types import Receive, Scope, Send
 
@@ -31,11 +33,12 @@ from thinwire.admin import operator_routes
 from thinwire.agent import Agent
 from thinwire.agui import ag_ui_routes
 from thinwire.aisdk import ai_sdk_routes
-from thinwire.boundary import EXCEPTION_HANDLERS
+from thinwire.boundary import EXCEPTION_HANDLERS, error_response
 from thinwire.browser import BrowserGuard
 from thinwire.contexts import DEFAULT_CACHE_BYTES, AgentFactory
 from thinwire.coordination import Coordinator
 from thinwire.direct import SERVER_SEND
+from thinwire.errors import BadRequest, Forbidden, ThinwireError
 from thinwire.identity import Identify
 from thinwire.limits import RateLimiter
 from thinwire.routes import http_routes
@@ -233,11 +236,30 @@ def check_origins(origins: Sequence[str], *, cors: bool) -> list[str]:
     return checked
 
 
+class Cors(CORSMiddleware):
+    """Starlette's CORS, with preflights answered as thinwire answers any request: the
+    protocol named, and a refusal as a typed error rather than plain text."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code == 200:
+            response.headers[wire.PROTOCOL_HEADER] = wire.PROTOCOL_VERSION
+            return response
+        if not self.is_allowed_origin(origin=request_headers["origin"]):
+            error: ThinwireError = Forbidden(
+                "origin_not_allowed", "this origin is not in the server's allowed_origins"
+            )
+        else:
+            refused = bytes(response.body).decode().removeprefix("Disallowed CORS ")
+            error = BadRequest("invalid_request", f"the preflight asks for a {refused} not allowed")
+        return error_response(error, {"Vary": "Origin"})
+
+
 def cors_middleware(origins: Sequence[str]) -> Middleware:
     """Pages of `origins` may call with credentials (cookies, or an Authorization header)
     and read the answers; preflights are answered for a day."""
     return Middleware(
-        CORSMiddleware,
+        Cors,
         allow_origins=list(origins),
         allow_credentials=True,
         allow_methods=["GET", "POST", "PATCH", "DELETE"],

@@ -53,7 +53,8 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own 404/405 in the same typed shape as ours."""
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
-        return error_response(MethodNotAllowed("method_not_allowed", "method not allowed"))
+        allow = {"Allow": exc.headers["Allow"]} if exc.headers and "Allow" in exc.headers else None
+        return error_response(MethodNotAllowed("method_not_allowed", "method not allowed"), allow)
     if exc.status_code == 404:
         return error_response(NotFound("not_found", f"no route for {request.url.path[:200]}"))
     error = ThinwireError("http_error", str(exc.detail))

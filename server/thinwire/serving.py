@@ -37,6 +37,7 @@ from uvicorn.importer import ImportFromStringError, import_from_string
 from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from thinwire import wire
 from thinwire.codes import ERROR_CODES
 from thinwire.server import running
 
@@ -147,6 +148,7 @@ async def server_busy(scope: Scope, receive: Receive, send: Send) -> None:
         (b"content-type", b"application/json"),
         (b"content-length", str(len(BUSY)).encode()),
         (b"retry-after", b"1"),
+        (wire.PROTOCOL_HEADER.lower().encode(), wire.PROTOCOL_VERSION.encode()),
         (b"connection", b"close"),
     ]
     await send({"type": "http.response.start", "status": 503, "headers": headers})
