@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from starlette.requests import HTTPConnection
 from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
 
 from conftest import app_for, parse_sse, server_context
 from thinwire.demo import DemoAgent
@@ -104,6 +105,34 @@ def test_a_principal_that_is_not_text_is_refused_not_stored(
     assert response.status_code == listed.status_code == 500
     assert response.json()["error"]["code"] == "internal_error"
     assert "identify must return the principal as a str (or None), not int" in caplog.text
+
+
+def test_an_identify_that_raises_is_a_typed_error_on_every_face(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The app's bug is logged under a reference and answered in each face's own shape;
+    no exception reaches the server, which would drop the connection (TestClient raises
+    any that does)."""
+
+    def identify(connection: HTTPConnection) -> str:
+        raise RuntimeError("tw-identify-secret-3c1d")
+
+    with TestClient(app_for({"demo": DemoAgent}, identify=identify)) as client:
+        response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
+        assert response.status_code == 500
+        error = response.json()["error"]
+        assert error["code"] == "internal_error" and "Reference: err-" in error["message"]
+        with client.websocket_connect("/agents/demo/ws") as socket:
+            assert socket.receive_json()["code"] == "internal_error"
+            with pytest.raises(WebSocketDisconnect) as closed:
+                socket.receive_json()
+        assert closed.value.code == 1011
+        rpc = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t"}}
+        a2a = client.post("/a2a/demo", json=rpc, headers={"A2A-Version": "1.0"})
+        assert a2a.status_code == 200 and a2a.json()["error"]["code"] == -32603
+    for answer in (response.text, a2a.text):
+        assert "tw-identify-secret-3c1d" not in answer
+    assert "tw-identify-secret-3c1d" in caplog.text  # in the log, under its reference
 
 
 def test_contexts_record_their_owner(client: TestClient) -> None:

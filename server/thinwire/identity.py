@@ -21,17 +21,21 @@ from __future__ import annotations
 import hashlib
 import hmac
 import inspect
+import logging
+import secrets
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import HTTPConnection
 
-from thinwire.errors import Unauthorized
+from thinwire.errors import ThinwireError, Unauthorized
 
 __all__ = ["ANONYMOUS", "Identify", "SignedValue", "anonymous", "principal_of"]
 
 Identify = Callable[[HTTPConnection], "str | Awaitable[str | None] | None"]
 
 ANONYMOUS = "anonymous"
+
+logger = logging.getLogger("thinwire")
 
 
 def anonymous(connection: HTTPConnection) -> str:
@@ -40,15 +44,26 @@ def anonymous(connection: HTTPConnection) -> str:
 
 
 async def principal_of(connection: HTTPConnection, identify: Identify) -> str:
-    principal = identify(connection)
-    if inspect.isawaitable(principal):
-        principal = await principal
-    if principal is not None and not isinstance(principal, str):
-        # A user id of 1 and one of "1" would own different conversations, and only one
-        # of them would come back from a store that keeps text.
-        raise TypeError(
-            f"identify must return the principal as a str (or None), not {type(principal).__name__}"
-        )
+    """Who `connection` acts for. An `identify` that fails (raises, or answers other than
+    a str) is the app's bug: logged, and answered as a typed `internal_error` on every
+    face, so no exception reaches the server (which would drop the connection)."""
+    try:
+        principal = identify(connection)
+        if inspect.isawaitable(principal):
+            principal = await principal
+        if principal is not None and not isinstance(principal, str):
+            # A user id of 1 and one of "1" would own different conversations, and only
+            # one of them would come back from a store that keeps text.
+            raise TypeError(
+                "identify must return the principal as a str (or None), "
+                f"not {type(principal).__name__}"
+            )
+    except ThinwireError:
+        raise  # the app's own typed refusal
+    except Exception as exc:
+        reference = "err-" + secrets.token_hex(6)
+        logger.error("identify failed (%s)", reference, exc_info=exc)
+        raise ThinwireError("internal_error", f"Server error. Reference: {reference}.") from exc
     if not principal:
         raise Unauthorized("unauthenticated", "sign in to talk to this agent")
     return principal

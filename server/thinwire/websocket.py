@@ -123,9 +123,9 @@ def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:
         except Closing as closing:
             await session.reject(closing.error)
             await websocket.close(code=closing.code)
-        except ThinwireError as exc:  # an unknown agent
+        except ThinwireError as exc:  # an unknown agent, or the app's identify failed
             await session.reject(exc)
-            await websocket.close(code=4404)
+            await websocket.close(code=4404 if exc.code == "agent_not_found" else 1011)
         except WebSocketDisconnect:
             pass
         finally:

@@ -108,6 +108,8 @@ def rpc_endpoint(server: AgentServer, options: A2A) -> Callable[[Request], Await
         except Unauthorized as exc:
             error = RpcError(INVALID_REQUEST, exc.code, exc.message)
             return refusal(None, error, 401, challenge)
+        except ThinwireError as exc:  # the app's identify failed
+            return refusal(None, from_thinwire(exc))
         rpc_id = None
         try:
             body = await read_json(request, server.max_body_bytes)
