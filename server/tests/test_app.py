@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
 
 from conftest import app_for
 from thinwire import Agent, Run, SQLiteStore, anonymous, create_app
-from thinwire.demo import DemoAgent
+from thinwire.demo import DemoAgent, create_demo_app
 from thinwire.errors import Misconfigured
 
 
@@ -35,6 +36,8 @@ class Echo(Agent):
         ({"demo": Echo}, {"allowed_origins": "http://a.example"}, TypeError, "a list"),
         ({"demo": Echo}, {"allowed_origins": ["a.example"]}, ValueError, "scheme://host"),
         ({"demo": Echo}, {"cors": True}, ValueError, "needs allowed_origins"),
+        ({"demo": Echo}, {"allowed_hosts": "a.example"}, TypeError, "a list"),
+        ({"demo": Echo}, {"allowed_hosts": ["http://a.example"]}, ValueError, "a name"),
     ],
 )
 def test_a_wrong_argument_is_refused_when_the_app_is_made(
@@ -129,6 +132,51 @@ def test_cors_answers_preflights_and_lets_the_listed_page_read() -> None:
         )
         assert refused.status_code == 403
         assert "allowed_origins does not list its origin" in refused.json()["error"]["message"]
+
+
+REBINDING = "rebind.attacker.example:8000"
+
+
+def test_an_anonymous_app_answers_only_to_names_no_other_site_can_point_at_it(
+    tmp_path: Path,
+) -> None:
+    """DNS rebinding: a page at an attacker's name, pointed at this server's address,
+    is same-origin with it by Host; an app that needs no credentials checks the Host."""
+    with TestClient(app_for({"demo": Echo})) as client:
+        refused = client.get("/agents/demo/contexts", headers={"host": REBINDING})
+        assert refused.status_code == 400
+        assert refused.json()["error"]["code"] == "host_not_allowed"
+        sent = client.post(
+            "/agents/demo/runs",
+            json={"message": {"text": "hi"}},
+            headers={"host": REBINDING, "origin": f"http://{REBINDING}"},
+        )
+        assert sent.status_code == 400
+        with (
+            pytest.raises(WebSocketDisconnect) as closed,
+            client.websocket_connect("/agents/demo/ws", headers={"host": REBINDING}),
+        ):
+            pass
+        assert closed.value.code == 4403
+        for host in ("127.0.0.1:8000", "localhost:5173", "[::1]:8000", "my-laptop", "a.localhost"):
+            assert client.get("/agents/demo/contexts", headers={"host": host}).status_code == 200
+    listed = app_for({"demo": Echo}, allowed_hosts=["agents.example.com", "*.example.org"])
+    with TestClient(listed) as client:
+        for host in ("agents.example.com", "chat.example.org:443", "127.0.0.1"):
+            assert client.get("/agents/demo/contexts", headers={"host": host}).status_code == 200
+        assert client.get("/agents/demo/contexts", headers={"host": REBINDING}).status_code == 400
+    for app in (
+        app_for({"demo": Echo}, allowed_hosts=["*"]),
+        app_for({"demo": Echo}, identify=lambda c: "ada"),  # credentials: a rebinding page has none
+    ):
+        with TestClient(app) as client:
+            assert (
+                client.get("/agents/demo/contexts", headers={"host": REBINDING}).status_code == 200
+            )
+    # The demo's guest needs no credentials either.
+    with TestClient(create_demo_app(data_dir=tmp_path)) as client:
+        assert client.get("/agents/demo/contexts", headers={"host": REBINDING}).status_code == 400
+        assert client.get("/agents/demo/contexts").status_code == 200
 
 
 def test_sqlite_errors_at_startup_name_the_cause(tmp_path: Path) -> None:

@@ -34,12 +34,12 @@ from thinwire.agent import Agent
 from thinwire.agui import ag_ui_routes
 from thinwire.aisdk import ai_sdk_routes
 from thinwire.boundary import EXCEPTION_HANDLERS, error_response
-from thinwire.browser import BrowserGuard
+from thinwire.browser import BrowserGuard, HostCheck
 from thinwire.contexts import DEFAULT_CACHE_BYTES, AgentFactory
 from thinwire.coordination import Coordinator
 from thinwire.direct import SERVER_SEND
 from thinwire.errors import BadRequest, Forbidden, ThinwireError
-from thinwire.identity import Identify
+from thinwire.identity import Identify, anonymous
 from thinwire.limits import RateLimiter
 from thinwire.routes import http_routes
 from thinwire.server import AgentServer
@@ -73,6 +73,7 @@ def create_app(
     send_timeout: float = 30.0,
     event_ttl: float = 24 * 3600.0,
     allowed_origins: Sequence[str] = (),
+    allowed_hosts: Sequence[str] | None = None,
     cors: bool = False,
     runs_per_second: float = 2.0,
     run_burst: int = 30,
@@ -102,12 +103,16 @@ def create_app(
     `allowed_origins` lists other sites whose pages may act with this site's credentials
     (state changes and WebSockets); with `cors`, the same sites may also read the
     responses, with credentials, preflights answered (a page on another origin, such as
-    Vite's dev server). Each principal may start `run_burst` runs at once and
-    `runs_per_second` more each second (429 beyond; 0 turns the limit off), have
-    `max_runs` runs in progress on this process (a run waiting for a decision is not in
-    progress; 0 turns it off) and hold `max_streams` streams open (SSE responses,
-    WebSockets and the runs they follow; 0 turns it off). `web_dir` is a built page to
-    serve at `/` (see `thinwire.web`); `routes` are the app's own, served alongside.
+    Vite's dev server). `allowed_hosts` are the host names the server answers to besides
+    those no other site can point at it (addresses, `localhost`): checked by default
+    where `identify` is `anonymous`, which DNS rebinding could otherwise reach from any
+    page (`["*"]` turns it off); other apps check it when given. Each principal may
+    start `run_burst` runs at once and `runs_per_second` more each second (429 beyond;
+    0 turns the limit off), have `max_runs` runs in progress on this process (a run
+    waiting for a decision is not in progress; 0 turns it off) and hold `max_streams`
+    streams open (SSE responses, WebSockets and the runs they follow; 0 turns it off).
+    `web_dir` is a built page to serve at `/` (see `thinwire.web`); `routes` are the
+    app's own, served alongside.
 
     Every agent is also an A2A agent at `/a2a/{name}` (see `thinwire.a2a`); `a2a` says
     what its card tells A2A clients, such as the credential `identify` reads.
@@ -153,7 +158,8 @@ def create_app(
         all_routes.append(Mount("/admin", routes=operator_routes(server.contexts, operator_token)))
     if web_dir is not None:
         all_routes.append(page_route(Path(web_dir)))
-    middleware = [Middleware(BrowserGuard, allowed_origins=origins)]
+    hosts = check_hosts(allowed_hosts, origins, identify)
+    middleware = [Middleware(BrowserGuard, allowed_origins=origins, hosts=hosts)]
     if cors:
         middleware.insert(0, cors_middleware(origins))
     app = ThinwireApp(
@@ -253,6 +259,22 @@ class Cors(CORSMiddleware):
             refused = bytes(response.body).decode().removeprefix("Disallowed CORS ")
             error = BadRequest("invalid_request", f"the preflight asks for a {refused} not allowed")
         return error_response(error, {"Vary": "Origin"})
+
+
+def check_hosts(
+    allowed_hosts: Sequence[str] | None, origins: Sequence[str], identify: Identify
+) -> HostCheck | None:
+    """The host names to answer to, with the allowed origins' own; None (any) for an app
+    that identifies its users and names none."""
+    if isinstance(allowed_hosts, str):
+        raise TypeError("allowed_hosts is a list of host names, not one string")
+    if allowed_hosts is None and identify is not anonymous:
+        return None
+    for name in allowed_hosts or ():
+        if not re.fullmatch(r"\*|(\*\.)?[A-Za-z0-9.-]+", name):
+            raise ValueError(f"an allowed host is a name, *.name or *, not {name!r}")
+    from_origins = [origin.split("://", 1)[1].rsplit(":", 1)[0] for origin in origins]
+    return HostCheck([*(allowed_hosts or ()), *from_origins])
 
 
 def cors_middleware(origins: Sequence[str]) -> Middleware:

@@ -7,19 +7,26 @@ was made to; `allowed_origins` names other sites trusted to act with this site's
 credentials (the same list the WebSocket handshake and CORS use). A request without an
 `Origin` and without `Sec-Fetch-Site` comes from no browser page (curl, a server):
 ambient cookies are not at stake there, so it passes.
+
+That check trusts the Host header, which a page of another site can choose by DNS
+rebinding (its own name, pointed at this server's address), so an app that needs no
+credentials (`anonymous`) also checks the Host: a name no other site's DNS can answer
+for (an IP address, a single label such as `localhost`, a `.localhost` name), one of
+`allowed_hosts`, or the host of an allowed origin.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Collection
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from thinwire.boundary import error_response
-from thinwire.errors import Forbidden
+from thinwire.errors import BadRequest, Forbidden
 
-__all__ = ["PAGE_HEADERS", "BrowserGuard", "cross_site", "origin_of"]
+__all__ = ["PAGE_HEADERS", "BrowserGuard", "HostCheck", "cross_site", "origin_of"]
 
 #: Methods that change something: these must come from this site's own pages.
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -76,16 +83,65 @@ def cross_site(scope: Scope, allowed_origins: Collection[str]) -> bool:
     return headers.get("sec-fetch-site", "none") not in ("same-origin", "none")
 
 
-class BrowserGuard:
-    """ASGI middleware: refuses cross-site state changes (`403 origin_not_allowed`) and
-    adds the common security headers to every HTTP response."""
+def host_name(scope: Scope) -> str:
+    """The Host header's name, without its port (an IPv6 address without brackets)."""
+    host = Headers(scope=scope).get("host", "").lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.rsplit(":", 1)[-1].isdigit() else host
 
-    def __init__(self, app: ASGIApp, allowed_origins: Collection[str] = ()) -> None:
+
+class HostCheck:
+    """Which Host names a server answers to: any a site's DNS cannot be made to point at
+    it, and `allowed` (exact names, `*.example.com` for its subdomains, `*` for any)."""
+
+    def __init__(self, allowed: Collection[str]) -> None:
+        names = {name.lower().rstrip(".") for name in allowed}
+        self.any = "*" in names
+        self.suffixes = tuple(name[1:] for name in names if name.startswith("*."))
+        self.names = names
+
+    def allows(self, name: str) -> bool:
+        name = name.rstrip(".")
+        if self.any or name in self.names or name.endswith(self.suffixes):
+            return True
+        if "." not in name or name.endswith(".localhost"):
+            return True  # localhost, a machine's name: not on the public DNS
+        try:
+            ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return True  # an address: a rebinding page is always at a name
+
+
+class BrowserGuard:
+    """ASGI middleware: refuses cross-site state changes (`403 origin_not_allowed`), and
+    with `hosts` requests to other host names (`400 host_not_allowed`, WebSockets at the
+    handshake); adds the common security headers to every HTTP response."""
+
+    def __init__(
+        self, app: ASGIApp, allowed_origins: Collection[str] = (), hosts: HostCheck | None = None
+    ) -> None:
         self.app = app
         self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
+        self.hosts = hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        if self.hosts is not None and not self.hosts.allows(host_name(scope)):
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 4403})  # the handshake: 403
+                return
+            wrong_host = BadRequest(
+                "host_not_allowed",
+                f"this server does not answer to the host {host_name(scope)[:100]!r} "
+                "(create_app's allowed_hosts does not list it)",
+            )
+            await error_response(wrong_host)(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
             await self.app(scope, receive, send)
             return
 

@@ -273,6 +273,8 @@ def create_demo_app(
         identify=identity,
         store=store or SQLiteStore.in_directory(data_dir),
         operator_token=os.environ.get("THINWIRE_OPERATOR_TOKEN"),
+        # A guest needs no credentials: only names of this machine, unless told others.
+        allowed_hosts=[h for h in os.environ.get("THINWIRE_ALLOWED_HOSTS", "").split(",") if h],
         lease_ttl=float(os.environ.get("THINWIRE_LEASE_TTL", "10")),
         web_dir=web_dir if web_dir is not None else default_web_dir(),
         routes=[login_route(identity), about_route(model)],

@@ -415,6 +415,7 @@ export type ServerErrorCode =
   | "context_not_found"
   | "data_too_large"
   | "decision_pending"
+  | "host_not_allowed"
   | "http_error"
   | "internal_error"
   | "interrupt_answered"
@@ -478,6 +479,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   data_too_large: "The data sent with a message exceeds the size limit.",
   decision_pending: "The conversation waits for a decision; answer it first.",
   disposed: "The client was used after dispose().",
+  host_not_allowed: "This server does not answer to that host name.",
   http_error: "An HTTP error without a more specific code.",
   internal_error: "The server failed; nothing the client did.",
   interrupt_answered: "That interrupt was answered already.",
