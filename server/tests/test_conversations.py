@@ -167,17 +167,32 @@ def test_titles_come_from_the_first_message_the_agent_and_the_user(client: TestC
     assert listed(client)["conversations"][0]["title"] == "Mine"
 
 
+def test_a_title_cut_short_keeps_whole_characters(client: TestClient) -> None:
+    family = "\U0001f469\u200d\U0001f469\u200d\U0001f467"  # one emoji, five code points
+    for start in range(55, 60):
+        context_id = conversation(client, "x" * start + family + " and more words after")
+        title = client.get(url(context_id), headers=ADA).json()["title"]
+        assert title.endswith("…") and len(title) <= 60
+        kept = title[:-1]
+        assert family in kept or ("\u200d" not in kept and "\U0001f469" not in kept), title
+
+
 def test_a_rename_is_checked(client: TestClient) -> None:
     context_id = conversation(client, "hello")
     for body, expected in (
         ({"title": "x" * 201}, (400, "title_too_long")),
         ({"title": "   "}, (400, "invalid_request")),
         ({"title": ""}, (400, "invalid_request")),
+        ({"title": "\x00\u202e"}, (400, "invalid_request")),
         ({}, (400, "invalid_request")),
     ):
         assert error(client.patch(url(context_id), json=body, headers=ADA)) == expected
     ok = client.patch(url(context_id), json={"title": "x" * 200}, headers=ADA)
     assert ok.status_code == 200
+    # One line of what it says: no control characters, no override reordering the rest.
+    spoof = {"title": "invoice\x00 \u202egpj.exe\u202c\nfor Ada"}
+    plain = client.patch(url(context_id), json=spoof, headers=ADA)
+    assert plain.json()["title"] == "invoice gpj.exe for Ada"
     assert error(client.patch(url(context_id), json={"title": "x"}, headers=EVE)) == (
         404,
         "context_not_found",

@@ -17,6 +17,7 @@ needs them and written one by one when they change (`exchanges.py`).
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -82,8 +83,38 @@ class Shown:
 
 
 def shortened(text: str, length: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= length else text[: length - 1].rstrip() + "…"
+    """A title: one line of plain text (no control characters, no bidi overrides that
+    could make it read as another), cut between characters a reader sees, not inside one
+    (an emoji of several code points, a letter and its accent)."""
+    text = " ".join("".join(c for c in text if not hidden(c)).split())
+    if len(text) <= length:
+        return text
+    end = length - 1
+    while end > 0 and (joins(text[end]) or text[end - 1] == ZWJ):
+        end -= 1
+    return text[:end].rstrip() + "…"
+
+
+ZWJ = "\u200d"
+
+
+def hidden(c: str) -> bool:
+    return (unicodedata.category(c) == "Cc" and not c.isspace()) or c in BIDI_CONTROLS
+
+
+#: Embeddings, overrides and isolates: they reorder what follows them.
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def joins(c: str) -> bool:
+    """Whether `c` belongs to the character before it: a mark, a joiner, a variation
+    selector, a skin tone."""
+    return (
+        c == ZWJ
+        or unicodedata.category(c) in ("Mn", "Mc", "Me")
+        or "\ufe00" <= c <= "\ufe0f"
+        or "\U0001f3fb" <= c <= "\U0001f3ff"
+    )
 
 
 class ContextRecord:

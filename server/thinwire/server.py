@@ -35,7 +35,7 @@ from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
 from thinwire.jsontext import is_unicode
 from thinwire.limits import Cap, RateLimiter
-from thinwire.records import TITLE_LENGTH, ContextRecord, json_array
+from thinwire.records import TITLE_LENGTH, ContextRecord, json_array, shortened
 from thinwire.runlog import FrameSource, Retagged, RunLog, StoredFrames
 from thinwire.runner import begin_run, execute
 from thinwire.stores import Store
@@ -329,7 +329,7 @@ class AgentServer:
     async def rename(self, context: Context, title: str) -> None:
         """The user names the conversation: no agent renames it after that."""
         title = title.strip()
-        if not title:
+        if not shortened(title, TITLE_LENGTH):  # blank, or nothing but control characters
             raise BadRequest("invalid_request", "title: must not be blank")
         if not is_unicode(title):
             raise BadRequest("invalid_request", "title: not valid Unicode")
