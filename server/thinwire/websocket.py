@@ -122,10 +122,10 @@ def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:
                 close()
         except Closing as closing:
             await session.reject(closing.error)
-            await websocket.close(code=closing.code)
+            await session.close(closing.code)
         except ThinwireError as exc:  # an unknown agent, or the app's identify failed
             await session.reject(exc)
-            await websocket.close(code=4404 if exc.code == "agent_not_found" else 1011)
+            await session.close(4404 if exc.code == "agent_not_found" else 1011)
         except WebSocketDisconnect:
             pass
         finally:
@@ -218,6 +218,10 @@ class Session:
         )
         with contextlib.suppress(Exception):
             await self.send(frame.model_dump_json(by_alias=True))
+
+    async def close(self, code: int) -> None:
+        with contextlib.suppress(Exception):  # the client may be gone already
+            await self.websocket.close(code=code)
 
     async def serve(self, agent_name: str, principal: str) -> None:
         while True:
