@@ -260,6 +260,40 @@ def test_an_interrupt_inside_a_tool_shows_the_tool_once_it_ran_with_the_answer()
     assert ("tool", "not refunded") in [(m.type, m.content) for m in model.seen[2]]
 
 
+def test_a_call_the_resumed_node_runs_again_is_shown_and_recorded_once() -> None:
+    # LangGraph resumes a ToolNode from its start: the lookup that had finished before the
+    # refund asked runs again, and must not be shown or recorded twice.
+    looked_up = asyncio.Event()
+
+    @tool("lookup")
+    async def lookup_first(order: str) -> str:
+        """Look an order up."""
+        ran.append(f"lookup {order}")
+        looked_up.set()
+        return f"order {order} is on its way"
+
+    @tool("refund")
+    async def refund_after(order: str) -> str:
+        """Refund an order, once a person agrees."""
+        await looked_up.wait()  # so the lookup has finished when the graph stops
+        answer = interrupt(f"Refund order {order}?")
+        ran.append(f"refund {order}: {answer}")
+        return "refunded"
+
+    model = chat(says("", ("lookup", {"order": "5"}), ("refund", {"order": "5"})), says("Done."))
+    with client_for(planner(react(model, [lookup_first, refund_after]))) as client:
+        asked = send(client, "refund 5")
+        looked_up.clear()
+        resumed = decide(client, asked, "yes")
+        history = server_context(client, asked[0]["contextId"], "planner").history
+    assert ran == ["lookup 5", "lookup 5", "refund 5: yes"]  # as models.md warns
+    assert tool_frames(asked) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
+    assert tool_frames(resumed) == [("tool_call", "refund", None), ("tool_result", "refund", True)]
+    records = [(m["name"], m["callId"]) for m in history if m["role"] == "tool"]
+    assert records == [("lookup", "call-0"), ("refund", "call-1")]
+    assert resumed[-1]["text"] == "Done." and resumed[-1]["toolCalls"] == ["refund"]
+
+
 def test_a_failing_tool_shows_as_failed_and_the_graph_goes_on() -> None:
     model = chat(says("", ("lookup", {"order": "broken"})), says("The system is down."))
     with client_for(planner(react(model, [lookup]))) as client:

@@ -325,6 +325,30 @@ def test_a_failed_run_keeps_what_it_finished_for_the_next_message() -> None:
     assert "refund everything" in script.seen(2)
 
 
+def test_a_prompt_a_failed_run_left_unanswered_is_read_with_the_next() -> None:
+    class Down(Script):  # the model fails its first request, before saying anything
+        async def __call__(
+            self, messages: list[ModelMessage], info: AgentInfo
+        ) -> AsyncIterator[Reply]:
+            if not self.requests:
+                self.requests.append(list(messages))
+                raise RuntimeError("the model is down")
+            async for piece in super().__call__(messages, info):
+                yield piece
+
+    script = Down([], ["Both answered."])
+    agent, _ = support_agent(script)
+    with client_for(agent) as client:
+        failed = send(client, "first question")
+        frames = send(client, "second question", failed[0]["contextId"])
+    assert failed[-1]["stopReason"] == "error" and frames[-1]["text"] == "Both answered."
+    # As models.md says: several user prompts in a row, the unanswered one first.
+    [request] = script.requests[1]
+    assert isinstance(request, ModelRequest)
+    prompts = [p.content for p in request.parts if isinstance(p, UserPromptPart)]
+    assert prompts == ["first question", "second question"]
+
+
 def test_a_stopped_run_leaves_what_the_model_said_for_the_next_message() -> None:
     script = Script(["The first part. ", 30.0, "Never said."], ["Going on."])
     agent, _ = support_agent(script)

@@ -16,7 +16,7 @@ import pytest
 from pydantic import Field
 from starlette.testclient import TestClient
 
-from conftest import app_for, parse_sse, stop_over_websocket
+from conftest import app_for, parse_sse, server_context, stop_over_websocket
 from thinwire import Approval
 from thinwire.models import ChatAgent, OpenAIChat, messages, tool
 from thinwire.models import openai as openai_chat
@@ -196,15 +196,56 @@ def test_invalid_arguments_go_back_to_the_model_as_the_tools_error(stub: OpenAIS
     }
     assert "query: Field required" in errors["c1"] and "limit" in errors["c1"]
     assert "there is no tool 'nope'" in errors["c2"]
-    assert "query" in errors["c3"]  # not an object: validated as {"text": …}, refused
+    assert errors["c3"] == "error: the arguments are not a JSON object"
+
+
+def test_arguments_that_are_not_a_json_object_never_run_the_tool(stub: OpenAIStub) -> None:
+    # Read as {"text": …}, they once ran a tool that takes a `text`.
+    noted: list[str] = []
+
+    class Noting(librarian(stub)):  # type: ignore[misc, valid-type]
+        @tool
+        async def note(self, text: str) -> str:
+            """Keep a note."""
+            noted.append(text)
+            return "noted"
+
+    calls = [("c1", "note", "{not json"), ("c2", "note", "[1, 2]"), ("c3", "note", '"hi"')]
+    stub.push(Stream([*tool_calls(calls), finish("tool_calls")]), Stream(text("Let me fix that.")))
+    with client_for(Noting) as client:
+        frames = run(client, "note it")
+        history = server_context(client, frames[0]["contextId"], "lib").history
+    assert noted == [] and [f["ok"] for f in frames if f["type"] == "tool_result"] == [False] * 3
+    second = stub.requests[1]["messages"]
+    errors = {m["tool_call_id"]: m["content"] for m in second if m["role"] == "tool"}
+    assert set(errors.values()) == {"error: the arguments are not a JSON object"}
+    # The raw text stays on record, and the model is shown its calls as JSON it can take.
+    records = [m for m in history if m["role"] == "tool"]
+    assert [r["arguments"] for r in records] == [{"text": raw} for _, _, raw in calls]
+    shown = [c["function"]["arguments"] for c in second[2]["tool_calls"]]
+    assert [json.loads(a) for a in shown] == [{"text": raw} for _, _, raw in calls]
 
 
 def test_the_loop_stops_at_the_step_limit(stub: OpenAIStub) -> None:
-    again = [("c", "search", {"query": "x", "limit": 1})]
-    stub.push(*(Stream([*tool_calls(again), finish("tool_calls")]) for _ in range(3)))
+    def again(step: int) -> Stream:
+        call = (f"c{step}", "search", {"query": f"x{step}", "limit": 1})
+        return Stream([*text(f"Step {step}. "), *tool_calls([call]), finish("tool_calls")])
+
+    stub.push(*(again(step) for step in range(3)), Stream(text("Found x2.")))
     with client_for(librarian(stub, max_steps=3)) as client:
         frames = run(client, "loop")
-    assert len(stub.requests) == 3 and frames[-1]["stopReason"] == "end"
+        assert len(stub.requests) == 3 and frames[-1]["stopReason"] == "end"
+        assert frames[-1]["text"] == "Step 0. Step 1. Step 2. "
+        assert [f["ok"] for f in frames if f["type"] == "tool_result"] == [True] * 3
+        run(client, "and?", frames[0]["contextId"])
+    # The last step's results, which no model saw in that run, reach the next send's.
+    shown = stub.requests[3]["messages"]
+    assert [(m["role"], m.get("tool_call_id")) for m in shown[-3:]] == [
+        ("assistant", None),
+        ("tool", "c2"),
+        ("user", None),
+    ]
+    assert json.loads(shown[-2]["content"]) == [f"x2 0 ({SECRET_OUTPUT})"]
 
 
 def test_an_approval_decided_from_the_arguments_and_a_resume_that_calls_the_model_once_more(
@@ -473,6 +514,21 @@ def test_upstream_failures_are_agent_errors_without_their_text(
 
 
 @pytest.mark.parametrize("http", HTTP_CLIENTS)
+def test_what_came_before_a_malformed_chunk_in_the_same_read_is_streamed_and_kept(
+    stub: OpenAIStub, http: str
+) -> None:
+    stub.push(Garbage(text("abcdefgh", 2), together=True))
+    with client_for(librarian(stub, http)) as client:
+        frames = run(client, "hi")
+        transcript = client.get(f"/agents/lib/contexts/{frames[0]['contextId']}").json()
+    assert deltas(frames, "token") == "abcdefgh"
+    error = next(f for f in frames if f["type"] == "error")
+    assert error["message"].startswith("The model failed (sent a malformed answer)")
+    assert frames[-1]["stopReason"] == "error" and frames[-1]["text"] == "abcdefgh"
+    assert transcript["turns"][-1]["text"] == "abcdefgh"
+
+
+@pytest.mark.parametrize("http", HTTP_CLIENTS)
 def test_a_model_nobody_listens_for_is_unreachable(stub: OpenAIStub, http: str) -> None:
     agent = librarian(stub)
     url = f"http://127.0.0.1:{free_port()}/v1"
@@ -539,3 +595,8 @@ def test_the_event_reader_joins_data_lines_skips_comments_and_stops_at_done() ->
         assert read([raw[:7], raw[7:30], raw[30:]]) == expected
     with pytest.raises(ValueError, match="reported an error"):
         read([b'data: {"error": {"message": "overloaded"}}\n\n'])
+    # What a read holds before a bad event comes out before it fails.
+    events = EventReader().feed(b'data: {"a": 1}\n\ndata: {not json\n\ndata: {}\n\n')
+    assert next(events) == {"a": 1}
+    with pytest.raises(ValueError):
+        next(events)

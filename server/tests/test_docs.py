@@ -45,6 +45,29 @@ def test_every_python_block_runs_or_is_marked_a_sketch(name: str) -> None:
     run_blocks(name)
 
 
+def fence_problem(text: str) -> str | None:
+    """What is wrong with a page's code fences, if anything: a block left open swallows
+    the rest of the page, and `python_blocks` never finds (nor runs) its code."""
+    opened = None
+    for number, line in enumerate(text.splitlines(), 1):
+        fence = line.strip()
+        if not fence.startswith("```"):
+            continue
+        if opened is None:
+            opened = number
+        elif fence == "```":
+            opened = None
+        else:
+            return f"line {number} opens a block inside the one opened on line {opened}"
+    return None if opened is None else f"the block opened on line {opened} is never closed"
+
+
+@pytest.mark.parametrize("name", DOCS)
+def test_every_code_block_is_closed(name: str) -> None:
+    problem = fence_problem((ROOT / name).read_text(encoding="utf-8"))
+    assert problem is None, f"{name}: {problem}"
+
+
 def agents_in(name: str) -> dict[str, type[Agent]]:
     namespace = run_blocks(name)
     return {
@@ -79,6 +102,15 @@ def test_readme_echo_runs() -> None:
     echo = agents_in("README.md")["Echo"]
     with TestClient(app_for({"demo": echo})) as client:
         assert send(client, "ping")[-1]["text"] == "ping"
+
+
+def test_models_doc_framework_agent_runs() -> None:
+    framework = agents_in("docs/models.md")["FrameworkAgent"]
+    with TestClient(app_for({"demo": framework})) as client:
+        first = send(client, "hi")
+        frames = send(client, "again", first[0]["contextId"])
+    assert [f["type"] for f in frames[1:]] == ["thinking", "token", "done"]
+    assert frames[-1]["text"] == "You said: again"
 
 
 def test_testing_doc_model_test_passes() -> None:

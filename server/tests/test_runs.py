@@ -3,10 +3,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from starlette.testclient import TestClient
 
 from conftest import assert_no_canary, parse_sse, send, server_context
-from thinwire.demo import CANARIES
+from thinwire import MemoryStore
+from thinwire.demo import CANARIES, CANARY_PLACES, create_demo_app, read_canaries
+from thinwire.testing.openai_stub import OpenAIStub, Stream, text, tool_calls
 
 
 def test_first_frame_announces_a_minted_context_and_run(client: TestClient) -> None:
@@ -136,6 +139,50 @@ def test_server_keeps_canaries_but_never_sends_them(client: TestClient) -> None:
     assert_no_canary(run.text + str(run.headers))
     transcript = client.get(f"/agents/demo/contexts/{context_id}")
     assert_no_canary(transcript.text + str(transcript.headers))
+
+
+@pytest.mark.parametrize("model", [None, "stub-model"])
+def test_the_documented_variables_choose_the_demos_canaries(
+    model: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/server.md names …_PROMPT, …_STATE and …_TOOL; read when the app is built.
+    chosen = {
+        "PROMPT": "tw-chosen-prompt-1a",
+        "STATE": "tw-chosen-state-2b",
+        "TOOL": "tw-chosen-tool-3c",
+    }
+    for name, value in chosen.items():
+        monkeypatch.setenv(f"THINWIRE_DEMO_CANARY_{name}", value)
+    for name in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)  # else the demo answers with a model
+    with OpenAIStub() as stub:
+        if model:
+            monkeypatch.setenv("OPENAI_BASE_URL", stub.url)
+            monkeypatch.setenv("OPENAI_API_KEY", "test")
+        stub.push(
+            Stream(tool_calls([("c1", "count_words", {"text": "hi there"})])), Stream(text("Two."))
+        )
+        app = create_demo_app(delay=0, store=MemoryStore(), data_dir=tmp_path, model=model)
+        with TestClient(app) as client:
+            frames = send(client, "count the words of hi there")
+            context = server_context(client, frames[0]["contextId"])
+    assert chosen["PROMPT"] in context.history[0]["content"]
+    assert chosen["STATE"] in context.state.values()
+    [counted] = [m for m in context.history if m["role"] == "tool"]
+    assert chosen["TOOL"] in str(counted["output"])
+    assert not any(value in str(frames) for value in chosen.values())
+    if model:  # the model was told the chosen prompt, and read the chosen tool output
+        assert chosen["PROMPT"] in stub.requests[0]["messages"][0]["content"]
+        assert chosen["TOOL"] in stub.requests[1]["messages"][-1]["content"]
+
+
+def test_each_place_has_a_variable_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("THINWIRE_DEMO_CANARY_TOOL", "tw-short-name")
+    monkeypatch.setenv("THINWIRE_DEMO_CANARY_TOOL_OUTPUT", "tw-place-name")
+    monkeypatch.setenv("THINWIRE_DEMO_CANARY_LOG", "tw-log-line")
+    canaries = read_canaries()
+    assert canaries["tool_output"] == "tw-place-name" and canaries["log"] == "tw-log-line"
+    assert set(canaries) == set(CANARY_PLACES)
 
 
 def test_sse_response_is_not_cached_or_buffered(client: TestClient) -> None:

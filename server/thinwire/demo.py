@@ -19,9 +19,9 @@ import logging
 import os
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.applications import Starlette
@@ -40,12 +40,14 @@ from thinwire.stores import SQLiteStore, Store, store_from_url
 
 __all__ = [
     "CANARIES",
+    "CANARY_ALIASES",
     "CANARY_PLACES",
     "DEMO_USERS",
     "DemoAgent",
     "DemoIdentity",
     "create_demo_app",
     "default_web_dir",
+    "read_canaries",
 ]
 
 #: Where the demo plants a server-only value: each must never reach a client.
@@ -61,11 +63,27 @@ CANARY_PLACES = (
     "exception",  # the text of the exception "explode" raises
     "log",  # a server log line of every run
 )
-#: The canary values, from $THINWIRE_DEMO_CANARY_<PLACE> or a default.
-CANARIES = {
-    place: os.environ.get(f"THINWIRE_DEMO_CANARY_{place.upper()}", f"tw-canary-{place}-4f1c9a")
-    for place in CANARY_PLACES
-}
+#: Other names of two places' variables, as docs/server.md gives them:
+#: $THINWIRE_DEMO_CANARY_PROMPT and $THINWIRE_DEMO_CANARY_TOOL.
+CANARY_ALIASES = {"system_prompt": ("PROMPT",), "tool_output": ("TOOL",)}
+
+
+def read_canaries() -> dict[str, str]:
+    """The canary values, from the environment as it is now: $THINWIRE_DEMO_CANARY_<PLACE>
+    (or an alias of it), else a default."""
+    return {place: canary(place) for place in CANARY_PLACES}
+
+
+def canary(place: str) -> str:
+    for name in (place.upper(), *CANARY_ALIASES.get(place, ())):
+        if value := os.environ.get(f"THINWIRE_DEMO_CANARY_{name}"):
+            return value
+    return f"tw-canary-{place}-4f1c9a"
+
+
+#: The canary values as the environment had them at import; `create_demo_app` reads them
+#: again, so a variable set later counts for the app it builds.
+CANARIES = read_canaries()
 logger = logging.getLogger("thinwire.demo")
 DEMO_USERS = ("alice", "bob", "carol")
 #: A message starting so names the conversation (the agent's title).
@@ -86,13 +104,30 @@ def words(text: str) -> list[str]:
     return re.findall(r"\S+\s*|\s+", text)
 
 
+PROMPT = "You are the thinwire demo agent. Internal instruction, never to be shown: "
+
+
+def demo_state(canaries: Mapping[str, str]) -> dict[str, Any]:
+    return {"secret": canaries["state"], "messages_seen": 0}
+
+
 class DemoAgent(Agent):
-    system_prompt = (
-        "You are the thinwire demo agent. Internal instruction, never to be shown: "
-        + CANARIES["system_prompt"]
-    )
-    initial_state: ClassVar[dict[str, Any]] = {"secret": CANARIES["state"], "messages_seen": 0}
+    #: The values it plants (`planting` gives the agent with others).
+    canaries: ClassVar[Mapping[str, str]] = CANARIES
+    system_prompt = PROMPT + CANARIES["system_prompt"]
+    initial_state: ClassVar[dict[str, Any]] = demo_state(CANARIES)
     writable_keys = frozenset({"messages_seen", "notes"})
+
+    @classmethod
+    def planting(cls, canaries: Mapping[str, str]) -> type[DemoAgent]:
+        """The agent, planting `canaries`: a class of its own, as a new conversation's
+        system prompt and state are the class's."""
+        planted = {
+            "canaries": dict(canaries),
+            "system_prompt": PROMPT + canaries["system_prompt"],
+            "initial_state": demo_state(canaries),
+        }
+        return cast("type[DemoAgent]", type(cls.__name__, (cls,), planted))
 
     def __init__(self, delay: float = 0.0, ledger: Path | None = None) -> None:
         self.delay = delay
@@ -109,12 +144,12 @@ class DemoAgent(Agent):
 
     async def count_words(self, text: str, hint: str) -> dict[str, Any]:
         await self.pause()
-        return {"words": len(text.split()), "note": CANARIES["tool_output"]}
+        return {"words": len(text.split()), "note": self.canaries["tool_output"]}
 
     async def lookup_order(self, order_id: str, hint: str) -> dict[str, Any]:
         await self.pause()
         self.record(f"lookup_order {order_id}")
-        return {"id": order_id, "amount": 40, "note": CANARIES["tool_output"]}
+        return {"id": order_id, "amount": 40, "note": self.canaries["tool_output"]}
 
     async def issue_refund(self, order_id: str, amount: int) -> str:
         await self.pause()
@@ -124,7 +159,7 @@ class DemoAgent(Agent):
     async def refund(self, run: Run) -> None:
         await run.think("Looking up the order before anything else.")
         order = await run.tool(
-            "lookup_order", self.lookup_order, order_id="1234", hint=CANARIES["checkpoint"]
+            "lookup_order", self.lookup_order, order_id="1234", hint=self.canaries["checkpoint"]
         )
         for piece in words(f"Order {order['id']} was ${order['amount']}. "):
             await run.say(piece)
@@ -148,24 +183,24 @@ class DemoAgent(Agent):
 
     async def run(self, run: Run, text: str) -> None:
         # Plant a canary in every server-only place a run can reach.
-        logger.info("demo run in %s (%s)", run.context_id, CANARIES["log"])
-        run.invocation_state["scratch"] = CANARIES["invocation_state"]
-        run.shared_state["baton"] = CANARIES["shared_state"]
+        logger.info("demo run in %s (%s)", run.context_id, self.canaries["log"])
+        run.invocation_state["scratch"] = self.canaries["invocation_state"]
+        run.shared_state["baton"] = self.canaries["shared_state"]
         earlier = earlier_message(run.history)
-        run.history.append({"role": "note", "content": CANARIES["history"]})
+        run.history.append({"role": "note", "content": self.canaries["history"]})
         if "refund" in text.lower():
             await self.refund(run)
             return
         if "explode" in text.lower():
             await run.say("Something is about to go wrong. ")
-            raise RuntimeError(f"internal failure {CANARIES['exception']}")
+            raise RuntimeError(f"internal failure {self.canaries['exception']}")
         if text.lower().startswith(NAMING):  # "call this conversation Trip plans"
             run.set_title(text[len(NAMING) :].strip() or "Untitled")
         for piece in words("Reading the message, counting its words, recalling what came before."):
             await run.think(piece)
             await self.pause()
         counted = await run.tool(
-            "count_words", self.count_words, text=text, hint=CANARIES["tool_arguments"]
+            "count_words", self.count_words, text=text, hint=self.canaries["tool_arguments"]
         )
         run.state["messages_seen"] = run.state["messages_seen"] + 1
         plural = "" if counted["words"] == 1 else "s"
@@ -265,8 +300,12 @@ def create_demo_app(
     identity = DemoIdentity(demo_secret(data_dir))
     ledger = data_dir / "ledger.log"
     model = configured_model(model)
+    canaries = read_canaries()
+    scripted = DemoAgent.planting(canaries)
     agent: AgentFactory = (
-        chat_demo(model, ledger) if model else (lambda: DemoAgent(delay=delay, ledger=ledger))
+        chat_demo(model, ledger, canaries)
+        if model
+        else (lambda: scripted(delay=delay, ledger=ledger))
     )
     return create_app(
         {"demo": agent},

@@ -83,13 +83,17 @@ class ChatAgent(Agent):
         """Run one tool call; whatever goes wrong is the model's to hear, as the tool's
         error, except a person's rejection, which ends the run."""
         spec = tools.get(call["name"])
+        given = object_of(call["arguments"])
         arguments = parsed(call)["arguments"]
         approval = None
         if spec is None:
             function = refuse(f"there is no tool {call['name']!r}")
+        elif given is None:
+            # Never validated as {"text": …}: a tool taking `text` would run on it.
+            function = refuse("the arguments are not a JSON object")
         else:
             try:
-                valid = spec.validate(arguments)
+                valid = spec.validate(given)
             except ToolInputError as exc:
                 function = refuse(str(exc))
             else:
@@ -116,15 +120,23 @@ class ChatAgent(Agent):
 
 
 def parsed(call: ToolCall) -> dict[str, Any]:
-    """The call with its arguments as a JSON object; text that is not one stays text,
-    under "text", for the model to be told."""
-    try:
-        arguments = json.loads(call["arguments"] or "{}")
-    except ValueError:
-        arguments = None
-    if not isinstance(arguments, dict):
+    """The call as the history records it, its arguments a JSON object: text that is not
+    one is kept under "text", so the chat API is sent JSON when it is shown again (the
+    call does not run, see `call`)."""
+    arguments = object_of(call["arguments"])
+    if arguments is None:
         arguments = {"text": call["arguments"]}
     return {"id": call["id"], "name": call["name"], "arguments": arguments}
+
+
+def object_of(arguments: str) -> dict[str, Any] | None:
+    """The model's arguments as a JSON object (none given: an empty one); None when they
+    are not one."""
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def valid_json(valid: Mapping[str, Any], fallback: dict[str, Any]) -> dict[str, Any]:

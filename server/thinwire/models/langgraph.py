@@ -21,9 +21,10 @@ Durable replay: the graph's run is cut into recorded steps (`run.step`) where a 
 finishes and where the graph ends or stops at `interrupt()`; each finished tool goes
 through `run.call_tool` between them. An `interrupt()` becomes `run.interrupt`; the step
 before it recorded the thread's checkpoint. A resumed run replays the steps — the graph
-does not run again for what it did — loads that checkpoint, and goes on with
+does not run again the nodes it finished — loads that checkpoint, and goes on with
 `Command(resume={interrupt_id: decision})`: LangGraph re-runs the interrupted node from its
-start, as it always does.
+start, as it always does — a `ToolNode` runs its other calls again, and a call shown
+already (by its id) is not shown or recorded twice.
 
 Deliberate divergence: the adapter sees the graph's tools, it does not run them, and
 `call_tool` shows a tool when it is called; so a tool shows when it has finished (its call
@@ -109,11 +110,12 @@ class LangGraphAgent(Agent):
         saver = HistorySaver(run.context_id, saved_thread(run.history))
         session = Session(self.graph.copy({"checkpointer": saver}), saver)
         session.start(self.input(run, text), self.run_config(run), self.context(run))
+        shown: set[str] = set()  # the ids of the tool calls shown
         try:
             while True:
                 outcome = await run.step(STEP, partial(session.advance, run))
                 if "tool" in outcome:
-                    await show_tool(run, outcome["tool"])
+                    await show_tool(run, outcome["tool"], shown)
                 elif "interrupts" in outcome:
                     saver.load(outcome["thread"])
                     answers = await self.answers(run, outcome["interrupts"])
@@ -145,8 +147,14 @@ class LangGraphAgent(Agent):
         return decisions
 
 
-async def show_tool(run: Run, tool: dict[str, Any]) -> None:
-    """A tool the graph ran, through `run.call_tool`: its frames, its record."""
+async def show_tool(run: Run, tool: dict[str, Any], shown: set[str]) -> None:
+    """A tool the graph ran, through `run.call_tool`: its frames, its record. Once per
+    call: a resumed graph re-runs the node an interrupt stopped from its start, and with it
+    the calls of it that had finished (a `ToolNode`'s other calls), shown already."""
+    if tool["id"] is not None:
+        if tool["id"] in shown:
+            return
+        shown.add(tool["id"])
 
     async def ended(**_: Any) -> Any:
         if not tool["ok"]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from pydantic_core import from_json
@@ -207,10 +207,12 @@ class EventReader:
         #: `[DONE]` was read: what comes after it is not read.
         self.done = False
 
-    def feed(self, chunk: bytes) -> list[dict[str, Any]]:
-        """The events this chunk completes."""
+    def feed(self, chunk: bytes) -> Iterator[dict[str, Any]]:
+        """The events this chunk completes, read as they are taken: a read may hold
+        several, and those before a malformed one are the model's answer all the same —
+        they reach the user before it raises."""
         if not chunk or self.done:
-            return []
+            return
         if self.after_cr and chunk[:1] == b"\n":
             chunk = chunk[1:]  # the LF of a CRLF cut between two chunks
         self.after_cr = chunk[-1:] == b"\r"
@@ -218,7 +220,6 @@ class EventReader:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines = (self.pending + chunk).split(b"\n")
         self.pending = lines.pop()
-        found: list[dict[str, Any]] = []
         data = self.data
         for line in lines:
             if line.startswith(b"data:"):
@@ -234,8 +235,7 @@ class EventReader:
             event = from_json(text)  # pydantic-core's parser: half json's time
             if not isinstance(event, dict) or event.get("error") is not None:
                 raise ValueError("the stream reported an error")
-            found.append(event)
-        return found
+            yield event
 
 
 def refused(exc: BaseException) -> bool:

@@ -10,7 +10,8 @@ SDK) is tested through the real client, not a mock of it.
 
 Each request takes the next pushed reply: a `Stream` of chunks (optionally cut, slowed, or
 held open until the client goes), a `Fail` (an HTTP error), or `Garbage` (a chunk that is
-not JSON). `closed_early` counts streams the client closed before their end.
+not JSON, after the chunks given: with `together`, all in one write). `closed_early`
+counts streams the client closed before their end.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ class Garbage:
     """Some chunks, then a line that is not JSON."""
 
     chunks: list[dict[str, Any]] = field(default_factory=list)
+    #: Write the chunks and the bad line at once, so the client reads them in one piece
+    #: (written one by one, they may arrive together or not).
+    together: bool = False
 
 
 Reply = Stream | Fail | Garbage
@@ -163,15 +167,15 @@ class StreamReply:
         chunks = reply.chunks
         if isinstance(reply, Stream) and reply.cut_after is not None:
             chunks = chunks[: reply.cut_after]
-        for item in chunks:
+        bodies = [f"data: {json.dumps(item)}\n\n".encode() for item in chunks]
+        if isinstance(reply, Garbage):
+            bodies.append(b"data: {not json\n\n")
+            if reply.together:
+                bodies = [b"".join(bodies)]
+        for body in bodies:
             if isinstance(reply, Stream) and reply.delay:
                 await asyncio.sleep(reply.delay)
-            body = f"data: {json.dumps(item)}\n\n".encode()
             await send({"type": "http.response.body", "body": body, "more_body": True})
-        if isinstance(reply, Garbage):
-            await send(
-                {"type": "http.response.body", "body": b"data: {not json\n\n", "more_body": True}
-            )
         if isinstance(reply, Stream) and reply.cut_after is not None:
             return  # without finishing the body: the connection drops
         if isinstance(reply, Stream) and reply.hold:
