@@ -14,8 +14,11 @@ from pathlib import Path, PurePosixPath
 import pytest
 from userland import Artifacts, npm, prepared, serve_installed
 
-#: What a tarball may hold (under package/): built code, declarations and the docs.
-SHIPPED = re.compile(r"(dist/.+\.(js|d\.ts)|package\.json|README\.md|LICENSE)")
+#: What a tarball may hold (under package/): built code, declarations, the wire's JSON
+#: Schema (for clients in other languages) and the docs.
+SHIPPED = re.compile(
+    r"(dist/.+\.(js|d\.ts)|dist/wire\.schema\.json|package\.json|README\.md|LICENSE)"
+)
 
 
 @pytest.fixture(scope="module")
