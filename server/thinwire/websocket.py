@@ -252,7 +252,8 @@ class Session:
         try:
             data = parse_json(text)
         except BadRequest as exc:
-            raise Closing(1007, BadRequest("invalid_json", "messages must be JSON")) from exc
+            why = exc.message.removeprefix("body ")  # as HTTP says it, of a message
+            raise Closing(1007, BadRequest("invalid_json", f"the message {why}")) from exc
         if not isinstance(data, dict):
             raise Closing(1007, BadRequest("invalid_json", "a command is a JSON object"))
         if data.get("type") not in COMMAND_TYPES:
