@@ -75,6 +75,7 @@ ClientErrorCode = Literal[
     "protocol_error",
     "run_failed",
     "stream_interrupted",
+    "websocket_unavailable",
 ]
 
 ErrorCode = Literal[ServerErrorCode, ClientErrorCode]
@@ -138,6 +139,7 @@ CLIENT_ERROR_CODES: dict[ClientErrorCode, str] = {
     "protocol_error": "The server sent something that is not a frame.",
     "run_failed": "The run ended with stop reason error and no error frame.",
     "stream_interrupted": "The stream ended before its done frame.",
+    "websocket_unavailable": "This environment has no WebSocket; pass one to WebSocketTransport.",
 }
 
 #: Codes for which the same request may succeed if tried again later.

@@ -459,6 +459,21 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     expect(other.getSnapshot().turns.map((turn) => turn.text)[0]).toBe("second");
   });
 
+  it("forgets a malformed id it is asked to open, without a request", async () => {
+    const onContext = vi.fn();
+    const { client, log } = setup(undefined, { onContext });
+    await client.send("first");
+    const first = client.getSnapshot().contextId!;
+    const loads = log.transcripts.length;
+    await client.open("ctx-2f77…");
+    expect(client.getSnapshot()).toMatchObject({ contextId: null, status: "idle", error: null, turns: [] });
+    expect(log.transcripts).toHaveLength(loads);
+    expect(onContext.mock.calls.map(([id]) => id)).toEqual([first, null]);
+    await client.send("second");
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+    expect(log.runs.at(-1)!.contextId).toBeUndefined();
+  });
+
   describe("with earlier pages loaded", () => {
     /** The user messages shown, and whether exchanges precede them. */
     const messages = (snapshot: Snapshot) => ({

@@ -5,6 +5,9 @@ import { ThinwireError } from "./errors.js";
 import type { InterruptRequest } from "./generated/wire.js";
 import { channel, MockTransport, runFrames as run } from "./testing/index.js";
 
+/** Well-formed conversation ids: the client forgets any other without asking the server. */
+const CTX_1 = "ctx-" + "1".repeat(36);
+
 function jsonResponse(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 }
@@ -77,11 +80,11 @@ describe("AgentClient.clearError", () => {
 
   it("dismisses a failed hydration", async () => {
     const fetch = async () => jsonResponse(503, { error: { code: "store_unavailable", message: "Later.", retryable: true } });
-    const client = new AgentClient({ agent: "demo", contextId: "ctx-1", fetch });
+    const client = new AgentClient({ agent: "demo", contextId: CTX_1, fetch });
     await client.start();
     expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "store_unavailable" } });
     client.clearError();
-    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null, contextId: "ctx-1" });
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null, contextId: CTX_1 });
   });
 
   it("is a no-op once disposed", () => {
@@ -219,25 +222,25 @@ describe("AgentClient onFinish and onError", () => {
   });
 
   it("reports the run start() found in progress, and a transcript it could not load", async () => {
-    const r = run("ctx-1", "run-1");
-    const transcript = { contextId: "ctx-1", agent: "demo", turns: [{ role: "user", text: "hi", toolCalls: [], stopReason: null }], activeRunId: "run-1", pendingInterrupt: null };
+    const r = run(CTX_1, "run-1");
+    const transcript = { contextId: CTX_1, agent: "demo", turns: [{ role: "user", text: "hi", toolCalls: [], stopReason: null }], activeRunId: "run-1", pendingInterrupt: null };
     const transport = new MockTransport(() => [], { attach: () => [r.start(), r.token("Hel"), r.done("Hello")] });
     const { calls, callbacks } = recorder();
     const client = new AgentClient({
       agent: "demo",
-      contextId: "ctx-1",
+      contextId: CTX_1,
       transport,
       fetch: async () => jsonResponse(200, transcript),
       ...callbacks,
     });
     await client.start();
     await vi.waitFor(() => expect(calls).toHaveLength(1));
-    expect(calls).toEqual([["finish", { text: "Hello", toolCalls: [], contextId: "ctx-1", runId: "run-1", stopReason: "end" }]]);
+    expect(calls).toEqual([["finish", { text: "Hello", toolCalls: [], contextId: CTX_1, runId: "run-1", stopReason: "end" }]]);
 
     const unavailable = recorder();
     const failing = new AgentClient({
       agent: "demo",
-      contextId: "ctx-1",
+      contextId: CTX_1,
       fetch: async () => jsonResponse(503, { error: { code: "store_unavailable", message: "Later.", retryable: true } }),
       ...unavailable.callbacks,
     });
@@ -249,7 +252,7 @@ describe("AgentClient onFinish and onError", () => {
     const forgotten = recorder();
     const unknown = new AgentClient({
       agent: "demo",
-      contextId: "ctx-1",
+      contextId: CTX_1,
       fetch: async () => jsonResponse(404, { error: { code: "context_not_found", message: "No." } }),
       ...forgotten.callbacks,
     });
@@ -258,14 +261,14 @@ describe("AgentClient onFinish and onError", () => {
   });
 
   it("reports a resumed run that failed", async () => {
-    const transcript = { contextId: "ctx-1", agent: "demo", turns: [], activeRunId: "run-1", pendingInterrupt: null };
+    const transcript = { contextId: CTX_1, agent: "demo", turns: [], activeRunId: "run-1", pendingInterrupt: null };
     const transport = new MockTransport(() => [], {
       attach: () => {
         throw new ThinwireError("unauthenticated", "Sign in.", { status: 401 });
       },
     });
     const { calls, callbacks } = recorder();
-    const client = new AgentClient({ agent: "demo", contextId: "ctx-1", transport, fetch: async () => jsonResponse(200, transcript), ...callbacks });
+    const client = new AgentClient({ agent: "demo", contextId: CTX_1, transport, fetch: async () => jsonResponse(200, transcript), ...callbacks });
     await client.start();
     await vi.waitFor(() => expect(calls).toHaveLength(1));
     expect(calls[0]).toEqual(["error", expect.objectContaining({ code: "unauthenticated" })]);

@@ -1,5 +1,6 @@
 /** The options of an AgentClient: where it talks to, how, and whom it tells what happened. */
 import type { ThinwireError } from "./errors.js";
+import type { CredentialsMode } from "./http.js";
 import type { Schedule } from "./notifier.js";
 import type { ReconnectOptions } from "./reconnect.js";
 import type { SendResult } from "./send-result.js";
@@ -11,7 +12,11 @@ export interface AgentClientOptions {
   agent: string;
   /** Prefix of the thinwire routes, e.g. `"/api"`; defaults to the page origin. */
   baseUrl?: string;
-  /** Resume this conversation: `start()` loads its transcript and follows a run in progress. */
+  /**
+   * Resume this conversation: `start()` loads its transcript and follows a run
+   * in progress. An id the server does not know, or not shaped like its ids
+   * (`ctx-` and 36 lowercase hex digits), is forgotten.
+   */
   contextId?: string | null;
   /**
    * Exchanges (a user message and its reply) per page of a transcript: a
@@ -36,7 +41,7 @@ export interface AgentClientOptions {
    * creates: `"same-origin"` (the default), or `"include"` to send cookies to
    * a server of another origin (which must allow it with CORS).
    */
-  credentials?: RequestCredentials;
+  credentials?: CredentialsMode;
   /**
    * Extra request headers (authentication, say); read at request time. Over a
    * WebSocket, which a browser cannot give headers, they fetch a ticket

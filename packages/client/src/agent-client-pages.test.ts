@@ -21,6 +21,10 @@ import {
 } from "./testing/index.js";
 import { rejection } from "./test-helpers.js";
 
+/** Well-formed conversation ids: the client forgets any other without asking the server. */
+const CTX_1 = "ctx-" + "1".repeat(36);
+const OLD_CTX = "ctx-" + "d".repeat(36);
+
 const answer = (text: string) => `Re: ${text}`;
 
 /**
@@ -218,7 +222,7 @@ describe("AgentClient pages of a transcript", () => {
 
   it("sends no limit with pageSize Infinity, and takes an older server's transcript as whole", async () => {
     const older = {
-      contextId: "ctx-old",
+      contextId: OLD_CTX,
       agent: "demo",
       title: null,
       turns: [
@@ -231,14 +235,14 @@ describe("AgentClient pages of a transcript", () => {
     const fetch = vi.fn(async (..._args: Parameters<typeof globalThis.fetch>) =>
       new Response(JSON.stringify(older), { headers: { "content-type": "application/json" } }),
     );
-    const whole = new AgentClient({ agent: "demo", fetch, contextId: "ctx-old", pageSize: Infinity });
+    const whole = new AgentClient({ agent: "demo", fetch, contextId: OLD_CTX, pageSize: Infinity });
     await whole.start();
-    expect(String(fetch.mock.calls[0]![0])).toBe("/agents/demo/contexts/ctx-old");
+    expect(String(fetch.mock.calls[0]![0])).toBe(`/agents/demo/contexts/${OLD_CTX}`);
 
     // An older server ignores limit and sends no hasEarlier: nothing precedes what it sent.
-    const paged = new AgentClient({ agent: "demo", fetch, contextId: "ctx-old", pageSize: 2 });
+    const paged = new AgentClient({ agent: "demo", fetch, contextId: OLD_CTX, pageSize: 2 });
     await paged.start();
-    expect(String(fetch.mock.calls[1]![0])).toBe("/agents/demo/contexts/ctx-old?limit=2");
+    expect(String(fetch.mock.calls[1]![0])).toBe(`/agents/demo/contexts/${OLD_CTX}?limit=2`);
     expect(paged.getSnapshot()).toMatchObject({ hasEarlier: false, status: "idle" });
     expect(messages(paged.getSnapshot())).toEqual(["Hello"]);
     await paged.loadEarlier();
@@ -251,7 +255,7 @@ describe("AgentClient pages of a transcript", () => {
       transcriptTurn("assistant", `Re: m${n}`, { id: `turn-a${n}` }),
     ]);
     const page = (shown: typeof turns): Transcript => ({
-      contextId: "ctx-1",
+      contextId: CTX_1,
       agent: "demo",
       title: null,
       turns: shown,
@@ -261,7 +265,7 @@ describe("AgentClient pages of a transcript", () => {
     });
     // The branch switched to begins at the second exchange (the server let the first one go).
     const script: Script = { run: () => ({ frames: [] }), transcript: () => page(turns), branch: () => page(turns.slice(2)) };
-    const client = new AgentClient({ agent: "demo", fetch: server(script).fetch, contextId: "ctx-1", pageSize: 2 });
+    const client = new AgentClient({ agent: "demo", fetch: server(script).fetch, contextId: CTX_1, pageSize: 2 });
     await client.start();
     await client.switchBranch("turn-u2", 0);
     expect(messages(client.getSnapshot())).toEqual(["m2"]);

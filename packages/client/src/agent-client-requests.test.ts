@@ -9,6 +9,9 @@ import type { Transcript } from "./generated/wire.js";
 import { channel, fakeFetch, fakeWebSocket, MockTransport, newLog, runFrames as run, type Script, transcriptTurn } from "./testing/index.js";
 import { WebSocketTransport } from "./websocket-transport.js";
 
+/** Well-formed conversation ids: the client forgets any other without asking the server. */
+const CTX_1 = "ctx-" + "1".repeat(36);
+
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 interface Recorded {
@@ -126,18 +129,18 @@ describe("AgentClient credentials", () => {
   afterEach(() => vi.unstubAllGlobals());
 
   it("uses the credentials option for the transcript and every request of the transport it creates", async () => {
-    const r = run("ctx-1", "run-1", 10);
+    const r = run(CTX_1, "run-1", 10);
     const script: Script = {
       run: () => ({ frames: [r.start({ afterTurnId: LAST_TURN }), r.done("ok")] }),
       transcript: (contextId) => transcript(contextId),
       stop: () => undefined,
     };
     const { fetch, requests } = recording(fakeFetch(script, newLog()));
-    const client = new AgentClient({ agent: "demo", contextId: "ctx-1", fetch, credentials: "include" });
+    const client = new AgentClient({ agent: "demo", contextId: CTX_1, fetch, credentials: "include" });
     await client.start();
     await client.send("hi");
     expect(requests.map((request) => [request.method, request.url, request.credentials])).toEqual([
-      ["GET", "/agents/demo/contexts/ctx-1?limit=50", "include"],
+      ["GET", `/agents/demo/contexts/${CTX_1}?limit=50`, "include"],
       ["POST", "/agents/demo/runs", "include"],
     ]);
   });
@@ -145,7 +148,7 @@ describe("AgentClient credentials", () => {
   it("sends same-origin credentials by default", async () => {
     const script: Script = { run: () => ({ frames: [] }), transcript: (contextId) => transcript(contextId) };
     const { fetch, requests } = recording(fakeFetch(script, newLog()));
-    await new AgentClient({ agent: "demo", contextId: "ctx-1", fetch }).start();
+    await new AgentClient({ agent: "demo", contextId: CTX_1, fetch }).start();
     expect(requests[0]!.credentials).toBe("same-origin");
   });
 
@@ -233,20 +236,20 @@ describe("AgentClient over a WebSocket refused at the handshake", () => {
 
 describe("AgentClient requests end cleanly", () => {
   it("reads every response to its end and never aborts a request that completed", async () => {
-    const r = run("ctx-1", "run-1", 10);
+    const r = run(CTX_1, "run-1", 10);
     const script: Script = {
       run: () => ({ frames: [r.start({ afterTurnId: LAST_TURN }), r.token("Hi"), r.done("Hi")] }),
       transcript: (contextId) => transcript(contextId),
     };
     const { fetch, requests } = recording(fakeFetch(script, newLog()));
-    const client = new AgentClient({ agent: "demo", contextId: "ctx-1", fetch });
+    const client = new AgentClient({ agent: "demo", contextId: CTX_1, fetch });
     await client.start();
     expect((await client.send("Hello")).text).toBe("Hi");
     await tick(); // the stream is read on after `done`, to its end
     client.reset();
     client.dispose();
     expect(requests.map((request) => [request.method, request.url, request.body, request.signal.aborted])).toEqual([
-      ["GET", "/agents/demo/contexts/ctx-1?limit=50", "read", false],
+      ["GET", `/agents/demo/contexts/${CTX_1}?limit=50`, "read", false],
       ["POST", "/agents/demo/runs", "read", false],
     ]);
   });

@@ -21,6 +21,10 @@ import type { Transport } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
 import { rejection } from "./test-helpers.js";
 
+/** Well-formed conversation ids: the client forgets any other without asking the server. */
+const CTX_1 = "ctx-" + "1".repeat(36);
+const CTX_7 = "ctx-" + "7".repeat(36);
+
 type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
 
 const wires: Array<[string, Wire]> = [
@@ -204,7 +208,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
   });
 
   it("follows a run found in progress on start", async () => {
-    const r = runFrames("ctx-7", "run-9", 5);
+    const r = runFrames(CTX_7, "run-9", 5);
     const stream = channel();
     const { client, log, statuses } = setup(
       {
@@ -221,7 +225,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
             "run-9",
           ),
       },
-      { contextId: "ctx-7" },
+      { contextId: CTX_7 },
     );
     await client.start();
     expect(client.getSnapshot().status).toBe("streaming");
@@ -230,7 +234,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
     stream.push(r.token("More"));
     await until(() => client.getSnapshot().turns[3]?.text === "More", "the resumed reply");
     expect(client.getSnapshot().thinking).toBe("Hmm.");
-    expect(log.attaches).toEqual([{ contextId: "ctx-7", after: 0 }]);
+    expect(log.attaches).toEqual([{ contextId: CTX_7, after: 0 }]);
     expect((await rejection(client.send("again"))).code).toBe("context_busy");
     stream.push(r.done("More text"));
     await until(() => client.getSnapshot().status === "idle", "idle");
@@ -421,7 +425,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
               error: { status: 409, code: "decision_pending", message: "Decide first.", interruptId: pending.interruptId },
             };
           }
-          const r = runs === 0 ? runFrames("ctx-1", "run-1") : runFrames("ctx-1", `run-again-${runs}`, 100 * runs);
+          const r = runs === 0 ? runFrames(CTX_1, "run-1") : runFrames(CTX_1, `run-again-${runs}`, 100 * runs);
           runs += 1;
           pending = refund;
           turns.push(transcriptTurn("user", body.message.text));
@@ -436,7 +440,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
             return { error: { status: 400, code: "invalid_decision", message: "Choose approve or reject." } };
           }
           if (pending === refund && value === "approve") {
-            const r = runFrames("ctx-1", "run-2", 10);
+            const r = runFrames(CTX_1, "run-2", 10);
             pending = email;
             return {
               frames: [
@@ -449,7 +453,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
               ],
             };
           }
-          const r = runFrames("ctx-1", "run-3", 20);
+          const r = runFrames(CTX_1, "run-3", 20);
           pending = null;
           return { frames: [r.start(), r.token(`Noted: ${String(value)}`), r.done(`Noted: ${String(value)}`)] };
         },
@@ -471,11 +475,11 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
       expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: refund });
 
       const second = await client.decide("approve");
-      expect(log.decisions).toEqual([{ contextId: "ctx-1", interruptId: "int-1", value: "approve" }]);
+      expect(log.decisions).toEqual([{ contextId: CTX_1, interruptId: "int-1", value: "approve" }]);
       expect(second).toEqual({
         text: "Refunded.",
         toolCalls: ["issue_refund"],
-        contextId: "ctx-1",
+        contextId: CTX_1,
         runId: "run-2",
         stopReason: "interrupted",
       });
@@ -486,7 +490,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
       });
 
       const third = await client.decide({ note: "Sorry for the delay" });
-      expect(log.decisions[1]).toEqual({ contextId: "ctx-1", interruptId: "int-2", value: { note: "Sorry for the delay" } });
+      expect(log.decisions[1]).toEqual({ contextId: CTX_1, interruptId: "int-2", value: { note: "Sorry for the delay" } });
       expect(third).toMatchObject({ runId: "run-3", stopReason: "end" });
       expect(client.getSnapshot().interrupt).toBeNull();
       expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.stopReason])).toEqual([
@@ -525,7 +529,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
       expect(log.runs).toHaveLength(1);
 
       // A second client on the same conversation that does not know of the question yet.
-      const other = setup(script, { contextId: "ctx-1" });
+      const other = setup(script, { contextId: CTX_1 });
       const refused = await rejection(other.client.send("Hello?"));
       expect(refused).toMatchObject({ code: "decision_pending", interruptId: "int-1" });
       expect(other.client.getSnapshot()).toMatchObject({
@@ -539,7 +543,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
     it("hydrates the pending interrupt on start", async () => {
       const script = asker();
       await setup(script).client.send("Refund order 1234");
-      const { client } = setup(script, { contextId: "ctx-1" });
+      const { client } = setup(script, { contextId: CTX_1 });
       await client.start();
       expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: refund });
       expect((await client.decide("approve")).stopReason).toBe("interrupted");
@@ -551,7 +555,7 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
       await client.send("Refund order 1234");
       const loads = log.transcripts.length;
       await client.stop();
-      expect(log.stops).toEqual(["ctx-1"]);
+      expect(log.stops).toEqual([CTX_1]);
       await until(() => log.transcripts.length === loads + 1, "the transcript");
       expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: null });
       expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.stopReason])).toEqual([

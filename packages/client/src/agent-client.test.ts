@@ -8,6 +8,10 @@ import type { Transport, TransportRunRequest } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
 import { rejection } from "./test-helpers.js";
 
+/** Well-formed conversation ids: the client forgets any other without asking the server. */
+const CTX_1 = "ctx-" + "1".repeat(36);
+const CTX_7 = "ctx-" + "7".repeat(36);
+
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 function jsonResponse(status: number, body: unknown): Response {
@@ -299,17 +303,17 @@ describe("AgentClient.start (hydration)", () => {
 
   it("loads the transcript of a resumed conversation", async () => {
     const fetch = vi.fn(async (..._args: Parameters<typeof globalThis.fetch>) => jsonResponse(200, transcript));
-    const client = new AgentClient({ agent: "demo", baseUrl: "/api", contextId: "ctx-7", fetch });
+    const client = new AgentClient({ agent: "demo", baseUrl: "/api", contextId: CTX_7, fetch });
     const started = client.start();
     expect(client.getSnapshot().status).toBe("hydrating");
     expect(client.start()).toBe(started);
     await started;
     expect(fetch).toHaveBeenCalledTimes(1);
     const [url, init] = fetch.mock.calls[0]!;
-    expect(url).toBe("/api/agents/demo/contexts/ctx-7?limit=50");
+    expect(url).toBe(`/api/agents/demo/contexts/${CTX_7}?limit=50`);
     expect(new Headers(init?.headers).get("Thinwire-Protocol")).toBe("1");
     expect(client.getSnapshot()).toEqual({
-      contextId: "ctx-7",
+      contextId: CTX_7,
       status: "idle",
       error: null,
       interrupt: null,
@@ -336,7 +340,7 @@ describe("AgentClient.start (hydration)", () => {
   it("shows a transcript's ids, title, and each turn's thinking, activity, meta and alternatives", async () => {
     const meta = { startedAt: 1_700_000_000.5, finishedAt: 1_700_000_003, model: "demo-1", usage: { inputTokens: 12, outputTokens: 30 } };
     const body: Transcript = {
-      contextId: "ctx-7",
+      contextId: CTX_7,
       agent: "demo",
       title: "Weather talk",
       turns: [
@@ -359,7 +363,7 @@ describe("AgentClient.start (hydration)", () => {
       pendingInterrupt: null,
       hasEarlier: false,
     };
-    const client = new AgentClient({ agent: "demo", contextId: "ctx-7", fetch: async () => jsonResponse(200, body) });
+    const client = new AgentClient({ agent: "demo", contextId: CTX_7, fetch: async () => jsonResponse(200, body) });
     await client.start();
     const { turns, title, thinking, activity } = client.getSnapshot();
     expect({ title, thinking, activity }).toEqual({ title: "Weather talk", thinking: "", activity: [] });
@@ -411,19 +415,53 @@ describe("AgentClient.start (hydration)", () => {
       jsonResponse(404, { error: { code: "context_not_found", message: "No such context." } }),
     );
     const onContext = vi.fn();
-    const client = new AgentClient({ agent: "demo", contextId: "ctx-gone", fetch, onContext });
+    const client = new AgentClient({ agent: "demo", contextId: "ctx-" + "9".repeat(36), fetch, onContext });
     await client.start();
+    expect(fetch).toHaveBeenCalledTimes(1);
     expect(client.getSnapshot()).toMatchObject({ contextId: null, status: "idle", error: null, turns: [] });
     expect(onContext.mock.calls).toEqual([[null]]);
+  });
+
+  it.each(["ctx-2f77…", "not-an-id", "ctx-" + "A".repeat(36), "ctx-" + "0".repeat(35)])(
+    "forgets the malformed id %j quietly, without a request, and sends in a new conversation",
+    async (malformed) => {
+      const fetch = vi.fn();
+      const r = run("ctx-" + "1".repeat(36), "run-1");
+      const transport = new MockTransport(() => [r.start(), r.title("Hello"), r.done("Hi")]);
+      const onContext = vi.fn();
+      const onError = vi.fn();
+      const client = new AgentClient({ agent: "demo", contextId: malformed, fetch, transport, onContext, onError });
+      await client.start();
+      expect(fetch).not.toHaveBeenCalled();
+      expect(client.getSnapshot()).toMatchObject({ contextId: null, status: "idle", error: null, turns: [] });
+      expect(onContext.mock.calls).toEqual([[null]]);
+      expect((await client.send("Hello")).text).toBe("Hi");
+      expect(transport.requests[0]!.body.contextId).toBeUndefined();
+      expect(onError).not.toHaveBeenCalled();
+    },
+  );
+
+  it("forgets an id the server calls invalid (invalid_context_id), quietly", async () => {
+    const fetch = vi.fn(async () =>
+      jsonResponse(400, { error: { code: "invalid_context_id", message: "A context id is 'ctx-' followed by 36 lowercase hex digits." } }),
+    );
+    const onContext = vi.fn();
+    const onError = vi.fn();
+    const client = new AgentClient({ agent: "demo", contextId: "ctx-" + "9".repeat(36), fetch, onContext, onError });
+    await client.start();
+    expect(fetch).toHaveBeenCalledTimes(1);
+    expect(client.getSnapshot()).toMatchObject({ contextId: null, status: "idle", error: null, turns: [] });
+    expect(onContext.mock.calls).toEqual([[null]]);
+    expect(onError).not.toHaveBeenCalled();
   });
 
   it("shows other failures as an error", async () => {
     const fetch = vi.fn(async () => new Response("<html>bad gateway</html>", { status: 502 }));
     const onContext = vi.fn();
-    const client = new AgentClient({ agent: "demo", contextId: "ctx-7", fetch, onContext });
+    const client = new AgentClient({ agent: "demo", contextId: CTX_7, fetch, onContext });
     await client.start();
     expect(client.getSnapshot()).toMatchObject({
-      contextId: "ctx-7",
+      contextId: CTX_7,
       status: "error",
       error: { code: "http_error", retryable: true },
     });
@@ -433,9 +471,9 @@ describe("AgentClient.start (hydration)", () => {
   it("lets a send wait for the hydration it would otherwise race", async () => {
     let answer!: (response: Response) => void;
     const fetch = vi.fn(() => new Promise<Response>((resolve) => (answer = resolve)));
-    const r = run("ctx-7", "run-2", 40);
+    const r = run(CTX_7, "run-2", 40);
     const transport = new MockTransport(() => [r.start({ afterTurnId: "turn-a2" }), r.done("Again")]);
-    const client = new AgentClient({ agent: "demo", contextId: "ctx-7", fetch, transport });
+    const client = new AgentClient({ agent: "demo", contextId: CTX_7, fetch, transport });
     void client.start();
     const sent = client.send("More");
     await tick();
@@ -443,7 +481,7 @@ describe("AgentClient.start (hydration)", () => {
     const [hello, hi] = transcript.turns;
     answer(jsonResponse(200, { ...transcript, title: "Hello", turns: [{ ...hello, id: "turn-u1" }, { ...hi, id: "turn-a2" }] }));
     await sent;
-    expect(transport.requests[0]!.body.contextId).toBe("ctx-7");
+    expect(transport.requests[0]!.body.contextId).toBe(CTX_7);
     expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["Hello", "Hi there", "More", "Again"]);
   });
 });
@@ -526,7 +564,7 @@ describe("AgentClient.reset and dispose", () => {
       hydrationSignal = init?.signal ?? undefined;
       return new Promise<Response>(() => undefined);
     });
-    const client = new AgentClient({ agent: "demo", contextId: "ctx-1", fetch });
+    const client = new AgentClient({ agent: "demo", contextId: CTX_1, fetch });
     const listener = vi.fn();
     client.subscribe(listener);
     void client.start();
@@ -567,6 +605,28 @@ describe("AgentClient transports", () => {
     client.dispose();
     await tick();
     expect(sockets[0]!.readyState).toBe(3);
+  });
+
+  it('fails at once, without retrying, over transport: "websocket" where there is no WebSocket', async () => {
+    vi.stubGlobal("WebSocket", undefined);
+    const onError = vi.fn();
+    const client = new AgentClient({
+      agent: "demo",
+      baseUrl: "http://server.test",
+      transport: "websocket",
+      reconnect: { baseDelayMs: 1, maxDelayMs: 1 },
+      onError,
+    });
+    const statuses: string[] = [];
+    client.subscribe(() => statuses.push(client.getSnapshot().status));
+    const error = await rejection(client.send("hi"));
+    expect(error).toMatchObject({ code: "websocket_unavailable", retryable: false });
+    expect(error.message).toContain("Node.js 22");
+    expect(error.message).toContain("new WebSocketTransport({ WebSocket })");
+    expect(statuses).toEqual(["streaming", "error"]);
+    expect(client.getSnapshot()).toMatchObject({ status: "error", turns: [], error: { code: "websocket_unavailable" } });
+    expect(onError).toHaveBeenCalledWith(error);
+    client.dispose();
   });
 
   it("dispose leaves a transport passed in open: the caller owns it", async () => {
@@ -610,6 +670,27 @@ describe("AgentClient transports", () => {
 });
 
 describe("AgentClient reconnect", () => {
+  it("shows a run its server did not survive as the server kept it: interrupted, no question pending", async () => {
+    const r = run("ctx-1", "run-1");
+    const [start, one, two] = [r.start(), r.token("One, "), r.token("two, ")];
+    // The server died after saving "One, "; the one after it numbers the run's `done` past any seq it could have sent.
+    const recorded = run("ctx-1", "run-1", 100).done("One, ", [], "interrupted");
+    const transport = new MockTransport(
+      async function* () {
+        yield start;
+        yield one;
+        yield two;
+        throw new ThinwireError("network_error", "Network failure: reset", { retryable: true });
+      },
+      { attach: () => [recorded] },
+    );
+    const client = new AgentClient({ agent: "demo", transport, reconnect: { baseDelayMs: 1 } });
+    const result = await client.send("Count");
+    expect(result).toMatchObject({ text: "One, ", stopReason: "interrupted" });
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null, interrupt: null });
+    expect(client.getSnapshot().turns[1]).toMatchObject({ text: "One, ", streaming: false, stopReason: "interrupted" });
+  });
+
   it("reattaches with backoff from the last seq and ends with the uninterrupted text", async () => {
     vi.useFakeTimers();
     try {
@@ -1044,7 +1125,7 @@ describe("AgentClient human in the loop", () => {
         pendingInterrupt: refund,
       }),
     );
-    const client = new AgentClient({ agent: "demo", contextId: "ctx-1", fetch, transport: new MockTransport(() => []) });
+    const client = new AgentClient({ agent: "demo", contextId: CTX_1, fetch, transport: new MockTransport(() => []) });
     await client.start();
     expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: refund });
     expect(client.getSnapshot().turns).toHaveLength(2);

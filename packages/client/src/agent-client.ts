@@ -43,6 +43,7 @@
  * settle, branches), `decisions.ts`.
  */
 import type { AgentClientOptions } from "./agent-client-options.js";
+import { isContextId } from "./context-id.js";
 import { Decisions } from "./decisions.js";
 import {
   aborted,
@@ -59,6 +60,7 @@ import {
   turnNotFound,
 } from "./errors.js";
 import { type EditRequest, MAX_TRANSCRIPT_PAGE, type RunRequest } from "./generated/wire.js";
+import type { CredentialsMode } from "./http.js";
 import { Job } from "./job.js";
 import { Messages } from "./messages.js";
 import { Notifier } from "./notifier.js";
@@ -82,9 +84,16 @@ export type { SendResult } from "./send-result.js";
 /**
  * Shows a new title in a client that shows that conversation: how a
  * `ConversationList` tells the client it shares of a rename. Internal to the
- * package (not exported by its index).
+ * package: not exported by its index, and left out of its declarations.
+ *
+ * @internal
  */
-export let showTitle: (client: AgentClient, contextId: string, title: string | null) => void;
+export function showTitle(client: AgentClient, contextId: string, title: string | null): void {
+  titleShower(client, contextId, title);
+}
+
+/** The way in to a client's private `#showTitle`, set once by its class (so declared before it). */
+let titleShower: (client: AgentClient, contextId: string, title: string | null) => void;
 
 export class AgentClient {
   readonly #options: AgentClientOptions;
@@ -148,7 +157,8 @@ export class AgentClient {
    * follows the run in progress if there is one (status `streaming` until it
    * ends). Idempotent; resolves once the transcript is shown, never rejects
    * (failures land in the snapshot, and in `onError`). An id the server does
-   * not know (`context_not_found`) is forgotten quietly.
+   * not know (`context_not_found`) is forgotten quietly, and so is one of
+   * another shape than the server's, without a request.
    */
   start(): Promise<void> {
     if (this.#hydration) return this.#hydration.promise;
@@ -158,6 +168,10 @@ export class AgentClient {
       return Promise.resolve();
     }
     this.#started = true;
+    if (!isContextId(contextId)) {
+      this.#view.clear(); // a stored id included: `onContext(null)` removes it
+      return Promise.resolve();
+    }
     return this.#hydrate(contextId);
   }
 
@@ -167,11 +181,12 @@ export class AgentClient {
    * tells `onContext`, then loads its transcript and follows a run in
    * progress, as `start()` does. Resolves once the transcript is shown, never
    * rejects; an id the server does not know is forgotten quietly (a new
-   * conversation). Opening the conversation shown changes nothing, unless it
+   * conversation), and so is one of another shape than the server's, without
+   * a request. Opening the conversation shown changes nothing, unless it
    * failed to load.
    *
    * ```ts
-   * await client.open("ctx-2f77…"); // e.g. picked in a list of the user's conversations
+   * await client.open(summary.contextId); // a conversation picked in the user's list (ConversationList)
    * ```
    */
   open(contextId: string): Promise<void> {
@@ -180,8 +195,12 @@ export class AgentClient {
     const { contextId: shown, status } = this.#view.snapshot;
     if (contextId === shown && this.#started && status !== "error") return this.#hydration?.promise ?? Promise.resolve();
     this.#abortAll();
-    this.#view.commit(initialReducerState(emptySnapshot(contextId)));
     this.#started = true;
+    if (!isContextId(contextId)) {
+      this.#view.clear();
+      return Promise.resolve();
+    }
+    this.#view.commit(initialReducerState(emptySnapshot(contextId)));
     return this.#hydrate(contextId);
   }
 
@@ -609,7 +628,7 @@ export class AgentClient {
   }
 
   static {
-    showTitle = (client, contextId, title) => client.#showTitle(contextId, title);
+    titleShower = (client, contextId, title) => client.#showTitle(contextId, title);
   }
 }
 
@@ -626,7 +645,7 @@ function pageSizeOf(pageSize: number | undefined): number {
 }
 
 /** The transport a client creates (and closes) itself. */
-function createTransport(kind: "sse" | "websocket", fetchImpl: typeof fetch, credentials: RequestCredentials): Transport {
+function createTransport(kind: "sse" | "websocket", fetchImpl: typeof fetch, credentials: CredentialsMode): Transport {
   if (kind === "sse") return new SseTransport({ fetch: fetchImpl, credentials });
   if (kind === "websocket") return new WebSocketTransport({ fetch: fetchImpl, credentials });
   throw new TypeError(`Unknown transport ${JSON.stringify(kind)}: use "sse", "websocket" or a Transport.`);

@@ -22,7 +22,7 @@
 import { type AgentClient, showTitle } from "./agent-client.js";
 import { disposed, errorInfo, invalidRequest, ThinwireError, toThinwireError } from "./errors.js";
 import type { ConversationPage, ConversationSummary, RenameRequest } from "./generated/wire.js";
-import { type JsonRequests, requestJson } from "./http.js";
+import { type CredentialsMode, type JsonRequests, requestJson } from "./http.js";
 import { Notifier } from "./notifier.js";
 import type { AgentErrorInfo, Snapshot } from "./snapshot.js";
 import { agentUrl, requestTarget } from "./transport.js";
@@ -37,7 +37,7 @@ export interface ConversationListOptions {
   /** Extra request headers (authentication, say); read at request time. */
   headers?: Record<string, string>;
   /** fetch's `credentials` for every request: `"same-origin"` (the default) or `"include"`. */
-  credentials?: RequestCredentials;
+  credentials?: CredentialsMode;
   fetch?: typeof fetch;
   /** The client that shows the selected conversation (see above); without one, the list keeps its own selection. */
   client?: AgentClient | null;

@@ -7,6 +7,13 @@ import { serverError, ThinwireError, toThinwireError } from "./errors.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, RETRYABLE_CODES } from "./generated/wire.js";
 
 /**
+ * fetch's `credentials`: whether a request carries the page's cookies. Spelled
+ * out rather than the DOM's `RequestCredentials`, so the types need no DOM
+ * library (a Node.js project).
+ */
+export type CredentialsMode = "omit" | "same-origin" | "include";
+
+/**
  * Builds the typed error for a non-2xx response from its `{"error": {code, message, retryable}}`
  * body. A body without `retryable` (an older server, a proxy's page) is judged by its code and status.
  */
@@ -91,7 +98,7 @@ export function streamedBody(response: Response): ReadableStream<Uint8Array> | n
 /** How the client makes requests of its own (transcripts, branches, the conversation list). */
 export interface JsonRequests {
   fetch: typeof fetch;
-  credentials: RequestCredentials;
+  credentials: CredentialsMode;
 }
 
 /**

@@ -9,6 +9,7 @@ export {
   type ConversationListSnapshot,
 } from "./conversation-list.js";
 export { ThinwireError, type ThinwireErrorOptions } from "./errors.js";
+export type { CredentialsMode } from "./http.js";
 export type { Schedule } from "./notifier.js";
 export type { ReconnectOptions } from "./reconnect.js";
 export type { Activity, AgentErrorInfo, Snapshot, Status, Turn } from "./snapshot.js";

@@ -12,7 +12,7 @@
  */
 import { ThinwireError, toThinwireError } from "./errors.js";
 import type { DecisionRequest, Frame } from "./generated/wire.js";
-import { checkProtocol, errorFromResponse, finish, requestSignal, streamedBody } from "./http.js";
+import { checkProtocol, type CredentialsMode, errorFromResponse, finish, requestSignal, streamedBody } from "./http.js";
 import { parseSse, type SseEvent } from "./sse.js";
 import {
   agentUrl,
@@ -34,12 +34,12 @@ export interface SseTransportOptions {
    * cookies to the page's own origin only; `"include"` also to a server of
    * another origin (which must allow it with CORS).
    */
-  credentials?: RequestCredentials;
+  credentials?: CredentialsMode;
 }
 
 export class SseTransport implements Transport {
   readonly #fetch: typeof fetch;
-  readonly #credentials: RequestCredentials;
+  readonly #credentials: CredentialsMode;
 
   constructor(options: SseTransportOptions = {}) {
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));

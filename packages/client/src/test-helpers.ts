@@ -1,4 +1,5 @@
 /** What several test files share; not built into the package (tsconfig.build.json). */
+import type { CompilerOptions } from "typescript";
 import { expect } from "vitest";
 import { ThinwireError } from "./errors.js";
 
@@ -11,4 +12,76 @@ export async function rejection(promise: Promise<unknown>): Promise<ThinwireErro
     return error as ThinwireError;
   }
   throw new Error("expected a rejection");
+}
+
+/**
+ * The `.d.ts` files a package's build (its `tsconfig.build.json`) writes, by
+ * path, emitted in memory. `options` override the config's; `files` are read
+ * as if they were on disk (another package's declarations, say).
+ */
+export async function emittedDeclarations(
+  tsconfig: string,
+  options: CompilerOptions = {},
+  files: ReadonlyMap<string, string> = new Map(),
+): Promise<Map<string, string>> {
+  const { default: ts } = await import("typescript"); // loaded by the tests that need it only
+  const config = ts.getParsedCommandLineOfConfigFile(tsconfig, options, {
+    ...ts.sys,
+    onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+      throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n"));
+    },
+  })!;
+  const emitOptions = { ...config.options, noEmit: false, emitDeclarationOnly: true, noCheck: true };
+  const program = ts.createProgram(config.fileNames, emitOptions, await hostWith(emitOptions, files));
+  const emitted = new Map<string, string>();
+  program.emit(undefined, (path, text) => void emitted.set(path, text));
+  return emitted;
+}
+
+/**
+ * The errors of `consumer`, a file written at `path`, compiled as a Node.js
+ * project would (`lib: ["ES2023"]`, `types: ["node"]`, strict: no DOM) against
+ * the `declarations`; `paths` as in compilerOptions. The declarations are read
+ * as `.ts` files: checked in full, while skipLibCheck spares the time
+ * @types/node would take.
+ */
+export async function nodeProjectErrors(
+  path: string,
+  consumer: string,
+  declarations: ReadonlyMap<string, string>,
+  paths: Record<string, string[]> = {},
+): Promise<string[]> {
+  const { default: ts } = await import("typescript");
+  const options: CompilerOptions = {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    lib: ["lib.es2023.d.ts"],
+    types: ["node"],
+    strict: true,
+    skipLibCheck: true,
+    noEmit: true,
+    paths,
+  };
+  const sources = new Map([...declarations].map(([file, text]) => [file.replace(/\.d\.ts$/, ".ts"), text]));
+  sources.set(path, consumer);
+  const program = ts.createProgram([path], options, await hostWith(options, sources));
+  return ts.getPreEmitDiagnostics(program).map((diagnostic) => {
+    const where = diagnostic.file ? `${diagnostic.file.fileName}: ` : "";
+    return where + ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n");
+  });
+}
+
+/** A compiler host that reads `files` (by absolute path) before the disk. */
+async function hostWith(options: CompilerOptions, files: ReadonlyMap<string, string>) {
+  const { default: ts } = await import("typescript");
+  const host = ts.createCompilerHost(options);
+  const { fileExists, readFile, getSourceFile } = host;
+  host.fileExists = (file) => files.has(file) || fileExists.call(host, file);
+  host.readFile = (file) => files.get(file) ?? readFile.call(host, file);
+  host.getSourceFile = (file, language, ...rest) => {
+    const text = files.get(file);
+    return text === undefined ? getSourceFile.call(host, file, language, ...rest) : ts.createSourceFile(file, text, language);
+  };
+  return host;
 }

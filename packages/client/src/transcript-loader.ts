@@ -70,8 +70,8 @@ export class TranscriptLoader {
   /**
    * Shows the transcript of `contextId`, or returns the run in progress for the
    * caller to follow. A failure is shown in the view, then thrown (an id the
-   * server does not know is forgotten instead, quietly); resolves with null
-   * when aborted.
+   * server does not know, or calls invalid, is forgotten instead, quietly);
+   * resolves with null when aborted.
    */
   async hydrate(contextId: string, signal: AbortSignal): Promise<ActiveRun | null> {
     const view = this.#view;
@@ -90,7 +90,8 @@ export class TranscriptLoader {
     } catch (caught) {
       if (signal.aborted) return null;
       const error = toThinwireError(caught);
-      if (error.code === "context_not_found") {
+      // An id the server does not know, or does not take for an id: forgotten alike.
+      if (error.code === "context_not_found" || error.code === "invalid_context_id") {
         view.clear();
         return null;
       }

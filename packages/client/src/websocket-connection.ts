@@ -187,15 +187,16 @@ export function closeError(code: number, reason: string): ThinwireError {
 /**
  * A socket that closed before it opened. A browser reports a refused handshake
  * — a page of an origin the server does not allow (which the server answers
- * with 4403), a wrong URL — as 1006, exactly like a server it cannot reach: a
- * retryable `network_error` that says so.
+ * with HTTP 403), a wrong URL — as 1006, exactly like a server it cannot
+ * reach: a retryable `network_error` that says so.
  */
 export function handshakeError(code: number, reason: string): ThinwireError {
   if (code !== 1006) return closeError(code, reason);
   return new ThinwireError(
     "network_error",
     "The WebSocket handshake failed (closed with 1006): the server could not be reached, or refused the socket " +
-      "(browsers report a refusal such as 4403, a page of an origin the server does not allow, as 1006).",
+      "(a page of an origin the server does not allow is answered HTTP 403, which a browser reports only as a " +
+      "failed connection; its console shows the status).",
     { retryable: true },
   );
 }

@@ -7,7 +7,7 @@
  */
 import { ThinwireError, toThinwireError } from "./errors.js";
 import { PROTOCOL_HEADER, type Ticket } from "./generated/wire.js";
-import { checkProtocol, errorFromResponse, requestSignal } from "./http.js";
+import { checkProtocol, type CredentialsMode, errorFromResponse, requestSignal } from "./http.js";
 import { agentUrl, type TransportTarget } from "./transport.js";
 
 /** Whether the request carries headers of the app's own (beyond the protocol header): then only a ticket authenticates a socket. */
@@ -22,7 +22,7 @@ export function needsTicket(headers: Record<string, string>): boolean {
  */
 export async function fetchTicket(
   fetchImpl: typeof fetch,
-  credentials: RequestCredentials,
+  credentials: CredentialsMode,
   { headers, ...target }: TransportTarget,
   signal?: AbortSignal,
 ): Promise<string> {

@@ -31,11 +31,16 @@ import {
   type TransportStopRequest,
   type TransportTarget,
 } from "./transport.js";
+import type { CredentialsMode } from "./http.js";
 import { closeError, Connection, type RouteKind } from "./websocket-connection.js";
 import { fetchTicket, needsTicket, withTicket } from "./websocket-ticket.js";
 
 export interface WebSocketTransportOptions {
-  /** The WebSocket class; defaults to the global one. Tests inject a fake. */
+  /**
+   * The WebSocket class; defaults to the global one (Node.js has one from 22
+   * on). Tests inject a fake. Without either, a request fails at once with
+   * `websocket_unavailable`.
+   */
   WebSocket?: typeof WebSocket;
   /**
    * The socket URL; defaults to `{baseUrl}/agents/{agent}/ws` with the scheme
@@ -48,7 +53,7 @@ export interface WebSocketTransportOptions {
    */
   fetch?: typeof fetch;
   /** fetch's `credentials` for the ticket request (`"same-origin"` by default). */
-  credentials?: RequestCredentials;
+  credentials?: CredentialsMode;
 }
 
 export class WebSocketTransport implements Transport {
@@ -132,7 +137,7 @@ export class WebSocketTransport implements Transport {
    */
   async #open(target: TransportTarget, opening: Socket): Promise<Connection> {
     const Constructor = this.#options.WebSocket ?? globalThis.WebSocket;
-    if (!Constructor) throw new ThinwireError("network_error", "This environment has no WebSocket.");
+    if (!Constructor) throw noWebSocket();
     let url = this.#url(target);
     if (needsTicket(target.headers)) {
       const fetchImpl = this.#options.fetch ?? ((input, init) => globalThis.fetch(input, init));
@@ -184,6 +189,19 @@ class Socket {
     this.closed = true;
     this.connection?.close();
   }
+}
+
+/**
+ * No WebSocket class to open a socket with (Node.js before 22 has no global
+ * one): a mistake of the setup, not a fault of the network, so it is shown at
+ * once — not retryable, so never tried again.
+ */
+function noWebSocket(): ThinwireError {
+  return new ThinwireError(
+    "websocket_unavailable",
+    "This environment has no WebSocket: use Node.js 22 or later (on Node.js 20, run node --experimental-websocket), " +
+      "or pass a WebSocket class: new WebSocketTransport({ WebSocket }).",
+  );
 }
 
 /** Makes an http(s) or relative URL a ws(s) one, relative ones resolved against the page. */

@@ -6,13 +6,14 @@
 import {
   AgentClient,
   type AgentErrorInfo,
+  type CredentialsMode,
   type ReconnectOptions,
   type SendResult,
   type ThinwireError,
   type Transport,
 } from "@thinwire/client";
 import { MIN_COMMIT_INTERVAL_MS, nextFrame } from "./commit-schedule.js";
-import { contextStorage } from "./context-storage.js";
+import { contextStorage, type PersistStorage } from "./context-storage.js";
 
 export interface UseAgentOptions {
   /** The agent's name, as mounted on the server. */
@@ -30,7 +31,7 @@ export interface UseAgentOptions {
    * fetch's `credentials` for every request: `"same-origin"` (the default), or
    * `"include"` for a server of another origin that authenticates with cookies.
    */
-  credentials?: RequestCredentials;
+  credentials?: CredentialsMode;
   /**
    * Sent with every request; read at request time, so a refreshed token is
    * picked up. Over a WebSocket they fetch a ticket that opens the socket.
@@ -46,7 +47,7 @@ export interface UseAgentOptions {
    */
   pageSize?: number;
   /** Remember the conversation id per user, in `localStorage` unless `storage` is given. */
-  persist?: { userId: string; storage?: Storage };
+  persist?: { userId: string; storage?: PersistStorage };
   /**
    * How a broken stream is reattached, and a send whose response never started
    * sent again under its `messageId` (read when the client is created).

@@ -7,6 +7,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AgentProvider } from "./agent-provider.js";
 import { useAgent, type UseAgentOptions } from "./use-agent.js";
 
+/** Well-formed conversation ids: the client forgets any other without asking the server. */
+const CTX_1 = "ctx-" + "1".repeat(36);
+const BOBS = "ctx-" + "b".repeat(36);
+
 const refund: InterruptRequest = {
   interruptId: "int-1",
   prompt: "Refund $40 on order 1234?",
@@ -159,7 +163,7 @@ describe("AgentProvider ownership", () => {
 
   it("shares a client you made, starts it, and leaves it to you", async () => {
     const transcript: Transcript = {
-      contextId: "ctx-1",
+      contextId: CTX_1,
       agent: "demo",
       title: null,
       turns: [transcriptTurn("user", "Hello"), transcriptTurn("assistant", "Hi")],
@@ -169,10 +173,10 @@ describe("AgentProvider ownership", () => {
     };
     const fetch = vi.fn(async () => new Response(JSON.stringify(transcript), { headers: { "content-type": "application/json" } }));
     const transport = new MockTransport(() => {
-      const r = runFrames("ctx-1", "run-2", 10);
+      const r = runFrames(CTX_1, "run-2", 10);
       return [r.start(), r.done("Again.")];
     });
-    const client = new AgentClient({ agent: "demo", contextId: "ctx-1", transport, fetch });
+    const client = new AgentClient({ agent: "demo", contextId: CTX_1, transport, fetch });
     const { unmount } = render(
       <AgentProvider client={client}>
         <Sidebar />
@@ -219,10 +223,10 @@ describe("AgentProvider ownership", () => {
   });
 
   it("switches every component to the other user's conversation when persist.userId changes", async () => {
-    localStorage.setItem("thinwire:demo:bob:contextId", "ctx-b");
+    localStorage.setItem("thinwire:demo:bob:contextId", BOBS);
     const transcripts: Record<string, Transcript> = {
-      "ctx-b": {
-        contextId: "ctx-b",
+      [BOBS]: {
+        contextId: BOBS,
         agent: "demo",
         title: null,
         turns: [transcriptTurn("user", "I am Bob")],

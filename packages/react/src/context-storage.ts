@@ -9,6 +9,17 @@ export function contextStorageKey(agent: string, userId: string): string {
   return `thinwire:${agent}:${encodeURIComponent(userId)}:contextId`;
 }
 
+/**
+ * What `persist` needs of a storage: `localStorage`, `sessionStorage`, or any
+ * object with these methods. Spelled out rather than the DOM's `Storage`, so
+ * the types need no DOM library.
+ */
+export interface PersistStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
 export interface ContextStorage {
   read(): string | null;
   /** Stores the id; null removes the entry. */
@@ -16,7 +27,7 @@ export interface ContextStorage {
 }
 
 /** The id store of `userId`'s conversation with `agent`, or null without a usable storage. */
-export function contextStorage(agent: string, persist: { userId: string; storage?: Storage }): ContextStorage | null {
+export function contextStorage(agent: string, persist: { userId: string; storage?: PersistStorage }): ContextStorage | null {
   const storage = persist.storage ?? defaultStorage();
   if (!storage) return null;
   const key = contextStorageKey(agent, persist.userId);
@@ -39,7 +50,7 @@ export function contextStorage(agent: string, persist: { userId: string; storage
   };
 }
 
-function defaultStorage(): Storage | null {
+function defaultStorage(): PersistStorage | null {
   try {
     return typeof window === "undefined" ? null : window.localStorage;
   } catch {

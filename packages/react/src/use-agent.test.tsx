@@ -16,6 +16,10 @@ import { Activity, Profiler } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";
 
+/** Well-formed conversation ids: the client forgets any other without asking the server. */
+const ALICES = "ctx-" + "a".repeat(36);
+const BOBS = "ctx-" + "b".repeat(36);
+
 /** One run that says `reply` in a single token. */
 function frames(contextId: string, runId: string, reply: string, firstSeq = 1): Frame[] {
   const run = runFrames(contextId, runId, firstSeq);
@@ -43,7 +47,7 @@ function fakeServer(transcripts: Record<string, Transcript> = {}) {
   });
   const transport: MockTransport = new MockTransport((request) => {
     const known = request.body.contextId;
-    const contextId = known ?? `ctx-new-${++minted}`;
+    const contextId = known ?? mintedId(++minted);
     const exchange = exchanges.get(contextId) ?? (known ? (transcripts[known]?.turns.length ?? 0) / 2 : 0);
     exchanges.set(contextId, exchange + 1);
     const run = runFrames(contextId, `run-${transport.requests.length}`, 100 * transport.requests.length);
@@ -59,6 +63,13 @@ function fakeServer(transcripts: Record<string, Transcript> = {}) {
   });
   return { fetch, transport };
 }
+
+/** The id `fakeServer` gives the `n`th conversation it starts. */
+function mintedId(n: number): string {
+  return `ctx-${String(n).padStart(36, "0")}`;
+}
+
+const NEW_1 = mintedId(1);
 
 /** The id of a turn of exchange `exchange` of a conversation, in `fakeServer`. */
 function turnId(contextId: string, role: "u" | "a", exchange: number): string {
@@ -136,31 +147,31 @@ describe("useAgent", () => {
     await act(async () => {
       await result.current.send("secret plans");
     });
-    expect(storageContents()).toEqual({ "thinwire:demo:alice%40example.com:contextId": "ctx-new-1" });
+    expect(storageContents()).toEqual({ "thinwire:demo:alice%40example.com:contextId": NEW_1 });
     expect(contextStorageKey("demo", "alice@example.com")).toBe("thinwire:demo:alice%40example.com:contextId");
-    expect(result.current.contextRef.current).toBe("ctx-new-1");
+    expect(result.current.contextRef.current).toBe(NEW_1);
     expect(fetch).not.toHaveBeenCalled();
   });
 
   it("resumes from storage: hydrates once, then continues the same context, under StrictMode", async () => {
-    localStorage.setItem(contextStorageKey("demo", "alice"), "ctx-a");
-    const { transport, fetch } = fakeServer({ "ctx-a": transcript("ctx-a", "Hi, I am Alice", "Hello Alice") });
+    localStorage.setItem(contextStorageKey("demo", "alice"), ALICES);
+    const { transport, fetch } = fakeServer({ [ALICES]: transcript(ALICES, "Hi, I am Alice", "Hello Alice") });
     const { result } = renderHook(
       () => useAgent({ agent: "demo", transport, fetch, persist: { userId: "alice" } }),
       { reactStrictMode: true },
     );
-    expect(result.current.contextRef.current).toBe("ctx-a");
+    expect(result.current.contextRef.current).toBe(ALICES);
     await waitFor(() => expect(result.current.status).toBe("idle"));
     expect(result.current.turns.map((turn) => turn.text)).toEqual(["Hi, I am Alice", "Hello Alice"]);
     expect(fetch).toHaveBeenCalledTimes(1);
-    expect(String(fetch.mock.calls[0]![0])).toBe("/agents/demo/contexts/ctx-a?limit=50");
+    expect(String(fetch.mock.calls[0]![0])).toBe(`/agents/demo/contexts/${ALICES}?limit=50`);
 
     await act(async () => {
       await result.current.send("again");
     });
     expect(transport.requests).toHaveLength(1);
     expect(transport.requests[0]!.body).toEqual({
-      contextId: "ctx-a",
+      contextId: ALICES,
       messageId: expect.any(String),
       message: { text: "again" },
     });
@@ -170,15 +181,15 @@ describe("useAgent", () => {
       "again",
       "echo: again",
     ]);
-    expect(storageContents()).toEqual({ "thinwire:demo:alice:contextId": "ctx-a" });
+    expect(storageContents()).toEqual({ "thinwire:demo:alice:contextId": ALICES });
   });
 
   it("switches to the other user's conversation when the user changes", async () => {
-    localStorage.setItem(contextStorageKey("demo", "alice"), "ctx-a");
-    localStorage.setItem(contextStorageKey("demo", "bob"), "ctx-b");
+    localStorage.setItem(contextStorageKey("demo", "alice"), ALICES);
+    localStorage.setItem(contextStorageKey("demo", "bob"), BOBS);
     const { transport, fetch } = fakeServer({
-      "ctx-a": transcript("ctx-a", "I am Alice", "Hi Alice"),
-      "ctx-b": transcript("ctx-b", "I am Bob", "Hi Bob"),
+      [ALICES]: transcript(ALICES, "I am Alice", "Hi Alice"),
+      [BOBS]: transcript(BOBS, "I am Bob", "Hi Bob"),
     });
     const { result, rerender } = renderHook(
       ({ userId }: { userId: string }) => useAgent({ agent: "demo", transport, fetch, persist: { userId } }),
@@ -187,17 +198,17 @@ describe("useAgent", () => {
     await waitFor(() => expect(result.current.turns.map((turn) => turn.text)).toEqual(["I am Alice", "Hi Alice"]));
 
     rerender({ userId: "bob" });
-    expect(result.current.contextRef.current).toBe("ctx-b");
+    expect(result.current.contextRef.current).toBe(BOBS);
     await waitFor(() => expect(result.current.turns.map((turn) => turn.text)).toEqual(["I am Bob", "Hi Bob"]));
     expect(fetch.mock.calls.map((call) => String(call[0]))).toEqual([
-      "/agents/demo/contexts/ctx-a?limit=50",
-      "/agents/demo/contexts/ctx-b?limit=50",
+      `/agents/demo/contexts/${ALICES}?limit=50`,
+      `/agents/demo/contexts/${BOBS}?limit=50`,
     ]);
 
     await act(async () => {
       await result.current.send("bob again");
     });
-    expect(transport.requests[0]!.body.contextId).toBe("ctx-b");
+    expect(transport.requests[0]!.body.contextId).toBe(BOBS);
 
     // A user without a conversation starts empty, and gets one on first send.
     rerender({ userId: "carol" });
@@ -207,15 +218,15 @@ describe("useAgent", () => {
       await result.current.send("hello");
     });
     expect(storageContents()).toEqual({
-      "thinwire:demo:alice:contextId": "ctx-a",
-      "thinwire:demo:bob:contextId": "ctx-b",
-      "thinwire:demo:carol:contextId": "ctx-new-1",
+      "thinwire:demo:alice:contextId": ALICES,
+      "thinwire:demo:bob:contextId": BOBS,
+      "thinwire:demo:carol:contextId": NEW_1,
     });
   });
 
   it("reset clears the stored id and the view", async () => {
-    localStorage.setItem(contextStorageKey("demo", "alice"), "ctx-a");
-    const { transport, fetch } = fakeServer({ "ctx-a": transcript("ctx-a", "Hi", "Hello") });
+    localStorage.setItem(contextStorageKey("demo", "alice"), ALICES);
+    const { transport, fetch } = fakeServer({ [ALICES]: transcript(ALICES, "Hi", "Hello") });
     const onContext = vi.fn();
     const { result } = renderHook(() =>
       useAgent({ agent: "demo", transport, fetch, persist: { userId: "alice" }, onContext }),
@@ -229,13 +240,30 @@ describe("useAgent", () => {
   });
 
   it("forgets a stored id the server does not know", async () => {
-    localStorage.setItem(contextStorageKey("demo", "alice"), "ctx-gone");
+    localStorage.setItem(contextStorageKey("demo", "alice"), "ctx-" + "9".repeat(36));
     const { transport, fetch } = fakeServer();
     const { result } = renderHook(() => useAgent({ agent: "demo", transport, fetch, persist: { userId: "alice" } }));
     await waitFor(() => expect(fetch).toHaveBeenCalledTimes(1));
     await waitFor(() => expect(storageContents()).toEqual({}));
     expect(result.current.status).toBe("idle");
     expect(result.current.error).toBeNull();
+  });
+
+  it("forgets a malformed stored id without a request, and sends in a new conversation", async () => {
+    localStorage.setItem(contextStorageKey("demo", "alice"), "ctx-2f77…");
+    const { transport, fetch } = fakeServer();
+    const onError = vi.fn();
+    const { result } = renderHook(() => useAgent({ agent: "demo", transport, fetch, persist: { userId: "alice" }, onError }));
+    await waitFor(() => expect(storageContents()).toEqual({}));
+    expect(fetch).not.toHaveBeenCalled();
+    expect(result.current).toMatchObject({ status: "idle", error: null, turns: [] });
+    expect(result.current.contextRef.current).toBeNull();
+    await act(async () => {
+      await result.current.send("hi");
+    });
+    expect(transport.requests[0]!.body.contextId).toBeUndefined();
+    expect(storageContents()).toEqual({ "thinwire:demo:alice:contextId": NEW_1 });
+    expect(onError).not.toHaveBeenCalled();
   });
 
   it("uses a custom storage and the latest onContext callback", async () => {
@@ -260,8 +288,8 @@ describe("useAgent", () => {
       await result.current.send("hi");
     });
     expect(first).not.toHaveBeenCalled();
-    expect(second.mock.calls).toEqual([["ctx-new-1"]]);
-    expect([...storage]).toEqual([["thinwire:demo:u1:contextId", "ctx-new-1"]]);
+    expect(second.mock.calls).toEqual([[NEW_1]]);
+    expect([...storage]).toEqual([["thinwire:demo:u1:contextId", NEW_1]]);
     expect(storageContents()).toEqual({});
   });
 
@@ -281,7 +309,7 @@ describe("useAgent", () => {
   });
 
   it("resumes the same conversation when an <Activity> is hidden and shown again", async () => {
-    const { transport, fetch } = fakeServer({ "ctx-new-1": transcript("ctx-new-1", "hi", "echo: hi") });
+    const { transport, fetch } = fakeServer({ [NEW_1]: transcript(NEW_1, "hi", "echo: hi") });
     let view: UseAgentResult | null = null;
     function Chat() {
       view = useAgent({ agent: "demo", transport, fetch });
@@ -309,14 +337,14 @@ describe("useAgent", () => {
       </Activity>,
     );
     await waitFor(() => expect(view!.status).toBe("idle"));
-    expect(view!.contextRef.current).toBe("ctx-new-1");
+    expect(view!.contextRef.current).toBe(NEW_1);
     // Hiding ran the effect cleanup; the replacement client hydrated from the server.
     expect(fetch).toHaveBeenCalledTimes(1);
     expect(view!.turns.map((turn) => turn.text)).toEqual(["hi", "echo: hi"]);
     await act(async () => {
       await view!.send("more");
     });
-    expect(transport.requests[1]!.body.contextId).toBe("ctx-new-1");
+    expect(transport.requests[1]!.body.contextId).toBe(NEW_1);
   });
 
   it("aborts the run in flight on unmount", async () => {
@@ -660,9 +688,9 @@ describe("useAgent requests", () => {
 
   it("uses the credentials option for every request", async () => {
     const calls: Array<[string, RequestCredentials | undefined]> = [];
-    const r = runFrames("ctx-1", "run-1", 10);
+    const r = runFrames("ctx-111111111111111111111111111111111111", "run-1", 10);
     const script: Script = {
-      run: () => ({ frames: [r.start({ afterTurnId: turnId("ctx-1", "a", 0) }), r.done("ok")] }),
+      run: () => ({ frames: [r.start({ afterTurnId: turnId("ctx-111111111111111111111111111111111111", "a", 0) }), r.done("ok")] }),
       transcript: (contextId) => transcript(contextId, "hi", "hello"),
     };
     const serve = fakeFetch(script, newLog());
@@ -671,14 +699,14 @@ describe("useAgent requests", () => {
       return serve(input, init);
     };
     const { result } = renderHook(() =>
-      useAgent({ agent: "demo", baseUrl: "https://api.test", contextId: "ctx-1", fetch, credentials: "include" }),
+      useAgent({ agent: "demo", baseUrl: "https://api.test", contextId: "ctx-111111111111111111111111111111111111", fetch, credentials: "include" }),
     );
     await waitFor(() => expect(result.current.turns).toHaveLength(2));
     await act(async () => {
       await result.current.send("more");
     });
     expect(calls).toEqual([
-      ["https://api.test/agents/demo/contexts/ctx-1?limit=50", "include"],
+      ["https://api.test/agents/demo/contexts/ctx-111111111111111111111111111111111111?limit=50", "include"],
       ["https://api.test/agents/demo/runs", "include"],
     ]);
   });

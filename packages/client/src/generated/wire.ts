@@ -461,7 +461,8 @@ export type ClientErrorCode =
   | "no_pending_interrupt"
   | "protocol_error"
   | "run_failed"
-  | "stream_interrupted";
+  | "stream_interrupted"
+  | "websocket_unavailable";
 
 /** Every error code a client can meet. */
 export type ErrorCode = ServerErrorCode | ClientErrorCode;
@@ -520,6 +521,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   unsupported_media_type: "Send the body as application/json.",
   version_conflict: "Someone else changed the conversation meanwhile.",
   version_mismatch: "The If-Match version is not the current one.",
+  websocket_unavailable: "This environment has no WebSocket; pass one to WebSocketTransport.",
   write_denied: "Those AgentState keys are not writable.",
 };
 

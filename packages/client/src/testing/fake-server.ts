@@ -108,7 +108,7 @@ export interface Script {
   requireTicket?: boolean;
   /**
    * Refuse every socket at the handshake, as the server does a page of a foreign
-   * origin (4403): a browser sees only a close with 1006, before the socket opened.
+   * origin (HTTP 403): a browser sees only a close with 1006, before the socket opened.
    */
   refuseHandshake?: boolean;
 }

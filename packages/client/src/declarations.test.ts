@@ -1,0 +1,39 @@
+/// <reference types="node" />
+/**
+ * The declarations the package ships (`dist/**\/*.d.ts`), emitted in memory as
+ * `npm run build` emits them: a Node.js project without the DOM library
+ * compiles against them, and they declare nothing internal.
+ */
+import { fileURLToPath } from "node:url";
+import { beforeAll, describe, expect, it } from "vitest";
+import { emittedDeclarations, nodeProjectErrors } from "./test-helpers.js";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+describe("the declarations @thinwire/client ships", () => {
+  let declarations: Map<string, string>;
+  beforeAll(async () => {
+    declarations = await emittedDeclarations(`${root}tsconfig.build.json`);
+  }, 60_000); // a build of the package
+
+  it("compile in a Node.js project without the DOM library", { timeout: 30_000 }, async () => {
+    const consumer = `
+      import { AgentClient, ConversationList, SseTransport, WebSocketTransport } from "./dist/index.js";
+      import { fakeFetch, fakeWebSocket, MockTransport, newLog } from "./dist/testing/index.js";
+      const client = new AgentClient({ agent: "demo", baseUrl: "http://127.0.0.1:8000", credentials: "include" });
+      new ConversationList({ agent: "demo", client, credentials: "same-origin" });
+      new SseTransport({ credentials: "omit" });
+      new WebSocketTransport({ WebSocket: fakeWebSocket({ run: () => ({ frames: [] }) }, newLog()).WebSocket });
+      void fakeFetch;
+      void MockTransport;
+    `;
+    expect(declarations.size).toBeGreaterThan(10);
+    expect(await nodeProjectErrors(`${root}node-consumer.ts`, consumer, declarations)).toEqual([]);
+  });
+
+  it("declare no internal glue and no mutable export", () => {
+    const texts = [...declarations.values()];
+    expect(texts.filter((text) => text.includes("showTitle"))).toEqual([]);
+    expect(texts.filter((text) => /export declare (let|var) /.test(text))).toEqual([]);
+  });
+});
