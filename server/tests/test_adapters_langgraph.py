@@ -260,6 +260,27 @@ def test_an_interrupt_inside_a_tool_shows_the_tool_once_it_ran_with_the_answer()
     assert ("tool", "not refunded") in [(m.type, m.content) for m in model.seen[2]]
 
 
+def test_a_stop_while_a_tool_asks_keeps_the_thread_the_model_still_takes() -> None:
+    model = chat(says("Let me see.", ("lookup", {"order": "7"}), ("refund", {"order": "7"})))
+    agent = planner(react(model, [lookup, refund]))
+    with client_for(agent) as client:
+        asked = send(client, "refund 7")
+        context_id = asked[0]["contextId"]
+        assert asked[-1]["stopReason"] == "interrupted"
+        client.post(f"/agents/planner/contexts/{context_id}/stop")
+        model.messages = iter([says("Fine, no refund.")])
+        frames = send(client, "forget it", context_id)
+    assert frames[-1]["text"] == "Fine, no refund." and ran == ["lookup 7"]
+    shown = [(m.type, m.content) for m in model.seen[-1]][2:]
+    # The lookup it did is kept; the refund that asked is answered as unfinished.
+    assert shown == [
+        ("ai", "Let me see."),
+        ("tool", "order 7 is on its way (" + SECRET_OUTPUT + ")"),
+        ("tool", "error: the run ended before this call returned; it may have partly run"),
+        ("human", "forget it"),
+    ]
+
+
 def test_a_call_the_resumed_node_runs_again_is_shown_and_recorded_once() -> None:
     # LangGraph resumes a ToolNode from its start: the lookup that had finished before the
     # refund asked runs again, and must not be shown or recorded twice.

@@ -14,7 +14,13 @@ from typing import Any
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
 from pydantic_ai.capabilities import ProcessEventStream
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolCall, FunctionModel
 from starlette.testclient import TestClient
 
@@ -251,6 +257,30 @@ def test_an_approval_suspends_and_the_decision_resumes_without_asking_the_model_
         if isinstance(part, ToolReturnPart)
     ]
     assert returns == ["lookup", "refund"]
+
+
+def test_a_stop_while_an_approval_waits_keeps_what_the_run_finished() -> None:
+    script = Script(
+        ["Checking. ", *[call("lookup", {"order": "1234"}, "c1")]],
+        [call("refund", {"order": "1234", "amount": 40}, "c2")],
+        ["No refund, then."],
+    )
+    agent, ran = support_agent(script)
+    with client_for(agent) as client:
+        asked = send(client, "refund 1234")
+        context_id = asked[0]["contextId"]
+        client.post(f"/agents/support/contexts/{context_id}/stop")
+        frames = send(client, "never mind", context_id)
+    assert frames[-1]["text"] == "No refund, then."
+    assert ran == {"lookup": ["1234"], "refund": [], "cancel": []}
+    # The lookup it finished is the model's to read; the refund that waited is not.
+    assert SECRET_OUTPUT in script.seen(2) and "never mind" in script.seen(2)
+    assert "refund" not in [
+        part.tool_name
+        for message in script.requests[2]
+        for part in message.parts
+        if isinstance(part, ToolReturnPart | ToolCallPart)
+    ]
 
 
 def test_parallel_calls_run_in_the_models_order_so_a_replay_meets_them_in_that_order() -> None:

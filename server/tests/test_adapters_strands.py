@@ -324,6 +324,24 @@ def test_an_approval_suspends_and_the_decision_resumes_without_asking_the_model_
     assert [status for status, _ in model.results(2)] == ["success", "success"]
 
 
+def test_a_stop_while_an_approval_waits_keeps_what_the_run_finished() -> None:
+    model = Scripted(
+        ["Checking. ", Call("lookup", {"order": "1234"}, "c1")],
+        [Call("refund", {"order": "1234", "amount": 40}, "c2")],
+        ["No refund, then."],
+    )
+    agent, ran = support_agent(model)
+    with client_for(agent) as client:
+        asked = send(client, "refund 1234")
+        context_id = asked[0]["contextId"]
+        client.post(f"/agents/support/contexts/{context_id}/stop")
+        frames = send(client, "never mind", context_id)
+    assert frames[-1]["text"] == "No refund, then." and ran == ["lookup 1234"]
+    # The lookup it finished is the model's to read; the refund that waited is not.
+    assert [status for status, _ in model.results(2)] == ["success"]
+    assert "toolUse" in model.seen(2) and "'refund'" not in model.seen(2)
+
+
 def test_a_rejection_reaches_the_model_as_the_tools_error() -> None:
     model = Scripted([Call("refund", {"order": "9", "amount": 5}, "c1")], ["Okay, no refund."])
     agent, ran = support_agent(model)

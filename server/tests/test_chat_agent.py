@@ -18,6 +18,7 @@ from starlette.testclient import TestClient
 
 from conftest import app_for, parse_sse, server_context, stop_over_websocket
 from thinwire import Approval
+from thinwire.agent import UNANSWERED
 from thinwire.models import ChatAgent, OpenAIChat, messages, tool
 from thinwire.models import openai as openai_chat
 from thinwire.testing import free_port
@@ -278,6 +279,42 @@ def test_an_approval_decided_from_the_arguments_and_a_resume_that_calls_the_mode
     # The first model call was replayed from the checkpoint, not made again.
     assert len(stub.requests) == 2
     assert agent.lent == ["Dune until 2027-01-05"]  # validated to a date, run once
+
+
+def test_a_stop_while_a_call_waits_for_approval_keeps_the_steps_before_it(
+    stub: OpenAIStub,
+) -> None:
+    agent = librarian(stub)
+    agent.lent = []
+    stub.push(
+        Stream(
+            tool_calls(
+                [
+                    ("c1", "search", {"query": "Dune"}),
+                    ("c2", "lend", {"title": "Dune", "until": "2027-01-05"}),
+                ]
+            )
+        ),
+        Stream(text("Not lent, then.")),
+    )
+    with client_for(agent) as client:
+        asked = run(client, "find and lend Dune")
+        context_id = asked[0]["contextId"]
+        assert asked[-1]["stopReason"] == "interrupted"
+        client.post(f"/agents/lib/contexts/{context_id}/stop")
+        frames = run(client, "never mind", context_id)
+    assert frames[-1]["text"] == "Not lent, then." and agent.lent == []
+    sent = stub.requests[-1]["messages"]
+    # The search it ran is the model's to read; the call that waited never got its answer.
+    assert [(m["role"], m.get("tool_call_id")) for m in sent[1:]] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "c1"),
+        ("tool", "c2"),
+        ("user", None),
+    ]
+    assert SECRET_OUTPUT in sent[3]["content"]
+    assert sent[4]["content"] == f"error: {UNANSWERED}"  # it did not run: no guess
 
 
 def test_a_call_the_rule_does_not_gate_runs_without_asking(stub: OpenAIStub) -> None:

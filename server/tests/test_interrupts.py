@@ -247,6 +247,63 @@ def test_stop_while_waiting_again_ends_the_reply_there_and_the_history_keeps_it(
     assert recalled[-1]["text"] == "a b |stopped"  # all it said, before and after the answer
 
 
+class Keeper(Agent):
+    """Looks something up and notes it, asks; then acts, notes it, asks again. Asked to
+    recall, says what its AgentState and history hold."""
+
+    done: ClassVar[list[str]] = []
+
+    async def look(self) -> str:
+        type(self).done.append("look")
+        return "found"
+
+    async def act(self) -> str:
+        type(self).done.append("act")
+        return "acted"
+
+    async def run(self, run: Run, text: str) -> None:
+        if text == "recall":
+            tools = [m["name"] for m in run.history if m["role"] == "tool"]
+            await run.say(f"{run.state.get('noted')}|{','.join(tools)}")
+            return
+        await run.tool("look", self.look)
+        run.state["noted"] = ["looked"]
+        await run.interrupt("Go on?", options=["yes"])
+        run.state["noted"] = ["looked", "went on"]
+        await run.tool("act", self.act)
+        await run.interrupt("Really?", options=["yes"])
+
+
+def test_a_stop_while_waiting_keeps_what_the_run_did_as_any_stop_does(tmp_path: Path) -> None:
+    """Its tool steps in the history and its AgentState writes, audited as the run's, as a
+    stop at any other point keeps them; also when the stop comes after a restart."""
+    Keeper.done = []
+
+    def app() -> Any:
+        return app_for({"keeper": Keeper}, store=SQLiteStore(tmp_path / "db"), operator_token="op")
+
+    with TestClient(app()) as first:
+        asked = parse_sse(first.post("/agents/keeper/runs", json={"message": {"text": "go"}}).text)
+        context_id, interrupt_id = asked[0]["contextId"], asked[-2]["interrupt"]["interruptId"]
+        again = parse_sse(decide(first, context_id, interrupt_id, "yes", agent="keeper").text)
+    assert again[-1]["stopReason"] == "interrupted"
+    with TestClient(app()) as restarted:
+        restarted.post(f"/agents/keeper/contexts/{context_id}/stop")
+        recalled = parse_sse(
+            restarted.post(
+                "/agents/keeper/runs", json={"contextId": context_id, "message": {"text": "recall"}}
+            ).text
+        )
+        audit = restarted.get(
+            f"/admin/agents/keeper/contexts/{context_id}/audit",
+            headers={"authorization": "Bearer op"},
+        ).json()
+    assert recalled[-1]["text"] == "['looked', 'went on']|look,act"
+    assert Keeper.done == ["look", "act"]  # each once: kept, not done again
+    writes = [(entry["key"], entry["value"], entry["runId"]) for entry in audit["entries"]]
+    assert writes[-1] == ("noted", ["looked", "went on"], again[0]["runId"])
+
+
 def test_a_decision_after_a_restart_replays_from_the_store(tmp_path: Path) -> None:
     Refunder.lookups, Refunder.refunds = [], []
 

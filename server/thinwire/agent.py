@@ -46,6 +46,9 @@ __all__ = ["Agent", "Run"]
 
 T = TypeVar("T")
 
+#: A call that waited for a person's approval, in the history of a run stopped meanwhile.
+UNANSWERED = "a person was asked to approve this call; the run was stopped first, so it did not run"
+
 
 class Agent:
     """Base class for agents. Override `run`; set the class attributes to configure it.
@@ -290,16 +293,22 @@ class Run:
         the model's own `call_id` kept with the call in the history."""
         if not isinstance(name, str):
             raise TypeError(f"a tool's name is a str, not {type(name).__name__}")
-        if approval is not None:
-            decision = await self.interrupt(
-                approval.prompt, options=APPROVAL_OPTIONS, payload=approval.payload
-            )
-            if decision != "approve":
-                raise Rejected(name)
         check_json(arguments, f"arguments of tool {name!r}")
         called = {"role": "tool", "name": name, "arguments": arguments}
         if call_id is not None:
             called["callId"] = call_id
+        if approval is not None:
+            try:
+                decision = await self.interrupt(
+                    approval.prompt, options=APPROVAL_OPTIONS, payload=approval.payload
+                )
+            except Suspend:
+                # What the history says of the call if the run is stopped while it waits
+                # (the checkpoint keeps it for that); an answer replays the run instead.
+                self.history.append({**called, "ok": False, "error": UNANSWERED})
+                raise
+            if decision != "approve":
+                raise Rejected(name)
         entry = self._journal.replay("tool", name)
         if entry is not None:  # done before the run was suspended: not again
             self.history.append({**called, **entry["result"]})

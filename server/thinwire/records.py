@@ -518,12 +518,15 @@ class ContextRecord:
 
     def end_waiting_run(self) -> Checkpoint:
         """A stop while the run waits for a person: the reply that asked ends there, as
-        stopped, unanswered, and the history keeps what the run said."""
+        stopped, unanswered, and the history keeps what the run did and said, as after a
+        stop at any other point (its AgentState is the caller's to bring back)."""
         checkpoint = self.checkpoint
         assert checkpoint is not None
         self.checkpoint = None
         exchange = self.running_exchange
         exchange.changed = True
+        if checkpoint.kept is not None:
+            exchange.messages.extend(checkpoint.kept["messages"])
         replies = [turn for turn in exchange.turns if turn["role"] == "assistant"]
         replies[-1]["stopReason"] = "stopped"
         said = "".join(turn["text"] for turn in replies)  # across its earlier resumes too

@@ -246,12 +246,15 @@ def settle(
     shown = run.shown()
     shown.meta.update(startedAt=start.at, finishedAt=now)
     if outcome.suspended is not None:
+        kept = context.state.with_writes()
+        kept["messages"] = record.running_exchange.messages[start.messages :]
         checkpoint = Checkpoint(
             run_id=log.run_id,
             text=text,
             journal=run.journal,
             interrupt=outcome.suspended.model_dump(by_alias=True),
             data=run.data or None,
+            kept=kept,
         )
         record.suspend(
             checkpoint, run.text, run.tool_calls, rollback_to=start.messages, shown=shown

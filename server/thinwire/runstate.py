@@ -55,6 +55,10 @@ class Checkpoint:
     interrupt: dict[str, Any]
     #: The page's extra input that came with `text`, if any.
     data: dict[str, Any] | None = None
+    #: What the run had done when it asked — the history it had added, its AgentState
+    #: and the writes' audit entries — kept for a stop while it waits (a resume does all
+    #: of it again); server-only, like the journal.
+    kept: dict[str, Any] | None = None
 
     @property
     def interrupt_id(self) -> str:
@@ -72,6 +76,7 @@ class Checkpoint:
             "journal": self.journal,
             "interrupt": self.interrupt,
             "data": self.data,
+            "kept": self.kept,
         }
 
     @classmethod
@@ -82,4 +87,5 @@ class Checkpoint:
             journal=data["journal"],
             interrupt=data["interrupt"],
             data=data.get("data"),
+            kept=data.get("kept"),
         )

@@ -436,6 +436,8 @@ class AgentServer:
         if context.record.checkpoint is not None:
             async with self.contexts.hold(context, "stop"):
                 checkpoint = context.record.end_waiting_run()
+                if checkpoint.kept is not None:  # what the run wrote before it asked
+                    context.state.restore_with_writes(checkpoint.kept)
                 await self.contexts.save(context)
             return stop_result(context, checkpoint.run_id, stopping=True)
         log = context.log

@@ -156,6 +156,21 @@ class AgentState(MutableMapping[str, JSONValue]):
         self._data = copy_json(dict(snapshot))
         self._pending = []
 
+    def with_writes(self) -> dict[str, Any]:
+        """Every value and the writes not yet saved (their audit entries), as JSON: what
+        `restore_with_writes` brings back."""
+        audit = [[e.key, copy_json(e.value), e.time, e.source, e.run_id] for e in self._pending]
+        return {"state": self.to_json(), "audit": audit}
+
+    def restore_with_writes(self, kept: Mapping[str, Any]) -> None:
+        """Go back to what `with_writes` kept, its writes unsaved again, each with its own
+        time, writer and run."""
+        self.restore(kept["state"])
+        self._pending = [
+            AuditEntry(key, value, at, source, run_id=run_id)
+            for key, value, at, source, run_id in kept["audit"]
+        ]
+
     def take_audit(self) -> list[AuditEntry]:
         """The writes not yet saved, handed to the store with the next save."""
         pending, self._pending = self._pending, []

@@ -38,6 +38,7 @@ import asyncio
 import base64
 import contextlib
 import copy
+import json
 import logging
 from collections.abc import AsyncIterator, Iterator, Mapping, MutableSequence, Sequence
 from functools import partial
@@ -47,7 +48,7 @@ from uuid import UUID
 from pydantic_core import to_jsonable_python
 
 from thinwire.agent import Agent, Run
-from thinwire.interrupts import Suspend, ToolFailed
+from thinwire.interrupts import ToolFailed
 from thinwire.models.messages import UNFINISHED
 from thinwire.models.questions import Question, question_of
 
@@ -122,10 +123,10 @@ class LangGraphAgent(Agent):
                     session.start(Command(resume=answers))
                 else:
                     break
-        except Suspend:
-            raise  # the history goes back to the run's start; the replay does it again
         except BaseException:
-            await answer_unfinished(session.graph, self.run_config(run))
+            # Stopped, failed, or asking a person: the thread as it stands joins the
+            # history (an answer replays the run from its start instead; a stop keeps it).
+            await answer_unfinished(session.graph, self.run_config(run), run.history)
             keep(run.history, saver)  # what the graph finished, as its checkpointer had it
             raise
         finally:
@@ -165,10 +166,14 @@ async def show_tool(run: Run, tool: dict[str, Any], shown: set[str]) -> None:
         await run.call_tool(tool["name"], ended, tool["arguments"], call_id=tool["id"])
 
 
-async def answer_unfinished(graph: Pregel[Any, Any, Any, Any], config: RunnableConfig) -> None:
-    """A run cut short during a tool leaves the model's call without its result in the
-    thread's messages, which chat APIs refuse (so every later send would fail): each such
-    call is answered as unfinished. Only for a graph whose state has `messages`."""
+async def answer_unfinished(
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, history: Sequence[dict[str, Any]]
+) -> None:
+    """A run cut short during a tool (a stop, or a question a stop then ends) leaves the
+    model's calls without their results in the thread's messages, which chat APIs refuse
+    (so every later send would fail): each is answered with the result the run recorded
+    for it — a tool of the node that stopped may have ended — or as unfinished. Only for a
+    graph whose state has `messages`."""
     try:
         values = (await graph.aget_state(config)).values
         messages = values.get("messages") if isinstance(values, dict) else None
@@ -178,10 +183,25 @@ async def answer_unfinished(graph: Pregel[Any, Any, Any, Any], config: RunnableC
         last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         calls = [c for c in (last.tool_calls if last else []) if c["id"] not in answered]
         if calls:
-            results = [ToolMessage(UNFINISHED, tool_call_id=c["id"], name=c["name"]) for c in calls]
+            recorded = {
+                m["callId"]: m for m in history if m.get("role") == "tool" and "callId" in m
+            }
+            results = [answer(call, recorded.get(call["id"])) for call in calls]
             await graph.aupdate_state(config, {"messages": results})
     except Exception:  # a graph of another shape: its thread is kept as it was
         logger.warning("could not answer the unfinished tool calls", exc_info=True)
+
+
+def answer(call: Mapping[str, Any], record: Mapping[str, Any] | None) -> ToolMessage:
+    """A call's result, as its tool would have given it, from the run's record of it."""
+    if record is None:
+        return ToolMessage(UNFINISHED, tool_call_id=call["id"], name=call["name"])
+    if not record["ok"]:
+        error = f"error: {record['error']}"
+        return ToolMessage(error, tool_call_id=call["id"], name=call["name"], status="error")
+    output = record["output"]
+    content = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    return ToolMessage(content, tool_call_id=call["id"], name=call["name"])
 
 
 def saved_thread(history: Sequence[dict[str, Any]]) -> dict[str, Any] | None:

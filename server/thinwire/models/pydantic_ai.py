@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 from pydantic import TypeAdapter
 
 from thinwire.agent import Agent, Run
-from thinwire.interrupts import APPROVAL_OPTIONS, Approval, Suspend, ToolFailed
+from thinwire.interrupts import APPROVAL_OPTIONS, Approval, ToolFailed
 
 try:
     from pydantic_ai import (
@@ -118,9 +118,9 @@ class PydanticAIAgent(Agent):
                     deps=self.deps(run),
                     capabilities=[bridge],
                 )
-            except Suspend:
-                raise  # the history goes back to the run's start; the replay does it again
             except BaseException:
+                # Stopped, failed, or asking a person: what it finished joins the history
+                # (an answer replays the run from its start instead; a stop keeps this).
                 ours = [m for m in messages if m.run_id == run_id]
                 keep(run.history, settled(ours, "".join(bridge.unfinished)))
                 raise

@@ -44,7 +44,7 @@ from functools import partial
 from typing import Any, ClassVar, Literal, cast
 
 from thinwire.agent import Agent, Run
-from thinwire.interrupts import Approval, Rejected, Suspend, ToolFailed
+from thinwire.interrupts import Approval, Rejected, ToolFailed
 from thinwire.models.questions import Question, question_of
 
 try:
@@ -130,9 +130,9 @@ class StrandsAgent(Agent):
                     for i in result.interrupts or ()
                 ]
                 result = await agent.invoke_async(responses, invocation_state=run.invocation_state)
-        except Suspend:
-            raise  # the history goes back to the run's start; the replay does it again
         except BaseException:
+            # Stopped, failed, or asking a person: what it finished joins the history (an
+            # answer replays the run from its start instead; a stop keeps this).
             keep(run.history, settled(bridge.messages(), "".join(bridge.unfinished)))
             raise
         keep(run.history, bridge.messages())
