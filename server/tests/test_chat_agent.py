@@ -281,6 +281,17 @@ def test_an_approval_decided_from_the_arguments_and_a_resume_that_calls_the_mode
     assert agent.lent == ["Dune until 2027-01-05"]  # validated to a date, run once
 
 
+#: A conversation where the model made calls c1 and c2, and the user said something next:
+#: each call answered before the user's message, as the chat API requires.
+TWO_CALLS_ANSWERED = [
+    ("user", None),
+    ("assistant", None),
+    ("tool", "c1"),
+    ("tool", "c2"),
+    ("user", None),
+]
+
+
 def test_a_stop_while_a_call_waits_for_approval_keeps_the_steps_before_it(
     stub: OpenAIStub,
 ) -> None:
@@ -306,13 +317,7 @@ def test_a_stop_while_a_call_waits_for_approval_keeps_the_steps_before_it(
     assert frames[-1]["text"] == "Not lent, then." and agent.lent == []
     sent = stub.requests[-1]["messages"]
     # The search it ran is the model's to read; the call that waited never got its answer.
-    assert [(m["role"], m.get("tool_call_id")) for m in sent[1:]] == [
-        ("user", None),
-        ("assistant", None),
-        ("tool", "c1"),
-        ("tool", "c2"),
-        ("user", None),
-    ]
+    assert [(m["role"], m.get("tool_call_id")) for m in sent[1:]] == TWO_CALLS_ANSWERED
     assert SECRET_OUTPUT in sent[3]["content"]
     assert sent[4]["content"] == f"error: {UNANSWERED}"  # it did not run: no guess
 
@@ -374,13 +379,7 @@ def test_a_stop_during_a_tool_leaves_a_conversation_the_model_still_takes(
         frames = run(client, "again", start["contextId"])
     assert frames[-1]["text"] == "Still here." and frames[-1]["stopReason"] == "end"
     sent = stub.requests[-1]["messages"]
-    assert [(m["role"], m.get("tool_call_id")) for m in sent[1:]] == [
-        ("user", None),
-        ("assistant", None),
-        ("tool", "c1"),
-        ("tool", "c2"),
-        ("user", None),
-    ]
+    assert [(m["role"], m.get("tool_call_id")) for m in sent[1:]] == TWO_CALLS_ANSWERED
     assert sent[4]["content"].startswith("error: the run ended before this call returned")
 
 
