@@ -129,7 +129,7 @@ def test_a_reply_streams_as_ag_ui_events(client: TestClient) -> None:
     response = client.post(URL, json=body("thread-1", "hello there"))
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
-    assert response.headers["cache-control"] == "no-store"
+    assert response.headers["cache-control"] == "no-store, no-transform"
     assert response.headers["x-accel-buffering"] == "no"
     events = parse_events(response.text)
     assert kinds(events) == [

@@ -106,7 +106,7 @@ def test_a_reply_streams_as_ui_message_chunks(client: TestClient) -> None:
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
     assert response.headers["x-vercel-ai-ui-message-stream"] == "v1"
-    assert response.headers["cache-control"] == "no-store"
+    assert response.headers["cache-control"] == "no-store, no-transform"
     assert response.headers["x-accel-buffering"] == "no"
     events = parse_chunks(response.text)
     assert events[-1] == "[DONE]"

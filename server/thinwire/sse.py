@@ -34,7 +34,9 @@ __all__ = ["SSE_HEADERS", "EventStream", "encode", "encode_all"]
 logger = logging.getLogger("thinwire.sse")
 
 SSE_HEADERS = {
-    "Cache-Control": "no-store",
+    # no-transform: a proxy that compresses what passes (Next.js's rewrites, a CDN) would
+    # otherwise hold the frames back until its compressor fills, often the stream's end.
+    "Cache-Control": "no-store, no-transform",
     # Tell nginx-style proxies not to buffer the stream.
     "X-Accel-Buffering": "no",
     wire.PROTOCOL_HEADER: wire.PROTOCOL_VERSION,
