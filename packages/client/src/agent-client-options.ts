@@ -11,13 +11,13 @@ export interface AgentClientOptions {
   /** The agent's name, as mounted on the server. */
   agent: string;
   /** Prefix of the thinwire routes, e.g. `"/api"`; defaults to the page origin. */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /**
    * Resume this conversation: `start()` loads its transcript and follows a run
    * in progress. An id the server does not know, or not shaped like its ids
    * (`ctx-` and 36 lowercase hex digits), is forgotten.
    */
-  contextId?: string | null;
+  contextId?: string | null | undefined;
   /**
    * Exchanges (a user message and its reply) per page of a transcript: a
    * conversation is loaded with its last `pageSize` exchanges, and
@@ -25,38 +25,38 @@ export interface AgentClientOptions {
    * (default 50), or `Infinity` for the whole transcript at once; anything
    * else throws a TypeError here.
    */
-  pageSize?: number;
+  pageSize?: number | undefined;
   /**
    * How runs are streamed: `"sse"` (the default, over `fetch`), `"websocket"`
    * (one socket at `{baseUrl}/agents/{agent}/ws`), or a Transport of your own.
    * A transport the client creates is closed by `dispose()`; one you pass in
    * is yours to close.
    */
-  transport?: "sse" | "websocket" | Transport;
+  transport?: "sse" | "websocket" | Transport | undefined;
   /** Used for the transcript, by the SSE transport the client creates, and for WebSocket tickets. */
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /**
    * fetch's `credentials` for every request the client makes (runs, attaches,
    * stops, decisions, transcripts, WebSocket tickets) through the transport it
    * creates: `"same-origin"` (the default), or `"include"` to send cookies to
    * a server of another origin (which must allow it with CORS).
    */
-  credentials?: CredentialsMode;
+  credentials?: CredentialsMode | undefined;
   /**
    * Extra request headers (authentication, say); read at request time. Over a
    * WebSocket, which a browser cannot give headers, they fetch a ticket
    * (`POST …/tickets`) that opens the socket.
    */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Called whenever the conversation id changes: minted by the server, forgotten, reset. */
-  onContext?: (contextId: string | null) => void;
+  onContext?: ((contextId: string | null) => void) | undefined;
   /**
    * Called with the result of every run the client reads to its end — a
    * send's, a decision's, a regeneration's, an edit's, a run `start()` found
    * in progress — whatever its stop reason (`end`, `stopped`, `interrupted`,
    * `error`), before the command's promise resolves.
    */
-  onFinish?: (result: SendResult) => void;
+  onFinish?: ((result: SendResult) => void) | undefined;
   /**
    * Called when a run or its request failed: with the ThinwireError a
    * `send()`, `decide()`, `regenerate()`, `edit()` or `switchBranch()`
@@ -65,9 +65,9 @@ export interface AgentClientOptions {
    * follows). Not for `aborted` (a reset or dispose), nor for a refusal made
    * before any request (empty text, a send while another runs).
    */
-  onError?: (error: ThinwireError | AgentErrorInfo) => void;
+  onError?: ((error: ThinwireError | AgentErrorInfo) => void) | undefined;
   /** How a broken stream is reattached, and a send whose response never started repeated. */
-  reconnect?: ReconnectOptions;
+  reconnect?: ReconnectOptions | undefined;
   /**
    * Batches the notifications of streaming frames: called with a `flush` when
    * a frame changed the view and no flush is scheduled yet; `flush` notifies
@@ -79,12 +79,12 @@ export interface AgentClientOptions {
    * new AgentClient({ agent: "demo", schedule: (flush) => requestAnimationFrame(flush) });
    * ```
    */
-  schedule?: Schedule;
+  schedule?: Schedule | undefined;
   /**
    * With `schedule`: milliseconds a batched notification keeps from the one
    * before it (immediate ones included); a flush that comes sooner waits for
    * the next `schedule`. `useAgent` sets it so a view commits at most 60 times
    * a second, whatever the display's refresh rate.
    */
-  minNotifyInterval?: number;
+  minNotifyInterval?: number | undefined;
 }

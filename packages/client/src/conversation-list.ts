@@ -31,16 +31,16 @@ export interface ConversationListOptions {
   /** The agent's name, as mounted on the server. */
   agent: string;
   /** Prefix of the thinwire routes, e.g. `"/api"`; defaults to the page origin. */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /** Conversations per page, 1–100; default 20. */
-  pageSize?: number;
+  pageSize?: number | undefined;
   /** Extra request headers (authentication, say); read at request time. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** fetch's `credentials` for every request: `"same-origin"` (the default) or `"include"`. */
-  credentials?: CredentialsMode;
-  fetch?: typeof fetch;
+  credentials?: CredentialsMode | undefined;
+  fetch?: typeof fetch | undefined;
   /** The client that shows the selected conversation (see above); without one, the list keeps its own selection. */
-  client?: AgentClient | null;
+  client?: AgentClient | null | undefined;
 }
 
 export interface ConversationListSnapshot {

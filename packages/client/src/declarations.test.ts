@@ -31,6 +31,37 @@ describe("the declarations @thinwire/client ships", () => {
     expect(await nodeProjectErrors(`${root}node-consumer.ts`, consumer, declarations)).toEqual([]);
   });
 
+  it("take undefined for an option not given, under exactOptionalPropertyTypes", { timeout: 30_000 }, async () => {
+    const consumer = `
+      import { AgentClient, ConversationList, SseTransport, ThinwireError, WebSocketTransport } from "./dist/index.js";
+      declare const env: Record<string, string | undefined>;
+      const base = env["AGENT_URL"];
+      const client = new AgentClient({
+        agent: "demo",
+        baseUrl: base,
+        contextId: undefined,
+        pageSize: undefined,
+        transport: undefined,
+        fetch: undefined,
+        credentials: undefined,
+        headers: undefined,
+        onContext: undefined,
+        onFinish: undefined,
+        onError: undefined,
+        reconnect: { attempts: undefined, baseDelayMs: undefined, maxDelayMs: undefined },
+        schedule: undefined,
+        minNotifyInterval: undefined,
+      });
+      new ConversationList({ agent: "demo", baseUrl: base, pageSize: undefined, headers: undefined, credentials: undefined, fetch: undefined, client: undefined });
+      new SseTransport({ fetch: undefined, credentials: undefined });
+      new WebSocketTransport({ WebSocket: undefined, url: undefined, fetch: undefined, credentials: undefined });
+      new ThinwireError("network_error", "down", { status: undefined, retryable: undefined, cause: undefined, interruptId: undefined });
+      void client.send("hi", { data: undefined });
+    `;
+    const errors = await nodeProjectErrors(`${root}node-consumer.ts`, consumer, declarations, {}, { exactOptionalPropertyTypes: true });
+    expect(errors).toEqual([]);
+  });
+
   it("declare no internal glue and no mutable export", () => {
     const texts = [...declarations.values()];
     expect(texts.filter((text) => text.includes("showTitle"))).toEqual([]);

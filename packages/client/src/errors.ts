@@ -19,12 +19,12 @@ import type { AgentErrorInfo } from "./snapshot.js";
 
 export interface ThinwireErrorOptions {
   /** The HTTP status of the refusal, when there was one. */
-  status?: number;
+  status?: number | undefined;
   /** The same request may succeed when tried again later. */
-  retryable?: boolean;
-  cause?: unknown;
+  retryable?: boolean | undefined;
+  cause?: unknown | undefined;
   /** With `decision_pending`: the interrupt to answer first. */
-  interruptId?: string;
+  interruptId?: string | undefined;
 }
 
 export class ThinwireError extends Error {

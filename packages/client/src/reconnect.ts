@@ -11,11 +11,11 @@ export interface ReconnectOptions {
    * Tries in a row without progress before giving up — attaches to a broken
    * stream, or repeats of a send that got no answer; default 8, 0 never retries.
    */
-  attempts?: number;
+  attempts?: number | undefined;
   /** Wait before the first try; doubles on each further one. Default 250. */
-  baseDelayMs?: number;
+  baseDelayMs?: number | undefined;
   /** Upper bound of the wait. Default 5000. */
-  maxDelayMs?: number;
+  maxDelayMs?: number | undefined;
 }
 
 export function reconnectLimits(options: ReconnectOptions = {}): Required<ReconnectOptions> {

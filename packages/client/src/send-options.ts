@@ -9,7 +9,7 @@ export interface SendOptions {
    * agent treats it as untrusted, like the text. The server limits its size
    * (`data_too_large` beyond). A repeat of the send carries the same data.
    */
-  data?: Record<string, unknown>;
+  data?: Record<string, unknown> | undefined;
 }
 
 /**

@@ -28,13 +28,13 @@ import {
 
 export interface SseTransportOptions {
   /** Defaults to the global `fetch`, looked up at call time. */
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /**
    * fetch's `credentials` for every request: `"same-origin"` (the default) sends
    * cookies to the page's own origin only; `"include"` also to a server of
    * another origin (which must allow it with CORS).
    */
-  credentials?: CredentialsMode;
+  credentials?: CredentialsMode | undefined;
 }
 
 export class SseTransport implements Transport {

@@ -24,6 +24,20 @@ export async function emittedDeclarations(
   options: CompilerOptions = {},
   files: ReadonlyMap<string, string> = new Map(),
 ): Promise<Map<string, string>> {
+  return emitted(tsconfig, { ...options, emitDeclarationOnly: true }, files);
+}
+
+/** The `.js` files a package's build writes, by path, emitted in memory (unchecked, as `isolatedModules` allows). */
+export async function emittedJavaScript(tsconfig: string, options: CompilerOptions = {}): Promise<Map<string, string>> {
+  const js = await emitted(tsconfig, { ...options, declaration: false });
+  return new Map([...js].filter(([path]) => path.endsWith(".js")));
+}
+
+async function emitted(
+  tsconfig: string,
+  options: CompilerOptions,
+  files: ReadonlyMap<string, string> = new Map(),
+): Promise<Map<string, string>> {
   const { default: ts } = await import("typescript"); // loaded by the tests that need it only
   const config = ts.getParsedCommandLineOfConfigFile(tsconfig, options, {
     ...ts.sys,
@@ -31,17 +45,18 @@ export async function emittedDeclarations(
       throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n"));
     },
   })!;
-  const emitOptions = { ...config.options, noEmit: false, emitDeclarationOnly: true, noCheck: true };
+  const emitOptions = { ...config.options, noEmit: false, noCheck: true };
   const program = ts.createProgram(config.fileNames, emitOptions, await hostWith(emitOptions, files));
-  const emitted = new Map<string, string>();
-  program.emit(undefined, (path, text) => void emitted.set(path, text));
-  return emitted;
+  const out = new Map<string, string>();
+  program.emit(undefined, (path, text) => void out.set(path, text));
+  return out;
 }
 
 /**
  * The errors of `consumer`, a file written at `path`, compiled as a Node.js
  * project would (`lib: ["ES2023"]`, `types: ["node"]`, strict: no DOM) against
- * the `declarations`; `paths` as in compilerOptions. The declarations are read
+ * the `declarations`; `paths` as in compilerOptions, `strictness` more
+ * options a project may set (`exactOptionalPropertyTypes`). The declarations are read
  * as `.ts` files: checked in full, while skipLibCheck spares the time
  * @types/node would take.
  */
@@ -50,9 +65,11 @@ export async function nodeProjectErrors(
   consumer: string,
   declarations: ReadonlyMap<string, string>,
   paths: Record<string, string[]> = {},
+  strictness: CompilerOptions = {},
 ): Promise<string[]> {
   const { default: ts } = await import("typescript");
   const options: CompilerOptions = {
+    ...strictness,
     target: ts.ScriptTarget.ES2022,
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
@@ -78,6 +95,9 @@ async function hostWith(options: CompilerOptions, files: ReadonlyMap<string, str
   const host = ts.createCompilerHost(options);
   const { fileExists, readFile, getSourceFile } = host;
   host.fileExists = (file) => files.has(file) || fileExists.call(host, file);
+  // A folder that holds only files in memory (`dist` before a build) exists too.
+  host.directoryExists = (folder) =>
+    [...files.keys()].some((file) => file.startsWith(`${folder}/`)) || ts.sys.directoryExists(folder);
   host.readFile = (file) => files.get(file) ?? readFile.call(host, file);
   host.getSourceFile = (file, language, ...rest) => {
     const text = files.get(file);

@@ -41,19 +41,19 @@ export interface WebSocketTransportOptions {
    * on). Tests inject a fake. Without either, a request fails at once with
    * `websocket_unavailable`.
    */
-  WebSocket?: typeof WebSocket;
+  WebSocket?: typeof WebSocket | undefined;
   /**
    * The socket URL; defaults to `{baseUrl}/agents/{agent}/ws` with the scheme
    * made `ws:`/`wss:`, a relative `baseUrl` resolved against the page location.
    */
-  url?: string | ((target: { baseUrl: string; agent: string }) => string);
+  url?: (string | ((target: { baseUrl: string; agent: string }) => string)) | undefined;
   /**
    * Fetches the ticket a socket opens with when the requests carry `headers`
    * (`POST {baseUrl}/agents/{agent}/tickets`); defaults to the global `fetch`.
    */
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /** fetch's `credentials` for the ticket request (`"same-origin"` by default). */
-  credentials?: CredentialsMode;
+  credentials?: CredentialsMode | undefined;
 }
 
 export class WebSocketTransport implements Transport {

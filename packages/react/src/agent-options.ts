@@ -19,50 +19,50 @@ export interface UseAgentOptions {
   /** The agent's name, as mounted on the server. */
   agent: string;
   /** Prefix of the thinwire routes; defaults to the page origin. */
-  baseUrl?: string;
+  baseUrl?: string | undefined;
   /**
    * `"sse"` (the default), `"websocket"` (one socket per client, at
    * `{baseUrl}/agents/{agent}/ws`, relative to the page when `baseUrl` is), or
    * a Transport of your own (which you close when you are done with it).
    */
-  transport?: "sse" | "websocket" | Transport;
-  fetch?: typeof fetch;
+  transport?: "sse" | "websocket" | Transport | undefined;
+  fetch?: typeof fetch | undefined;
   /**
    * fetch's `credentials` for every request: `"same-origin"` (the default), or
    * `"include"` for a server of another origin that authenticates with cookies.
    */
-  credentials?: CredentialsMode;
+  credentials?: CredentialsMode | undefined;
   /**
    * Sent with every request; read at request time, so a refreshed token is
    * picked up. Over a WebSocket they fetch a ticket that opens the socket.
    */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Resume this conversation (`null`: start a new one, ignoring storage). */
-  contextId?: string | null;
+  contextId?: string | null | undefined;
   /**
    * Exchanges per page of a transcript: a resumed conversation shows its
    * last `pageSize` (default 50), and `loadEarlier` the page before; a whole
    * number from 1 to 1000, or `Infinity` for the whole transcript (read when
    * the client is created).
    */
-  pageSize?: number;
+  pageSize?: number | undefined;
   /** Remember the conversation id per user, in `localStorage` unless `storage` is given. */
-  persist?: { userId: string; storage?: PersistStorage };
+  persist?: { userId: string; storage?: PersistStorage | undefined } | undefined;
   /**
    * How a broken stream is reattached, and a send whose response never started
    * sent again under its `messageId` (read when the client is created).
    */
-  reconnect?: ReconnectOptions;
+  reconnect?: ReconnectOptions | undefined;
   /** Called with the new id whenever the conversation changes; the latest callback is used. */
-  onContext?: (id: string | null) => void;
+  onContext?: ((id: string | null) => void) | undefined;
   /** Called with the result of every run, whatever its stop reason; the latest callback is used. */
-  onFinish?: (result: SendResult) => void;
+  onFinish?: ((result: SendResult) => void) | undefined;
   /**
    * Called when a run or its request failed: the ThinwireError a send rejects
    * with, or the run's error when it ended with stop reason `error`; the
    * latest callback is used.
    */
-  onError?: (error: ThinwireError | AgentErrorInfo) => void;
+  onError?: ((error: ThinwireError | AgentErrorInfo) => void) | undefined;
 }
 
 /** What identifies a client made from `options`: a change of any of these makes a new one. */
@@ -77,13 +77,21 @@ export function clientKey(options: UseAgentOptions): string {
   ]);
 }
 
-/** A client for the options in `latest`, resuming `resumed` when given. */
-export function createClient(latest: { readonly current: UseAgentOptions }, resumed: string | null | undefined): AgentClient {
+/**
+ * A client for the options in `latest`, resuming `resumed` when given, else
+ * the id `persist` stored — when `readStorage` (not while hydrating: the
+ * server had no storage).
+ */
+export function createClient(
+  latest: { readonly current: UseAgentOptions },
+  resumed: string | null | undefined,
+  readStorage: boolean,
+): AgentClient {
   const options = latest.current;
   const storage = options.persist ? contextStorage(options.agent, options.persist) : null;
   let contextId = options.contextId ?? null;
   if (resumed !== undefined) contextId = resumed;
-  else if (options.contextId === undefined && storage) contextId = storage.read();
+  else if (options.contextId === undefined && storage && readStorage) contextId = storage.read();
   return new AgentClient({
     agent: options.agent,
     baseUrl: options.baseUrl,

@@ -1,3 +1,4 @@
+"use client";
 /**
  * AgentProvider: one conversation shared by every component below it. It owns
  * one AgentClient made from the options `useAgent` takes (and disposes it when

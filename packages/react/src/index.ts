@@ -1,3 +1,4 @@
+"use client";
 /** `@thinwire/react`: `useAgent`, `AgentProvider`, `useConversations`, and the client types a React app needs. */
 export { AgentProvider, type AgentProviderProps } from "./agent-provider.js";
 export { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";

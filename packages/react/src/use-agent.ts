@@ -1,3 +1,4 @@
+"use client";
 /**
  * useAgent: a thin React binding over `AgentClient` — the client's snapshot
  * through `useSyncExternalStore`, and its commands.
@@ -12,7 +13,9 @@
  * Streaming frames are announced at most once per animation frame and 60
  * times a second (`commit-schedule.ts`); status changes are announced at
  * once, and count towards the 60. With `persist`, the conversation id (and
- * nothing else) lives in storage under `contextStorageKey(agent, userId)`.
+ * nothing else) lives in storage under `contextStorageKey(agent, userId)`,
+ * read once hydrated (`hydrated.ts`): the render that hydrates server HTML
+ * shows no conversation, as the server did.
  * Turns carry the server's ids, so `turn.id` is a key that holds from the
  * stream to the transcript; `regenerate`, `edit` and `switchBranch` move
  * between the branches the server keeps. A long conversation is shown a page
@@ -23,6 +26,7 @@ import type { AgentClient, SendOptions, SendResult, Snapshot } from "@thinwire/c
 import { useContext, useEffect, useMemo, useRef, useSyncExternalStore } from "react";
 import type { UseAgentOptions } from "./agent-options.js";
 import { AgentContext } from "./agent-provider.js";
+import { useHydrated } from "./hydrated.js";
 import { useOwnedClient } from "./use-owned-client.js";
 
 export type { UseAgentOptions } from "./agent-options.js";
@@ -108,9 +112,11 @@ export function useAgent(options?: UseAgentOptions | { client: AgentClient }): U
   if (client === null) {
     throw new Error("useAgent() without options reads the conversation of an <AgentProvider>: render it inside one.");
   }
+  // Started once hydrated, as `useOwned` starts the client it makes.
+  const hydrated = useHydrated();
   useEffect(() => {
-    void client.start();
-  }, [client]);
+    if (hydrated) void client.start();
+  }, [client, hydrated]);
   const snapshot = useSyncExternalStore(client.subscribe, client.getSnapshot, client.getSnapshot);
 
   const clientRef = useRef(client);

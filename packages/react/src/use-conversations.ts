@@ -1,3 +1,4 @@
+"use client";
 /**
  * useConversations: the caller's conversations with an agent — a thin React
  * binding over `ConversationList`, as `useAgent` is over `AgentClient`.
@@ -30,7 +31,7 @@ export interface UseConversationsOptions extends Omit<ConversationListOptions, "
    * The client whose conversation is the selection: by default the nearest
    * AgentProvider's; `null` keeps a selection of the list's own.
    */
-  client?: AgentClient | null;
+  client?: AgentClient | null | undefined;
 }
 
 export interface UseConversationsResult extends ConversationListSnapshot {

@@ -1,3 +1,4 @@
+"use client";
 /**
  * A store a component owns — an AgentClient, a ConversationList: made by
  * `create` once per `deps`, started when its effect runs, and disposed when
@@ -10,8 +11,13 @@
  * comes back with the same store; a store that did get disposed while hidden
  * is made again, `create` getting the disposed one (a client resumes its
  * conversation).
+ *
+ * A store is started once hydrated (`hydrated.ts`): one made by the render
+ * that hydrates server HTML, which the next render may replace (a client that
+ * reads a stored id now), is not started before.
  */
 import { useEffect, useMemo, useRef, useState } from "react";
+import { useHydrated } from "./hydrated.js";
 
 export interface Owned {
   start(): unknown;
@@ -33,6 +39,7 @@ export function useOwned<T extends Owned>(create: ((disposed: T | null) => T) | 
     // `create` is read through the ref: `deps` say when a new store is due.
   }, [create === null, ...deps, revision]);
 
+  const hydrated = useHydrated();
   const disposal = useRef<{ store: T; cancelled: boolean; disposed: boolean } | null>(null);
   useEffect(() => {
     if (store === null) return;
@@ -45,7 +52,7 @@ export function useOwned<T extends Owned>(create: ((disposed: T | null) => T) | 
       }
       pending.cancelled = true;
     }
-    void store.start();
+    if (hydrated) void store.start();
     return () => {
       const ticket = { store, cancelled: false, disposed: false };
       disposal.current = ticket;
@@ -55,6 +62,6 @@ export function useOwned<T extends Owned>(create: ((disposed: T | null) => T) | 
         store.dispose();
       });
     };
-  }, [store]);
+  }, [store, hydrated]);
   return store;
 }
