@@ -146,6 +146,7 @@ def test_an_anonymous_app_answers_only_to_names_no_other_site_can_point_at_it(
         refused = client.get("/agents/demo/contexts", headers={"host": REBINDING})
         assert refused.status_code == 400
         assert refused.json()["error"]["code"] == "host_not_allowed"
+        assert refused.headers["x-content-type-options"] == "nosniff"  # as every answer
         sent = client.post(
             "/agents/demo/runs",
             json={"message": {"text": "hi"}},

@@ -24,7 +24,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from thinwire.boundary import error_response
-from thinwire.errors import BadRequest, Forbidden
+from thinwire.errors import BadRequest, Forbidden, ThinwireError
 
 __all__ = ["PAGE_HEADERS", "BrowserGuard", "HostCheck", "cross_site", "origin_of"]
 
@@ -127,21 +127,13 @@ class BrowserGuard:
         self.hosts = hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
-        if self.hosts is not None and not self.hosts.allows(host_name(scope)):
-            if scope["type"] == "websocket":
+        if scope["type"] == "websocket":
+            if self.hosts is not None and not self.hosts.allows(host_name(scope)):
                 await send({"type": "websocket.close", "code": 4403})  # the handshake: 403
                 return
-            wrong_host = BadRequest(
-                "host_not_allowed",
-                f"this server does not answer to the host {host_name(scope)[:100]!r} "
-                "(create_app's allowed_hosts does not list it)",
-            )
-            await error_response(wrong_host)(scope, receive, send)
+            await self.app(scope, receive, send)
             return
-        if scope["type"] == "websocket":
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
 
@@ -150,12 +142,20 @@ class BrowserGuard:
                 message["headers"] = [*message.get("headers", []), *COMMON_HEADERS]
             await send(message)
 
-        if scope["method"] in STATE_CHANGING and cross_site(scope, self.allowed_origins):
+        refusal: ThinwireError | None = None
+        if self.hosts is not None and not self.hosts.allows(host_name(scope)):
+            refusal = BadRequest(
+                "host_not_allowed",
+                f"this server does not answer to the host {host_name(scope)[:100]!r} "
+                "(create_app's allowed_hosts does not list it)",
+            )
+        elif scope["method"] in STATE_CHANGING and cross_site(scope, self.allowed_origins):
             refusal = Forbidden(
                 "origin_not_allowed",
                 "a page of another site may not do this with this site's credentials "
                 "(create_app's allowed_origins does not list its origin)",
             )
+        if refusal is not None:
             await error_response(refusal)(scope, receive, send_with_headers)
             return
         await self.app(scope, receive, send_with_headers)
