@@ -99,7 +99,7 @@ check-schema: $(STAMPS)/python ## fail when the generated wire types drift from 
 # --- checks ---------------------------------------------------------------------------
 
 .PHONY: lint
-lint: $(STAMPS)/python $(STAMPS)/client ## ruff, mypy --strict and tsc --noEmit
+lint: $(STAMPS)/python $(STAMPS)/react ## ruff, mypy --strict and tsc --noEmit (the demo page reads the built packages)
 	$(BIN)/ruff check server e2e examples
 	$(BIN)/ruff format --check server e2e examples
 	$(BIN)/mypy
