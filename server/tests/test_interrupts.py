@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from starlette.requests import HTTPConnection
 from starlette.testclient import TestClient
 
-from conftest import app_for, parse_sse
+from conftest import app_for, parse_sse, server_context
 from thinwire import Agent, Approval, Rejected, Run, SQLiteStore
 
 PRIVATE = "tw-canary-checkpoint-5e1f"
@@ -158,6 +158,10 @@ def test_reject_never_runs_the_tool(client: TestClient) -> None:
     )
     assert resumed[-1]["text"] == "Okay, no refund." and resumed[-1]["stopReason"] == "end"
     assert Refunder.refunds == [] and Refunder.lookups == ["1234"]
+    # The history says so, as it says what a stop left unanswered.
+    history = server_context(client, frames[0]["contextId"]).history
+    [refund] = [m for m in history if m.get("name") == "issue_refund"]
+    assert (refund["ok"], refund["error"]) == (False, "a person rejected this call; it did not run")
 
 
 def test_several_interrupts_in_one_run_with_options_and_a_schema(client: TestClient) -> None:

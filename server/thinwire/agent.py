@@ -48,6 +48,8 @@ T = TypeVar("T")
 
 #: A call that waited for a person's approval, in the history of a run stopped meanwhile.
 UNANSWERED = "a person was asked to approve this call; the run was stopped first, so it did not run"
+#: A call a person rejected, in the history.
+REJECTED = "a person rejected this call; it did not run"
 
 
 class Agent:
@@ -308,6 +310,7 @@ class Run:
                 self.history.append({**called, "ok": False, "error": UNANSWERED})
                 raise
             if decision != "approve":
+                self.history.append({**called, "ok": False, "error": REJECTED})
                 raise Rejected(name)
         entry = self._journal.replay("tool", name)
         if entry is not None:  # done before the run was suspended: not again

@@ -20,6 +20,7 @@ after the other, in the order the model gave them, so a replay meets them in tha
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -80,8 +81,8 @@ class ChatAgent(Agent):
         return turn
 
     async def call(self, run: Run, tools: Mapping[str, ToolSpec], call: ToolCall) -> None:
-        """Run one tool call; whatever goes wrong is the model's to hear, as the tool's
-        error, except a person's rejection, which ends the run."""
+        """Run one tool call; whatever goes wrong — a person's rejection too — is the
+        model's to hear, as the call's error."""
         spec = tools.get(call["name"])
         given = object_of(call["arguments"])
         arguments = parsed(call)["arguments"]
@@ -100,22 +101,10 @@ class ChatAgent(Agent):
                 approval = spec.approval_for(valid)
                 function = with_arguments(spec.bound(self), valid)
                 arguments = valid_json(valid, arguments)
-        try:
+        # A failure or a rejection is in the history as the call's error: the model reads it.
+        with contextlib.suppress(ToolFailed, Rejected):
             await run.call_tool(
                 call["name"], function, arguments, approval=approval, call_id=call["id"]
-            )
-        except ToolFailed:
-            pass  # recorded in the history as the tool's error: the model reads it next
-        except Rejected:
-            run.history.append(
-                {
-                    "role": "tool",
-                    "callId": call["id"],
-                    "name": call["name"],
-                    "arguments": arguments,
-                    "ok": False,
-                    "error": "a person rejected this call; it did not run",
-                }
             )
 
 

@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 from pydantic import TypeAdapter
 
-from thinwire.agent import Agent, Run
+from thinwire.agent import REJECTED, Agent, Run
 from thinwire.interrupts import APPROVAL_OPTIONS, Approval, ToolFailed
 
 try:
@@ -197,7 +197,7 @@ class Bridge(AbstractCapability[Any]):
                     "arguments": call.args_as_dict(),
                     "callId": call.tool_call_id,
                     "ok": False,
-                    "error": "a person rejected this call; it did not run",
+                    "error": REJECTED,
                 }
             )
         return results

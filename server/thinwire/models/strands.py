@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, ClassVar, Literal, cast
 
-from thinwire.agent import Agent, Run
+from thinwire.agent import REJECTED, Agent, Run
 from thinwire.interrupts import Approval, Rejected, ToolFailed
 from thinwire.models.questions import Question, question_of
 
@@ -76,7 +76,6 @@ __all__ = ["HISTORY_ROLE", "Question", "StrandsAgent", "restored_messages"]
 HISTORY_ROLE = "strands"
 #: The name of a model call in the run's journal.
 STEP = "strands:model"
-REJECTED = "a person rejected this call; it did not run"
 
 
 class StrandsAgent(Agent):
@@ -244,9 +243,7 @@ class Bridge:
             content = await self.run.call_tool(
                 name, call, arguments, approval=self.owner.approval(tool_use), call_id=call_id
             )
-        except Rejected as rejected:
-            record = {"role": "tool", "name": name, "arguments": arguments, "callId": call_id}
-            self.run.history.append({**record, "ok": False, "error": REJECTED})
+        except Rejected as rejected:  # in the history already, as the call's error
             result, exception = answer(call_id, "error", [{"text": REJECTED}]), rejected
         except ToolFailed as failed:
             if isinstance(failed.__cause__, Halted):
