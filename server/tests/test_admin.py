@@ -40,6 +40,9 @@ def test_read_state_with_version_and_writable_keys(client: TestClient) -> None:
     assert body["state"]["messages_seen"] == 1
     assert body["writableKeys"] == ["messages_seen", "notes"]
     assert response.headers["etag"] == f'"{body["version"]}"'
+    # A method the path does not take names those it does (the operator API is mounted).
+    wrong = client.put(state_url(context_id), headers=AUTH)
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "GET, HEAD, PATCH"
 
 
 def test_patch_is_atomic_audited_and_versioned(client: TestClient) -> None:

@@ -130,3 +130,6 @@ def test_unknown_routes_and_methods_are_typed(client: TestClient) -> None:
     wrong_method = client.get(RUNS)
     error_of(wrong_method, 405, "method_not_allowed")
     assert wrong_method.headers["allow"] == "POST"  # as HTTP requires of a 405
+    # Every method of the path, though each has a route of its own.
+    conversation = client.put(f"/agents/demo/contexts/ctx-{'0' * 36}")
+    assert conversation.headers["allow"] == "DELETE, GET, HEAD, PATCH"

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Match, Mount
+from starlette.types import Scope
 
 from thinwire import wire
 from thinwire.errors import MethodNotAllowed, NotFound, ThinwireError, whole_seconds
@@ -53,13 +55,33 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
     """Starlette's own 404/405 in the same typed shape as ours."""
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
-        allow = {"Allow": exc.headers["Allow"]} if exc.headers and "Allow" in exc.headers else None
+        # Routed from the app's root again (inside its own mount the scope is the
+        # mount's), or from where the app is mounted in another.
+        scope, routes = request.scope, request.app.router.routes
+        top = {**scope, "root_path": scope.get("app_root_path", "")}
+        methods = allowed_methods(routes, top) or allowed_methods(routes, scope)
+        allow = {"Allow": ", ".join(sorted(methods))} if methods else None
         return error_response(MethodNotAllowed("method_not_allowed", "method not allowed"), allow)
     if exc.status_code == 404:
         return error_response(NotFound("not_found", f"no route for {request.url.path[:200]}"))
     error = ThinwireError("http_error", str(exc.detail))
     error.status = exc.status_code
     return error_response(error)
+
+
+def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> set[str]:
+    """Every method some route of this path takes (Starlette's own 405 names only the
+    first route's: a path with a route per method would seem to take one)."""
+    methods: set[str] = set()
+    for route in routes:
+        match, child = route.matches(scope)
+        if match == Match.NONE:
+            continue
+        if isinstance(route, Mount):
+            methods |= allowed_methods(route.routes, {**scope, **child})
+        else:
+            methods |= getattr(route, "methods", None) or set()
+    return methods
 
 
 async def on_unexpected_error(request: Request, exc: Exception) -> Response:
