@@ -118,6 +118,8 @@ def test_cors_answers_preflights_and_lets_the_listed_page_read() -> None:
         assert "access-control-allow-origin" not in other.headers
         # Refused as any request is: typed JSON, with its code.
         assert other.status_code == 403 and other.headers["thinwire-protocol"] == "1"
+        for answer in (preflight, other):  # as every response: CORS answers them first
+            assert answer.headers["x-content-type-options"] == "nosniff"
         assert other.json()["error"]["code"] == "origin_not_allowed"
         odd = client.options(
             "/agents/demo/runs",

@@ -243,6 +243,7 @@ def test_past_the_connection_limit_a_request_is_refused_at_once(guarded: ServerP
     }
     assert answers[-1].headers["retry-after"] == "1"
     assert answers[-1].headers["thinwire-protocol"] == "1"
+    assert answers[-1].headers["x-content-type-options"] == "nosniff"
     wait_for(lambda: httpx.get(f"{guarded.url}/healthz").status_code == 200)
 
 

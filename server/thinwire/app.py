@@ -34,7 +34,7 @@ from thinwire.agent import Agent
 from thinwire.agui import ag_ui_routes
 from thinwire.aisdk import ai_sdk_routes
 from thinwire.boundary import EXCEPTION_HANDLERS, error_response
-from thinwire.browser import BrowserGuard, HostCheck
+from thinwire.browser import COMMON_HEADERS, BrowserGuard, HostCheck
 from thinwire.contexts import DEFAULT_CACHE_BYTES, AgentFactory
 from thinwire.coordination import Coordinator
 from thinwire.direct import SERVER_SEND
@@ -250,6 +250,7 @@ class Cors(CORSMiddleware):
         response = super().preflight_response(request_headers)
         if response.status_code == 200:
             response.headers[wire.PROTOCOL_HEADER] = wire.PROTOCOL_VERSION
+            response.raw_headers += COMMON_HEADERS  # outside BrowserGuard, which adds them
             return response
         if not self.is_allowed_origin(origin=request_headers["origin"]):
             error: ThinwireError = Forbidden(
@@ -257,8 +258,12 @@ class Cors(CORSMiddleware):
             )
         else:
             refused = bytes(response.body).decode().removeprefix("Disallowed CORS ")
-            error = BadRequest("invalid_request", f"the preflight asks for a {refused} not allowed")
-        return error_response(error, {"Vary": "Origin"})
+            error = BadRequest(
+                "invalid_request", f"this server does not allow the preflight's {refused}"
+            )
+        refusal = error_response(error, {"Vary": "Origin"})
+        refusal.raw_headers += COMMON_HEADERS
+        return refusal
 
 
 def check_hosts(

@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from thinwire.boundary import error_response
 from thinwire.errors import BadRequest, Forbidden, ThinwireError
 
-__all__ = ["PAGE_HEADERS", "BrowserGuard", "HostCheck", "cross_site", "origin_of"]
+__all__ = ["COMMON_HEADERS", "PAGE_HEADERS", "BrowserGuard", "HostCheck", "cross_site", "origin_of"]
 
 #: Methods that change something: these must come from this site's own pages.
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -147,7 +147,8 @@ class BrowserGuard:
             refusal = BadRequest(
                 "host_not_allowed",
                 f"this server does not answer to the host {host_name(scope)[:100]!r} "
-                "(create_app's allowed_hosts does not list it)",
+                "(create_app's allowed_hosts does not list it; for thinwire demo, "
+                "$THINWIRE_ALLOWED_HOSTS)",
             )
         elif scope["method"] in STATE_CHANGING and cross_site(scope, self.allowed_origins):
             refusal = Forbidden(

@@ -38,6 +38,7 @@ from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from thinwire import wire
+from thinwire.browser import COMMON_HEADERS
 from thinwire.codes import ERROR_CODES
 from thinwire.server import running
 
@@ -150,6 +151,7 @@ async def server_busy(scope: Scope, receive: Receive, send: Send) -> None:
         (b"retry-after", b"1"),
         (wire.PROTOCOL_HEADER.lower().encode(), wire.PROTOCOL_VERSION.encode()),
         (b"connection", b"close"),
+        *COMMON_HEADERS,
     ]
     await send({"type": "http.response.start", "status": 503, "headers": headers})
     await send({"type": "http.response.body", "body": BUSY, "more_body": False})
