@@ -184,6 +184,7 @@ def test_a_rename_is_checked(client: TestClient) -> None:
         ({"title": "   "}, (400, "invalid_request")),
         ({"title": ""}, (400, "invalid_request")),
         ({"title": "\x00\u202e"}, (400, "invalid_request")),
+        ({"title": "\u200b\ufeff\u2060"}, (400, "invalid_request")),  # nothing to see
         ({}, (400, "invalid_request")),
     ):
         assert error(client.patch(url(context_id), json=body, headers=ADA)) == expected
@@ -193,6 +194,11 @@ def test_a_rename_is_checked(client: TestClient) -> None:
     spoof = {"title": "invoice\x00 \u202egpj.exe\u202c\nfor Ada"}
     plain = client.patch(url(context_id), json=spoof, headers=ADA)
     assert plain.json()["title"] == "invoice gpj.exe for Ada"
+    marked = {"title": "Ada\u200f's \u061cplans"}  # marks reorder too
+    assert client.patch(url(context_id), json=marked, headers=ADA).json()["title"] == "Ada's plans"
+    # The limit counts what is kept.
+    longest = {"title": "x" * 200 + "\x00\x00"}
+    assert client.patch(url(context_id), json=longest, headers=ADA).status_code == 200
     assert error(client.patch(url(context_id), json={"title": "x"}, headers=EVE)) == (
         404,
         "context_not_found",

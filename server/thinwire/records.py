@@ -82,11 +82,23 @@ class Shown:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def plain(text: str) -> str:
+    """One line of plain text: no control characters, no bidi controls that could make
+    it read as another."""
+    return " ".join("".join(c for c in text if not hidden(c)).split())
+
+
+def visible(text: str) -> bool:
+    """Whether a reader sees anything in it: not only spaces and format characters (a
+    zero-width space, a byte order mark)."""
+    return any(unicodedata.category(c)[0] not in "CZ" for c in text)
+
+
 def shortened(text: str, length: int) -> str:
-    """A title: one line of plain text (no control characters, no bidi overrides that
-    could make it read as another), cut between characters a reader sees, not inside one
-    (an emoji of several code points, a letter and its accent)."""
-    text = " ".join("".join(c for c in text if not hidden(c)).split())
+    """A title: plain text (`plain`) at most `length` long, cut between characters a
+    reader sees, not inside one (an emoji of several code points, a letter and its
+    accent)."""
+    text = plain(text)
     if len(text) <= length:
         return text
     end = length - 1
@@ -102,8 +114,10 @@ def hidden(c: str) -> bool:
     return (unicodedata.category(c) == "Cc" and not c.isspace()) or c in BIDI_CONTROLS
 
 
-#: Embeddings, overrides and isolates: they reorder what follows them.
-BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+#: Embeddings, overrides, isolates and marks: they reorder the text around them.
+BIDI_CONTROLS = frozenset(
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+)
 
 
 def joins(c: str) -> bool:

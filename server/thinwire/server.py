@@ -35,7 +35,7 @@ from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
 from thinwire.jsontext import is_unicode
 from thinwire.limits import Cap, RateLimiter
-from thinwire.records import TITLE_LENGTH, ContextRecord, json_array, shortened
+from thinwire.records import TITLE_LENGTH, ContextRecord, json_array, plain, visible
 from thinwire.runlog import FrameSource, Retagged, RunLog, StoredFrames
 from thinwire.runner import begin_run, execute
 from thinwire.stores import Store
@@ -328,11 +328,11 @@ class AgentServer:
 
     async def rename(self, context: Context, title: str) -> None:
         """The user names the conversation: no agent renames it after that."""
-        title = title.strip()
-        if not shortened(title, TITLE_LENGTH):  # blank, or nothing but control characters
-            raise BadRequest("invalid_request", "title: must not be blank")
         if not is_unicode(title):
             raise BadRequest("invalid_request", "title: not valid Unicode")
+        title = plain(title)  # as a title is kept: what it says, on one line
+        if not visible(title):  # blank, or nothing but control and format characters
+            raise BadRequest("invalid_request", "title: must not be blank")
         if len(title) > TITLE_LENGTH:
             raise BadRequest("title_too_long", f"a title is at most {TITLE_LENGTH} characters")
         async with self.contexts.hold(context, "rename"):
