@@ -1,4 +1,5 @@
 /** What several test files share; not built into the package (tsconfig.build.json). */
+import { readFileSync } from "node:fs";
 import type { CompilerOptions } from "typescript";
 import { expect } from "vitest";
 import { ThinwireError } from "./errors.js";
@@ -104,4 +105,24 @@ async function hostWith(options: CompilerOptions, files: ReadonlyMap<string, str
     return text === undefined ? getSourceFile.call(host, file, language, ...rest) : ts.createSourceFile(file, text, language);
   };
   return host;
+}
+
+/**
+ * Every conditional entry of a package's `exports` has `types`, `import` and a
+ * `default` that is the same ESM file, so `require()` (Node's require(esm), CJS
+ * test runners) resolves the package as `import` does.
+ */
+export function expectRequireResolvesAsImport(manifestUrl: URL): void {
+  const manifest = JSON.parse(readFileSync(manifestUrl, "utf8")) as {
+    exports: Record<string, string | Record<string, string>>;
+  };
+  const entries = Object.entries(manifest.exports).filter(([, target]) => typeof target !== "string");
+  expect(entries.length).toBeGreaterThan(0);
+  for (const [entry, conditions] of entries) {
+    expect({ entry, conditions: Object.keys(conditions) }).toEqual({ entry, conditions: ["types", "import", "default"] });
+    expect({ entry, target: (conditions as Record<string, string>).default }).toEqual({
+      entry,
+      target: (conditions as Record<string, string>).import,
+    });
+  }
 }
