@@ -31,7 +31,7 @@ import logging
 import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import TypeAdapter, ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -88,8 +88,8 @@ class Invalid(Exception):
 
 
 #: The commands' `type`s, which a refusal names.
-COMMAND_TYPES = ("send", "attach", "stop", "decide", "edit", "regenerate")
-REQUEST_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+COMMAND_TYPES: tuple[str, ...] = get_args(wire.CommandType)
+REQUEST_ID = re.compile(wire.REQUEST_ID_PATTERN)
 
 
 def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:

@@ -20,11 +20,13 @@ __all__ = [
     "MAX_TRANSCRIPT_PAGE",
     "PROTOCOL_HEADER",
     "PROTOCOL_VERSION",
+    "REQUEST_ID_PATTERN",
     "WEBSOCKET_SUBPROTOCOL",
     "WEBSOCKET_SUBPROTOCOL_LINES",
     "AttachCommand",
     "Command",
     "CommandBase",
+    "CommandType",
     "DecideCommand",
     "DecisionRequest",
     "DoneFrame",
@@ -133,10 +135,13 @@ class RunRequest(WireModel):
     data: PublicData | None = None
 
 
+#: What a `requestId` is, for the schema and for the server's echo of a refused command.
+REQUEST_ID_PATTERN = r"[A-Za-z0-9_.:-]{1,64}"
+
 RequestId = Annotated[
     str,
     Field(
-        pattern=r"^[A-Za-z0-9_.:-]{1,64}$",
+        pattern=f"^{REQUEST_ID_PATTERN}$",
         description="Chosen by the client; echoed in the `run_start` or `rejected` frame "
         "this command causes, so a socket with several commands in flight can tell "
         "their answers apart.",
@@ -218,6 +223,7 @@ Command = Annotated[
     SendCommand | AttachCommand | StopCommand | DecideCommand | EditCommand | RegenerateCommand,
     Field(discriminator="type"),
 ]
+CommandType = Literal["send", "attach", "stop", "decide", "edit", "regenerate"]
 
 
 # --- frames (server -> client) --------------------------------------------------------
@@ -342,7 +348,7 @@ class RejectedFrame(WireModel):
     code: str
     message: str
     retryable: bool = False
-    command: Literal["send", "attach", "stop", "decide", "edit", "regenerate"] | None = None
+    command: CommandType | None = None
     context_id: str | None = None
     request_id: str | None = Field(
         default=None, description="The `requestId` of the refused command."
