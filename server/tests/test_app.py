@@ -140,7 +140,7 @@ REBINDING = "rebind.attacker.example:8000"
 
 
 def test_an_anonymous_app_answers_only_to_names_no_other_site_can_point_at_it(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """DNS rebinding: a page at an attacker's name, pointed at this server's address,
     is same-origin with it by Host; an app that needs no credentials checks the Host."""
@@ -163,9 +163,13 @@ def test_an_anonymous_app_answers_only_to_names_no_other_site_can_point_at_it(
         assert closed.value.code == 4403
         for host in ("127.0.0.1:8000", "localhost:5173", "[::1]:8000", "my-laptop", "a.localhost"):
             assert client.get("/agents/demo/contexts", headers={"host": host}).status_code == 200
-    listed = app_for({"demo": Echo}, allowed_hosts=["agents.example.com", "*.example.org"])
+    listed = app_for(
+        {"demo": Echo},
+        allowed_hosts=["agents.example.com", "*.example.org"],
+        allowed_origins=["https://app.example.net:8443"],  # its host, too
+    )
     with TestClient(listed) as client:
-        for host in ("agents.example.com", "chat.example.org:443", "127.0.0.1"):
+        for host in ("agents.example.com", "chat.example.org:443", "127.0.0.1", "app.example.net"):
             assert client.get("/agents/demo/contexts", headers={"host": host}).status_code == 200
         assert client.get("/agents/demo/contexts", headers={"host": REBINDING}).status_code == 400
     for app in (
@@ -176,10 +180,15 @@ def test_an_anonymous_app_answers_only_to_names_no_other_site_can_point_at_it(
             assert (
                 client.get("/agents/demo/contexts", headers={"host": REBINDING}).status_code == 200
             )
-    # The demo's guest needs no credentials either.
+    # The demo's guest needs no credentials either; it answers to the names it is told.
     with TestClient(create_demo_app(data_dir=tmp_path)) as client:
         assert client.get("/agents/demo/contexts", headers={"host": REBINDING}).status_code == 400
         assert client.get("/agents/demo/contexts").status_code == 200
+    monkeypatch.setenv("THINWIRE_ALLOWED_HOSTS", "demo.example.com,other.example.org")
+    with TestClient(create_demo_app(data_dir=tmp_path)) as client:
+        for host, status in (("demo.example.com", 200), ("other.example.org:8000", 200)):
+            assert client.get("/agents/demo/contexts", headers={"host": host}).status_code == status
+        assert client.get("/agents/demo/contexts", headers={"host": REBINDING}).status_code == 400
 
 
 def test_sqlite_errors_at_startup_name_the_cause(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from thinwire.agent import Agent
 from thinwire.agui import ag_ui_routes
 from thinwire.aisdk import ai_sdk_routes
 from thinwire.boundary import EXCEPTION_HANDLERS, error_response
-from thinwire.browser import COMMON_HEADERS, BrowserGuard, HostCheck
+from thinwire.browser import COMMON_HEADERS, BrowserGuard, HostCheck, name_of
 from thinwire.contexts import DEFAULT_CACHE_BYTES, AgentFactory
 from thinwire.coordination import Coordinator
 from thinwire.direct import SERVER_SEND
@@ -278,7 +278,7 @@ def check_hosts(
     for name in allowed_hosts or ():
         if not re.fullmatch(r"\*|(\*\.)?[A-Za-z0-9.-]+", name):
             raise ValueError(f"an allowed host is a name, *.name or *, not {name!r}")
-    from_origins = [origin.split("://", 1)[1].rsplit(":", 1)[0] for origin in origins]
+    from_origins = [name_of(origin.split("://", 1)[1]) for origin in origins]
     return HostCheck([*(allowed_hosts or ()), *from_origins])
 
 

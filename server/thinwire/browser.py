@@ -26,7 +26,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from thinwire.boundary import error_response
 from thinwire.errors import BadRequest, Forbidden, ThinwireError
 
-__all__ = ["COMMON_HEADERS", "PAGE_HEADERS", "BrowserGuard", "HostCheck", "cross_site", "origin_of"]
+__all__ = [
+    "COMMON_HEADERS",
+    "PAGE_HEADERS",
+    "BrowserGuard",
+    "HostCheck",
+    "cross_site",
+    "name_of",
+    "origin_of",
+]
 
 #: Methods that change something: these must come from this site's own pages.
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -84,8 +92,13 @@ def cross_site(scope: Scope, allowed_origins: Collection[str]) -> bool:
 
 
 def host_name(scope: Scope) -> str:
-    """The Host header's name, without its port (an IPv6 address without brackets)."""
-    host = Headers(scope=scope).get("host", "").lower()
+    """The Host header's name (`name_of`)."""
+    return name_of(Headers(scope=scope).get("host", ""))
+
+
+def name_of(host: str) -> str:
+    """A host's name, without its port (an IPv6 address without brackets), lower case."""
+    host = host.lower()
     if host.startswith("["):
         return host[1 : host.find("]")] if "]" in host else host
     return host.rsplit(":", 1)[0] if host.rsplit(":", 1)[-1].isdigit() else host
