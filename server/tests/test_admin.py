@@ -179,6 +179,36 @@ def test_patch_during_a_run_is_context_busy() -> None:
         assert patch(client, context_id, {"state": {"k": 1}}).status_code == 200
 
 
+class Writing(Agent):
+    release = asyncio.Event()
+
+    async def run(self, run: Run, text: str) -> None:
+        run.state["k"] = text
+        await type(self).release.wait()
+
+
+def test_a_running_runs_writes_are_not_read_before_they_land() -> None:
+    """The state read is the one saved with the version its ETag names."""
+    Writing.release = asyncio.Event()
+    Writing.release.set()
+    with TestClient(app_for({"demo": Writing}, operator_token=TOKEN)) as client:
+        context_id = send(client, "first")[0]["contextId"]
+        saved = client.get(state_url(context_id), headers=AUTH)
+        assert saved.json()["state"] == {"k": "first"}
+        Writing.release = asyncio.Event()
+        body = {"contextId": context_id, "message": {"text": "second"}}
+        with client.stream("POST", "/agents/demo/runs", json=body) as stream:
+            lines = stream.iter_lines()
+            next(lines)  # run_start: the run has begun and written
+            during = client.get(state_url(context_id), headers=AUTH)
+            assert during.json()["state"] == {"k": "first"}
+            assert during.json()["version"] == int(during.headers["etag"].strip('"'))
+            assert client.portal is not None
+            client.portal.call(Writing.release.set)
+            "\n".join(lines)
+        assert client.get(state_url(context_id), headers=AUTH).json()["state"] == {"k": "second"}
+
+
 def test_audit_survives_a_restart(tmp_path: Path) -> None:
     def app() -> Any:
         return app_for(

@@ -81,7 +81,8 @@ def state_json(context: Context) -> dict[str, Any]:
         "agent": context.agent_name,
         "owner": context.record.owner,
         "version": context.record.version,
-        "state": context.state.to_json(),
+        # As saved with that version: a running run's writes land when it ends.
+        "state": context.record.state,
         "writableKeys": None if writable is None else sorted(writable),
     }
 
