@@ -103,6 +103,51 @@ async def test_a_killed_run_keeps_the_reply_its_flushed_frames_showed() -> None:
     )
 
 
+class Asker(Agent):
+    """Looks something up, notes it and says so, then asks; answered, says more."""
+
+    async def look(self) -> str:
+        return "found"
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.tool("look", self.look)
+        run.state["noted"] = "looked"
+        await run.say("asking. ")
+        await run.interrupt("Go on?", options=["yes"])
+        await run.say("going on")
+
+
+@pytest.mark.anyio
+async def test_a_killed_resumed_run_keeps_what_the_run_that_asked_did() -> None:
+    """As a stop while it waited would: its tool step and reply in the history, its
+    AgentState write, audited as that run's."""
+    store = MemoryStore()
+    await store.create(new_record("ctx-a", "asker", Asker(), "ada"))
+    first = ContextRegistry(store, {"asker": Asker})
+    context = await first.get("asker", "ctx-a", "ada")
+    asked = await begin_run(first, context, "go")
+    await execute(first, context, asked, "go")
+    assert context.record.checkpoint is not None
+    interrupt_id = context.record.checkpoint.interrupt_id
+    resumed = await begin_run(first, context, None, answering=interrupt_id)
+    resumed.run_start("asker", *context.record.next_turn_ids())
+    resumed.token("going")
+    await resumed.flush(store)  # ...and the process dies here.
+
+    restarted = ContextRegistry(store, {"asker": Asker})
+    recovered = await restarted.get("asker", "ctx-a", "ada")
+    assert [m["role"] for m in recovered.history] == ["user", "tool", "assistant"]
+    assert recovered.history[-1] == {
+        "role": "assistant",
+        "content": "asking. going",
+        "stopReason": "interrupted",
+    }
+    assert dict(recovered.state) == {"noted": "looked"}
+    [write] = [entry for entry in await store.audit("ctx-a") if entry.key == "noted"]
+    assert (write.value, write.run_id) == ("looked", asked.run_id)
+    assert [t["text"] for t in said(recovered.transcript)] == ["go", "asking. ", "going"]
+
+
 @pytest.mark.anyio
 async def test_a_read_does_not_fail_when_recording_a_killed_run_fails() -> None:
     """The store refuses the save that would record the interruption (a full disk): the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -222,6 +223,8 @@ def test_stop_while_waiting_ends_the_run(client: TestClient) -> None:
     ]
     late = decide(client, context_id, interrupt_id, "approve")
     assert late.status_code == 404 and late.json()["error"]["code"] == "interrupt_not_found"
+    # A reattach is not shown the question that is gone.
+    assert client.get(f"/agents/demo/contexts/{context_id}/events").status_code == 204
     after = client.post(
         "/agents/demo/runs", json={"contextId": context_id, "message": {"text": "x"}}
     )
@@ -289,10 +292,13 @@ def test_a_stop_while_waiting_keeps_what_the_run_did_as_any_stop_does(tmp_path: 
     with TestClient(app()) as first:
         asked = parse_sse(first.post("/agents/keeper/runs", json={"message": {"text": "go"}}).text)
         context_id, interrupt_id = asked[0]["contextId"], asked[-2]["interrupt"]["interruptId"]
+        asked_at = time.time()
         again = parse_sse(decide(first, context_id, interrupt_id, "yes", agent="keeper").text)
     assert again[-1]["stopReason"] == "interrupted"
     with TestClient(app()) as restarted:
         restarted.post(f"/agents/keeper/contexts/{context_id}/stop")
+        events = restarted.get(f"/agents/keeper/contexts/{context_id}/events")
+        assert events.status_code == 204
         recalled = parse_sse(
             restarted.post(
                 "/agents/keeper/runs", json={"contextId": context_id, "message": {"text": "recall"}}
@@ -305,7 +311,13 @@ def test_a_stop_while_waiting_keeps_what_the_run_did_as_any_stop_does(tmp_path: 
     assert recalled[-1]["text"] == "['looked', 'went on']|look,act"
     assert Keeper.done == ["look", "act"]  # each once: kept, not done again
     writes = [(entry["key"], entry["value"], entry["runId"]) for entry in audit["entries"]]
-    assert writes[-1] == ("noted", ["looked", "went on"], again[0]["runId"])
+    # Each write as the run that made it made it: the replay after the answer repeats the
+    # first, which stays the asking run's, at its own time.
+    assert writes == [
+        ("noted", ["looked"], asked[0]["runId"]),
+        ("noted", ["looked", "went on"], again[0]["runId"]),
+    ]
+    assert audit["entries"][0]["time"] < asked_at < audit["entries"][1]["time"]
 
 
 def test_a_decision_after_a_restart_replays_from_the_store(tmp_path: Path) -> None:

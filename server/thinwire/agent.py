@@ -262,6 +262,8 @@ class Run:
             self._log.interrupt(request)
             raise Suspend(request)
         decision = entry["decision"]
+        if not self.replaying:  # the answer ends the replay: what follows is new
+            self.state.end_replay()
         return schema.model_validate(decision) if schema else decision
 
     async def tool(

@@ -302,7 +302,9 @@ class ContextRegistry:
         events = await self.store.read_events(context.id, after)
         text, tool_calls = shown([e.data for e in events if e.run_id == run_id])
         now = time.time()
-        record.end_killed_run(text, tool_calls, at=now)
+        killed = record.end_killed_run(text, tool_calls, at=now)
+        if killed.kept is not None:  # what the run it resumed wrote before it asked
+            context.state.restore_with_writes(killed.kept)
         done = encode_frame(
             wire.DoneFrame,
             record.id,

@@ -391,11 +391,12 @@ class ContextRecord:
         message_id: str | None = None,
         fork: Position | None = None,
         at: float = 0.0,
+        resumed: Checkpoint | None = None,
     ) -> int | None:
         """A run starts, on the user's `text` (None: it continues the last exchange, after
-        a decision) with the page's `data`, sent as `message_id`; in a new exchange after
-        the last, or beside `fork`. Returns the first seq of the run before, whose frames
-        the store may now drop."""
+        the decision `resumed` waited for) with the page's `data`, sent as `message_id`;
+        in a new exchange after the last, or beside `fork`. Returns the first seq of the
+        run before, whose frames the store may now drop."""
         previous = self.last_run
         if text is not None:
             exchange = self._new_exchange(fork=fork)
@@ -417,7 +418,8 @@ class ContextRecord:
                 self.sends[message_id] = run_id
                 for oldest in list(self.sends)[: max(0, len(self.sends) - SENDS_KEPT)]:
                     del self.sends[oldest]
-        self.active_run = ActiveRun(run_id, self.last_seq + SEQ_LEASE)
+        kept = resumed.kept if resumed is not None else None
+        self.active_run = ActiveRun(run_id, self.last_seq + SEQ_LEASE, kept)
         self.last_run = LastRun(run_id, self.last_seq + 1)
         return previous.first_seq if previous else None
 
@@ -537,6 +539,8 @@ class ContextRecord:
         checkpoint = self.checkpoint
         assert checkpoint is not None
         self.checkpoint = None
+        if self.last_run is not None:  # a reattach must not show the question again
+            self.last_run = LastRun(self.last_run.run_id, self.last_run.first_seq, True)
         exchange = self.running_exchange
         exchange.changed = True
         if checkpoint.kept is not None:
@@ -552,10 +556,23 @@ class ContextRecord:
     ) -> ActiveRun:
         """The process running the active run died: its turn ends as interrupted, with
         what it had shown (`text`, `tool_calls`), finished `at` (when that was found),
-        and frame numbering resumes past anything it could have sent."""
+        and frame numbering resumes past anything it could have sent. A run resuming
+        after a decision keeps what the run that asked had done by then, as a stop while
+        it waited would (its AgentState is the caller's to bring back, from `kept`)."""
         active = self.active_run
         assert active is not None
-        self.end_turn("interrupted", text, tool_calls, shown=Shown(meta={"finishedAt": at}))
+        said_before = ""
+        if active.kept is not None:
+            exchange = self.running_exchange
+            exchange.messages.extend(active.kept["messages"])
+            said_before = "".join(t["text"] for t in exchange.turns if t["role"] == "assistant")
+        self.end_turn(
+            "interrupted",
+            text,
+            tool_calls,
+            said_before=said_before,
+            shown=Shown(meta={"finishedAt": at}),
+        )
         self.last_seq = max(self.last_seq, active.seq_lease)
         return active
 

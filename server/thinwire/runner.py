@@ -62,14 +62,19 @@ async def begin_run(
     await registry.acquire(context, "decision" if answering else "run")
     try:
         record = context.record
-        if answering is not None:
-            record.resume(answering)
+        resumed = record.resume(answering) if answering is not None else None
         beside = None
         if fork is not None:  # a new branch: the whole of the one it forks from in hand
             await registry.store.load_branch(record)
             beside = fork(record)
         trim_before = record.start_run(
-            run_id, text, data=data, message_id=message_id, fork=beside, at=time.time()
+            run_id,
+            text,
+            data=data,
+            message_id=message_id,
+            fork=beside,
+            at=time.time(),
+            resumed=resumed,
         )
         # Keep the frames of this run and the one before it; older ones are done with.
         await registry.save(context, trim_before=trim_before, compact=False)  # the run goes on
@@ -143,6 +148,9 @@ async def execute(
             data=data,
         )
         run.usage_public = context.agent.public_usage
+        active = context.record.active_run
+        if journal and active is not None and active.kept is not None:
+            context.state.expect_replay(active.kept)
         start = Start(context.record.running_exchange.size, context.state.to_json(), time.time())
     except Exception:
         # The run could not even be set up: it ends at once, its conversation freed.

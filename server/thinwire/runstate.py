@@ -17,13 +17,19 @@ class ActiveRun:
     run_id: str
     #: The highest seq the run may use.
     seq_lease: int
+    #: Resuming after a decision: what the run that asked had done by then
+    #: (`Checkpoint.kept`), which a kill of this one must not take back.
+    kept: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"runId": self.run_id, "seqLease": self.seq_lease}
+        data: dict[str, Any] = {"runId": self.run_id, "seqLease": self.seq_lease}
+        if self.kept is not None:
+            data["kept"] = self.kept
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ActiveRun:
-        return cls(run_id=data["runId"], seq_lease=data["seqLease"])
+        return cls(run_id=data["runId"], seq_lease=data["seqLease"], kept=data.get("kept"))
 
 
 @dataclass(frozen=True)
@@ -32,13 +38,23 @@ class LastRun:
 
     run_id: str
     first_seq: int
+    #: Stopped while it waited for a decision: its frames end with a question that is
+    #: gone, so a reattach gets nothing.
+    stopped_waiting: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"runId": self.run_id, "firstSeq": self.first_seq}
+        data: dict[str, Any] = {"runId": self.run_id, "firstSeq": self.first_seq}
+        if self.stopped_waiting:
+            data["stoppedWaiting"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LastRun:
-        return cls(run_id=data["runId"], first_seq=data["firstSeq"])
+        return cls(
+            run_id=data["runId"],
+            first_seq=data["firstSeq"],
+            stopped_waiting=data.get("stoppedWaiting", False),
+        )
 
 
 @dataclass(frozen=True)

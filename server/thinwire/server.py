@@ -419,7 +419,7 @@ class AgentServer:
                 closing=self.closing,
             )
         last = context.record.last_run
-        if last is None or run_id not in (None, last.run_id):
+        if last is None or last.stopped_waiting or run_id not in (None, last.run_id):
             return None
         events = await self.store.read_events(context.id, max(after, last.first_seq - 1))
         frames = [(e.seq, e.data) for e in events if e.run_id == last.run_id]

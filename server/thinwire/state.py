@@ -93,6 +93,8 @@ class AgentState(MutableMapping[str, JSONValue]):
         self._clock = clock
         self._data: dict[str, JSONValue] = {}
         self._pending: list[AuditEntry] = []
+        #: The writes a resumed run's replay makes again (see `expect_replay`).
+        self._replayed: list[AuditEntry] = []
         for key, value in (initial or {}).items():
             self._check(key, value)
             self._data[key] = copy_json(value)
@@ -118,9 +120,7 @@ class AgentState(MutableMapping[str, JSONValue]):
         now = self._clock()
         for key, value in changes.items():
             self._data[key] = copy_json(value)
-            self._pending.append(
-                AuditEntry(key, copy_json(value), now, source or self.source, run_id=self.run_id)
-            )
+            self._audit(key, copy_json(value), now, source or self.source)
 
     def set(self, key: str, value: JSONValue, *, source: str | None = None) -> None:
         self.update_all({key: value}, source=source)
@@ -136,7 +136,29 @@ class AgentState(MutableMapping[str, JSONValue]):
         if self.denied([key]):
             raise WriteDenied([key], self.writable_keys or ())
         del self._data[key]
-        self._pending.append(AuditEntry(key, None, self._clock(), self.source, run_id=self.run_id))
+        self._audit(key, None, self._clock(), self.source)
+
+    def _audit(self, key: str, value: JSONValue, at: float, source: str) -> None:
+        replayed = self._replayed
+        if replayed:
+            first = replayed[0]
+            if (first.key, first.value, first.source) == (key, value, source):
+                self._pending.append(replayed.pop(0))  # as it was first written
+                return
+            replayed.clear()  # the replay went another way: its writes are its own
+        self._pending.append(AuditEntry(key, value, at, source, run_id=self.run_id))
+
+    def expect_replay(self, kept: Mapping[str, Any]) -> None:
+        """A run resumes by replay: the writes the run that asked had made (`kept`, from
+        `with_writes`), made again in the same order, keep their first time and run."""
+        self._replayed = [
+            AuditEntry(key, value, at, source, run_id=run_id)
+            for key, value, at, source, run_id in kept["audit"]
+        ]
+
+    def end_replay(self) -> None:
+        """The replay is over: a write from here on is a new one, whatever it writes."""
+        self._replayed = []
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)
@@ -154,7 +176,7 @@ class AgentState(MutableMapping[str, JSONValue]):
     def restore(self, snapshot: Mapping[str, JSONValue]) -> None:
         """Go back to `snapshot` (from `to_json`), forgetting the writes since."""
         self._data = copy_json(dict(snapshot))
-        self._pending = []
+        self._pending, self._replayed = [], []
 
     def with_writes(self) -> dict[str, Any]:
         """Every value and the writes not yet saved (their audit entries), as JSON: what
