@@ -94,6 +94,13 @@ def test_patch_is_atomic_audited_and_versioned(client: TestClient) -> None:
     assert anyway.status_code == 200 and anyway.json()["version"] == version + 2
     odd = patch(client, context_id, {"state": {"notes": []}}, **{"if-match": "latest"})
     assert odd.status_code == 400 and odd.json()["error"]["code"] == "invalid_request"
+    # A list (RFC 9110) takes any version it names.
+    stale_list = patch(client, context_id, {"state": {"notes": []}}, **{"if-match": '"1", "2"'})
+    assert stale_list.status_code == 412 and "not 1, 2" in stale_list.json()["error"]["message"]
+    listed = patch(
+        client, context_id, {"state": {"notes": []}}, **{"if-match": f'"1", "{version + 2}"'}
+    )
+    assert listed.status_code == 200 and listed.json()["version"] == version + 3
     trail = client.get(state_url(context_id, "audit"), headers=AUTH).json()["entries"]
     assert [(e["key"], e["source"]) for e in trail] == [
         ("secret", "system"),
@@ -101,6 +108,7 @@ def test_patch_is_atomic_audited_and_versioned(client: TestClient) -> None:
         ("messages_seen", "agent:demo"),
         ("notes", "operator:ops-anna"),
         ("messages_seen", "operator:ops-anna"),
+        ("notes", "operator:api"),
         ("notes", "operator:api"),
     ]
     # The agent sees the operator's write on its next run, and its own write is audited.

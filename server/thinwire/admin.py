@@ -53,14 +53,21 @@ class StatePatch(BaseModel):
     )
 
 
-def parse_if_match(request: Request) -> int | None:
+def parse_if_match(request: Request) -> frozenset[int] | None:
+    """The versions `If-Match` accepts (RFC 9110: one tag, or a list of them); None for
+    any version (`*`, or no header)."""
     header = request.headers.get("if-match")
-    if header is None or header.strip() == "*":  # `*`: whatever version there is (RFC 9110)
+    if header is None or header.strip() == "*":
         return None
-    version = ascii_number(header.strip().removeprefix("W/").strip('"'), 2**62)
-    if version is None:
-        raise BadRequest("invalid_request", 'If-Match must be a context version, e.g. "3"')
-    return version
+    versions = set()
+    for tag in header.split(","):
+        version = ascii_number(tag.strip().removeprefix("W/").strip('"'), 2**62)
+        if version is None:
+            raise BadRequest(
+                "invalid_request", 'If-Match must name context versions, e.g. "3" or "3", "4"'
+            )
+        versions.add(version)
+    return frozenset(versions)
 
 
 def entry_json(entry: AuditEntry) -> dict[str, Any]:
@@ -122,16 +129,17 @@ def operator_routes(registry: ContextRegistry, token: str) -> list[BaseRoute]:
 
     async def patch_state(request: Request) -> Response:
         context = await find(request)
-        expected_version = parse_if_match(request)
+        expected = parse_if_match(request)
         try:
             patch = StatePatch.model_validate(await read_json(request, MAX_PATCH_BYTES))
         except ValidationError as exc:
             raise BadRequest("invalid_request", describe(exc)) from exc
         async with registry.hold(context, "operator"):
-            if expected_version is not None and expected_version != context.record.version:
+            if expected is not None and context.record.version not in expected:
+                named = ", ".join(str(v) for v in sorted(expected))
                 raise PreconditionFailed(
                     "version_mismatch",
-                    f"context is at version {context.record.version}, not {expected_version}",
+                    f"context is at version {context.record.version}, not {named}",
                 )
             # WriteDenied (403), StateValueError (400) and VersionConflict (409) are in the
             # exception tree, and leave as the typed errors they are.
