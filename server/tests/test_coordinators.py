@@ -112,6 +112,33 @@ async def test_stop_requests_reach_the_other_replica(replicas: Replicas) -> None
     assert not await replicas.b.stop_requested("run-2")
 
 
+async def test_a_ticket_is_used_once_across_replicas(replicas: Replicas) -> None:
+    a, b = replicas.a, replicas.b
+    secret = await a.secret()
+    assert await a.use_once("signature-1", 30, secret)
+    assert not await b.use_once("signature-1", 30, secret)
+    assert not await a.use_once("signature-1", 30, secret)
+    assert await b.use_once("signature-2", 0.1, secret)
+    await asyncio.sleep(0.3)
+    assert await a.use_once("signature-2", 30, secret)  # remembered only as long as asked
+
+
+async def test_replicas_share_a_secret_made_again_when_the_store_lost_it(
+    replicas: Replicas,
+) -> None:
+    a, b = replicas.a, replicas.b
+    secret = await a.secret()
+    assert len(secret) == 32 and await b.secret() == secret == await a.secret()
+    assert not await b.use_once("signature-1", 30, bytes(32))  # checked with another secret
+    if not isinstance(a, RedisCoordinator):
+        return
+    await a.redis.delete(a.store.key("secret", "tickets"))  # a flush, an eviction
+    assert not await b.use_once("signature-2", 30, secret)  # the lost secret accepts nothing
+    again = await b.secret()
+    assert again != secret and await a.secret() == again
+    assert await a.use_once("signature-2", 30, again)
+
+
 async def test_a_copy_is_stale_only_when_another_process_may_have_written(
     replicas: Replicas,
 ) -> None:

@@ -5,6 +5,7 @@ data reaching the agent."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -125,7 +126,9 @@ def test_a_header_authenticated_app_opens_websockets_with_tickets() -> None:
                 socket.receive_json()
                 socket.receive_json()
             assert closed.value.code == 4401
-        other_agent = app.state.thinwire.tickets.issue("ada", "another-agent").ticket
+        assert client.portal is not None
+        tickets = app.state.thinwire.tickets
+        other_agent = client.portal.call(tickets.issue, "ada", "another-agent").ticket
         with (
             pytest.raises(WebSocketDisconnect),
             client.websocket_connect(f"/agents/demo/ws?ticket={other_agent}") as socket,
@@ -135,15 +138,138 @@ def test_a_header_authenticated_app_opens_websockets_with_tickets() -> None:
 
 
 def test_a_ticket_expires() -> None:
+    from thinwire.coordination import LocalCoordinator
     from thinwire.tickets import Tickets
 
-    tickets = Tickets(b"k" * 32, ttl=0.01)
-    ticket = tickets.issue("ada", "demo").ticket
-    asyncio.run(asyncio.sleep(0.05))
-    assert tickets.redeem(ticket, "demo") is None
-    fresh = Tickets(b"k" * 32).issue("ada", "demo").ticket
-    assert Tickets(b"other key" * 4).redeem(fresh, "demo") is None  # another deployment's
-    assert Tickets(b"k" * 32).redeem(fresh, "demo") == "ada"  # a replica sharing the secret
+    async def check() -> None:
+        coordinator = LocalCoordinator()
+        tickets = Tickets(coordinator, ttl=0.01)
+        ticket = (await tickets.issue("ada", "demo")).ticket
+        await asyncio.sleep(0.05)
+        assert await tickets.redeem(ticket, "demo") is None
+        fresh = (await Tickets(coordinator).issue("ada", "demo")).ticket
+        assert await Tickets(LocalCoordinator()).redeem(fresh, "demo") is None  # another's
+        for odd in ("x.\u00e9", "\u00e9.x", "x.\ud800"):  # whatever the query string held
+            assert await tickets.redeem(odd, "demo") is None
+        replica = Tickets(coordinator.replica())  # a replica sharing the secret
+        assert await replica.redeem(fresh, "demo") == "ada"
+        assert await Tickets(coordinator).redeem(fresh, "demo") is None  # and its uses
+
+    asyncio.run(check())
+
+
+def test_a_forged_ticket_rereads_the_secret_once_a_second_at_most() -> None:
+    from thinwire.coordination import LocalCoordinator
+    from thinwire.tickets import Tickets
+
+    class Counting(LocalCoordinator):
+        reads = 0
+
+        async def secret(self) -> bytes:
+            self.reads += 1
+            return await super().secret()
+
+    async def check() -> None:
+        coordinator = Counting()
+        tickets = Tickets(coordinator)
+        genuine = (await tickets.issue("ada", "demo")).ticket
+        assert coordinator.reads == 1
+        for forged in ("x.y", genuine[:-2] + "xx", "x.z"):
+            assert await tickets.redeem(forged, "demo") is None
+        assert coordinator.reads == 2  # the first forgery reread it; the others did not
+        assert await tickets.redeem(genuine, "demo") == "ada"
+        assert coordinator.reads == 2
+
+    asyncio.run(check())
+
+
+def test_a_store_that_cannot_say_whether_a_ticket_was_used_refuses_the_handshake() -> None:
+    from thinwire.coordination import LocalCoordinator
+    from thinwire.errors import StoreError
+
+    class Away(LocalCoordinator):
+        async def use_once(self, key: str, ttl: float, secret: bytes) -> bool:
+            raise StoreError("the store is unavailable; try again shortly")
+
+    app = app_for({"demo": Remembering}, identify=by_token, coordinator=Away())
+    with TestClient(app) as client:
+        issued = client.post("/agents/demo/tickets", headers={"authorization": "Bearer user-ada"})
+        url = f"/agents/demo/ws?ticket={issued.json()['ticket']}"
+        with (
+            pytest.raises(WebSocketDisconnect) as closed,
+            client.websocket_connect(url) as socket,
+        ):
+            socket.send_json({"type": "send", "message": {"text": "hi"}})
+            assert socket.receive_json().get("code") == "store_unavailable"
+            socket.receive_json()
+        assert closed.value.code == 1011
+
+
+def open_with(client: TestClient, ticket: str) -> str:
+    """What a socket opened with `ticket` gets: its first frame's type, or its close code."""
+    try:
+        with client.websocket_connect(f"/agents/demo/ws?ticket={ticket}") as socket:
+            socket.send_json({"type": "send", "message": {"text": "hi"}})
+            first = socket.receive_json()
+            return str(first["type"] if first["type"] != "rejected" else first["code"])
+    except WebSocketDisconnect as closed:
+        return str(closed.code)
+
+
+ADA = {"authorization": "Bearer user-ada"}
+
+
+def redis_replica(url: str, prefix: str) -> Any:
+    from thinwire.stores.redis import RedisStore
+
+    store = RedisStore.from_url(url, prefix=prefix)
+    return app_for({"demo": Remembering}, identify=by_token, store=store)
+
+
+def test_a_ticket_opens_one_socket_across_replicas(redis_url: str) -> None:
+    prefix = f"tickets-{secrets.token_hex(4)}"
+    with (
+        TestClient(redis_replica(redis_url, prefix)) as a,
+        TestClient(redis_replica(redis_url, prefix)) as b,
+    ):
+        ticket = a.post("/agents/demo/tickets", headers=ADA).json()["ticket"]
+        assert open_with(b, ticket) == "run_start"
+        assert open_with(a, ticket) == "unauthenticated"
+        assert open_with(b, ticket) == "unauthenticated"
+        ticket = b.post("/agents/demo/tickets", headers=ADA).json()["ticket"]
+        assert open_with(a, ticket) == "run_start"
+        assert open_with(b, ticket) == "unauthenticated"
+
+
+def test_tickets_work_between_old_and_new_replicas_once_redis_lost_its_data(
+    redis_url: str,
+) -> None:
+    import redis
+
+    url = redis_url.rsplit("/", 1)[0] + "/9"  # a database of its own, to flush
+    prefix = f"tickets-{secrets.token_hex(4)}"
+    with (
+        TestClient(redis_replica(url, prefix)) as a,
+        TestClient(redis_replica(url, prefix)) as b,
+    ):
+        used = a.post("/agents/demo/tickets", headers=ADA).json()["ticket"]
+        assert open_with(b, used) == "run_start"
+        unused = b.post("/agents/demo/tickets", headers=ADA).json()["ticket"]
+        redis.Redis.from_url(url).flushdb()  # a restart without persistence
+        # The uses went with the data: a ticket of before opens no socket again, not even
+        # on a replica that has yet to learn the secret changed.
+        assert open_with(b, used) == "unauthenticated"
+        assert open_with(b, unused) == "unauthenticated"
+        with TestClient(redis_replica(url, prefix)) as c:
+            from_a = a.post("/agents/demo/tickets", headers=ADA).json()["ticket"]
+            assert open_with(c, from_a) == "run_start"  # a signs with the secret of now
+            from_c = c.post("/agents/demo/tickets", headers=ADA).json()["ticket"]
+            assert open_with(b, from_c) == "run_start"  # b, with the old one, rereads it
+            from_b = b.post("/agents/demo/tickets", headers=ADA).json()["ticket"]
+            assert open_with(a, from_b) == "run_start"
+            assert open_with(a, used) == "unauthenticated"
+            assert open_with(c, used) == "unauthenticated"
+            assert open_with(c, unused) == "unauthenticated"
 
 
 def test_a_page_not_built_yet_says_so_and_the_api_still_answers(tmp_path: Path) -> None:

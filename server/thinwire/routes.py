@@ -221,7 +221,8 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         headers (which a browser cannot put on a WebSocket)."""
         agent_name, principal = await caller(server, request)
         assert server.tickets is not None  # made at startup
-        return json_response(server.tickets.issue(principal, agent_name).model_dump(by_alias=True))
+        ticket = await server.tickets.issue(principal, agent_name)
+        return json_response(ticket.model_dump(by_alias=True))
 
     async def health(request: Request) -> Response:
         """Liveness: the process answers."""

@@ -115,7 +115,7 @@ class AgentServer:
         self.operator_token: str | None = None
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._janitor: asyncio.Task[None] | None = None
-        #: Signs WebSocket tickets; made at startup, with the coordinator's secret.
+        #: Signs WebSocket tickets with the coordinator's secret; made at startup.
         self.tickets: Tickets | None = None
         #: Set when the server stops: open streams end.
         self.closing = asyncio.Event()
@@ -522,7 +522,7 @@ class AgentServer:
                 factory()
             except Exception as exc:
                 raise Misconfigured(f"the agent {name!r} cannot be created: {exc!r}") from exc
-        self.tickets = Tickets(await self.coordinator.secret())
+        self.tickets = Tickets(self.coordinator)
         self.closing = asyncio.Event()
         self._janitor = asyncio.create_task(self._expire_events())
         RUNNING.add(self)

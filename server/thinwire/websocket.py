@@ -140,7 +140,7 @@ async def principal_of(server: AgentServer, websocket: WebSocket, agent_name: st
     ticket = websocket.query_params.get("ticket")
     if ticket is None:
         return await server.principal(websocket)
-    principal = server.tickets.redeem(ticket, agent_name) if server.tickets else None
+    principal = await server.tickets.redeem(ticket, agent_name) if server.tickets else None
     if principal is None:
         raise Unauthorized("unauthenticated", "the ticket is not valid, used or expired")
     return principal

@@ -16,6 +16,9 @@ else branches on "is this shared". The contract (checked for both by
   runs directly).
 - `stale` tells whether another process changed a context since the version in hand.
 - `follow` reads a run another process is running, from the store's event log.
+- Tickets: `secret` is the one every process reads, as it is now; `use_once` says yes to
+  a ticket once across every process, and only while the secret that checked it is the
+  shared one.
 """
 
 from __future__ import annotations
@@ -53,7 +56,6 @@ class Coordinator(abc.ABC):
         self.lease_ttl = lease_ttl
         #: This process, as a lease owner.
         self.replica_id = "replica-" + secrets.token_hex(6)
-        self._secret: bytes | None = None
 
     @abc.abstractmethod
     async def acquire(self, context_id: str) -> Lease | None:
@@ -113,12 +115,18 @@ class Coordinator(abc.ABC):
             closing=closing,
         )
 
+    @abc.abstractmethod
     async def secret(self) -> bytes:
-        """A secret every process of this deployment shares (it signs WebSocket tickets);
-        one process makes its own."""
-        if self._secret is None:
-            self._secret = secrets.token_bytes(32)
-        return self._secret
+        """The secret every process of this deployment shares (it signs WebSocket
+        tickets), as it is now: made by whichever process asks first, and made again if
+        the store lost it."""
+
+    @abc.abstractmethod
+    async def use_once(self, key: str, ttl: float, secret: bytes) -> bool:
+        """True the first time `key` (a WebSocket ticket, found genuine with `secret`) is
+        offered on any process, remembered `ttl` seconds; False if it was offered before,
+        or if `secret` is no longer the shared one (the store lost it, and the uses with
+        it: a ticket signed with it could be used again)."""
 
     async def close(self) -> None:  # noqa: B027 - optional for coordinators with no resources
         """Release connections."""

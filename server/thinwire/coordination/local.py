@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,17 +13,22 @@ __all__ = ["LocalCoordinator"]
 
 #: How many stop requests are remembered.
 STOPS_KEPT = 1000
+#: How many used tickets are remembered (each only while it could still be used).
+USED_KEPT = 10_000
 
 
 @dataclass
 class Table:
-    """The leases and stop requests of the coordinators of one process."""
+    """The leases, stop requests and used tickets of the coordinators of one process."""
 
     clock: Callable[[], float]
     leases: dict[str, tuple[str, int, float]] = field(default_factory=dict)  # owner, token, end
     tokens: int = 0
     #: Runs asked to stop, the latest `STOPS_KEPT`, oldest first.
     stops: dict[str, None] = field(default_factory=dict)
+    #: Used tickets and when each may be forgotten, about oldest first.
+    used: dict[str, float] = field(default_factory=dict)
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
 
 class LocalCoordinator(Coordinator):
@@ -90,3 +96,18 @@ class LocalCoordinator(Coordinator):
 
     async def stop_requested(self, run_id: str) -> bool:
         return run_id in self._table.stops
+
+    async def secret(self) -> bytes:
+        return self._table.secret
+
+    async def use_once(self, key: str, ttl: float, secret: bytes) -> bool:
+        if secret != self._table.secret:
+            return False
+        used, now = self._table.used, self._table.clock()
+        while used and (len(used) >= USED_KEPT or next(iter(used.values())) <= now):
+            del used[next(iter(used))]
+        if used.get(key, now) > now:
+            return False
+        used.pop(key, None)
+        used[key] = now + ttl
+        return True

@@ -3,6 +3,7 @@ requests and version checks, all in the store's Redis."""
 
 from __future__ import annotations
 
+import math
 import secrets
 from typing import Any
 
@@ -34,6 +35,28 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
+# The secret that signs WebSocket tickets, made by whichever replica asks first. Redis may
+# lose it (a restart without persistence, FLUSHDB, eviction); the next replica to ask then
+# makes a new one, and every replica converges on it: `Tickets` signs each ticket with the
+# secret as read now, rereads it when a signature fails with the copy in hand, and a
+# ticket is used only while the secret that checked it is still this key (USE_ONCE).
+# Nothing writes an old secret back: the uses of its tickets were lost with it, so those
+# tickets must not open a socket again, on an old replica or a new one.
+SECRET = """
+local secret = redis.call('GET', KEYS[1])
+if secret then return secret end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
+"""
+
+# A ticket's use: one key, expiring soon after the ticket; set only under the secret that
+# found the ticket genuine, so a copy of a lost secret accepts nothing.
+USE_ONCE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('SET', KEYS[2], 1, 'NX', 'PX', ARGV[2]) then return 1 end
+return 0
+"""
+
 #: How long a stop request waits for its run.
 STOP_TTL = 3600
 
@@ -47,6 +70,8 @@ class RedisCoordinator(Coordinator):
         self._acquire: Any = self.redis.register_script(ACQUIRE)
         self._renew: Any = self.redis.register_script(RENEW)
         self._release: Any = self.redis.register_script(RELEASE)
+        self._secret_script: Any = self.redis.register_script(SECRET)
+        self._use_once: Any = self.redis.register_script(USE_ONCE)
 
     def _ttl_ms(self) -> int:
         return max(1, int(self.lease_ttl * 1000))
@@ -82,12 +107,14 @@ class RedisCoordinator(Coordinator):
 
     @store_errors
     async def secret(self) -> bytes:
-        """Made by whichever replica asks first, kept in Redis for all of them."""
-        if self._secret is None:
-            key = self.store.key("secret", "tickets")
-            await self.redis.set(key, secrets.token_hex(32), nx=True)
-            self._secret = bytes.fromhex(await self.redis.get(key))
-        return self._secret
+        keys = [self.store.key("secret", "tickets")]
+        return bytes.fromhex(await self._secret_script(keys=keys, args=[secrets.token_hex(32)]))
+
+    @store_errors
+    async def use_once(self, key: str, ttl: float, secret: bytes) -> bool:
+        keys = [self.store.key("secret", "tickets"), self.store.key("used", key)]
+        args = [secret.hex(), max(1, math.ceil(ttl * 1000))]
+        return bool(await self._use_once(keys=keys, args=args))
 
     @store_errors
     async def request_stop(self, run_id: str) -> None:
