@@ -1,13 +1,15 @@
 """The A2A tests' server app (`thinwire serve a2a_helpers:app`) and client helpers.
 
 The app authenticates with a bearer token that names the user (`Bearer alice`), says so
-on its cards, and serves the demo agent, a paced one and a pondering one. The paced
+on its cards, and serves the demo agent, a paced one, a pondering one and an asking one.
+The paced
 agent says five words, waits at a gate the test opens (`POST /test/release`, which
 answers how many runs were waiting there), records a side effect (`GET /test/effects`),
 calls a tool, then says five more: so a test can act mid-run, and tell whether cancelled
 work went on, without sleeping. The pondering agent thinks and calls a tool before it
 says anything, then waits at the same gate: a stream that attaches finds those frames
-at hand.
+at hand. The asking agent asks whether to go on, and once answered waits at the gate: a
+task whose second run works until the test says.
 """
 
 from __future__ import annotations
@@ -86,6 +88,22 @@ class Pondering(Agent):
         await run.say("Then a few words.")
 
 
+class Asking(Agent):
+    """Asks whether to go on; answered, says it waits, waits at the gate, goes on."""
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("Asking. ")
+        await run.interrupt("Go on?", options=["yes"])
+        opened = Gate.opened  # taken first: a release once it said it waits opens it
+        Gate.waiting.add(run.run_id)
+        try:
+            await run.say("Waiting. ")
+            await opened.wait()
+        finally:
+            Gate.waiting.discard(run.run_id)
+        await run.say("Went on.")
+
+
 async def release(request: Request) -> Response:
     """Open the gate for the runs waiting at it: how many there were."""
     waiting = len(Gate.waiting)
@@ -99,7 +117,7 @@ async def effects(request: Request) -> Response:
 
 
 app = create_app(
-    {"demo": DemoAgent, "paced": Paced, "pondering": Pondering},
+    {"demo": DemoAgent, "paced": Paced, "pondering": Pondering, "asking": Asking},
     identify=bearer_user,
     store=MemoryStore(),
     heartbeat_interval=0.2,

@@ -5,6 +5,7 @@ reaches any response."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -210,6 +211,31 @@ async def test_a_streaming_send_streams_the_reply_and_ends_with_all_of_it(
 
 
 @pytest.mark.anyio
+async def test_an_events_sse_id_is_its_frames_seq_shared_by_the_events_of_one_frame(
+    server: ServerProcess,
+) -> None:
+    message = {"messageId": "m-sse-ids", "role": "ROLE_USER", "parts": [{"text": "hello"}]}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage"}
+    headers = {"A2A-Version": "1.0", "authorization": "Bearer alice"}
+    async with httpx.AsyncClient(timeout=10) as http:
+        url = f"{server.url}/a2a/demo"
+        response = await http.post(
+            url, json={**call, "params": {"message": message}}, headers=headers
+        )
+    events = []  # (id, result) of each event, heartbeats (comments) left out
+    for block in response.text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if line[:1] != ":")
+        if fields:
+            events.append((int(fields["id"]), json.loads(fields["data"])["result"]))
+    ids = [seq for seq, _ in events]
+    assert ids == sorted(ids) and ids[0] > 0  # in the order of the frames...
+    *_, (reply_id, reply), (end_id, end) = events
+    assert reply["artifactUpdate"]["lastChunk"]  # ...the whole reply and the end, both
+    assert end["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"  # of `done`
+    assert reply_id == end_id
+
+
+@pytest.mark.anyio
 async def test_subscribing_again_after_a_dropped_stream_loses_and_repeats_nothing(
     server: ServerProcess,
 ) -> None:
@@ -399,6 +425,91 @@ async def test_a_task_whose_server_was_killed_keeps_the_time_it_was_found_so(
     assert listed.get("tasks", []) == []  # ...so it has not changed since
 
 
+def stamp_of(read: dict[str, Any]) -> str:
+    """The status timestamp of a task, or of a stream event that has a status."""
+    status = (read.get("task") or read.get("statusUpdate") or read)["status"]
+    stamp: str = status["timestamp"]
+    return stamp
+
+
+def when(read: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(stamp_of(read))
+
+
+def to_the_millisecond(moment: datetime) -> datetime:
+    """A moment as a status timestamp can say it (they are cut to the millisecond)."""
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+@pytest.mark.anyio
+async def test_a_status_says_when_it_was_set_however_and_whenever_it_is_read(
+    server: ServerProcess,
+) -> None:
+    async with http_client("alice") as http:
+        blocking = await a2a_client(server.url, "paced", http, streaming=False)
+        streaming = await a2a_client(server.url, "paced", http)
+        request = user_message("go")
+        request.configuration.return_immediately = True
+        before = datetime.now(UTC)
+        [sent] = await collect(blocking.send_message(request))
+        after = datetime.now(UTC)
+        task = sent["task"]
+        get, listing = GetTaskRequest(id=task["id"]), ListTasksRequest(context_id=task["contextId"])
+        working = [as_json(await blocking.get_task(get)) for _ in range(3)]
+        [listed_working] = as_json(await blocking.list_tasks(listing))["tasks"]
+        async with aclosing(streaming.subscribe(SubscribeToTaskRequest(id=task["id"]))) as events:
+            seen = await until_said(events, BEFORE_THE_GATE)
+            assert await release(server) == 1
+            seen += await collect(events)
+        done = as_json(await blocking.get_task(get))
+        [listed] = as_json(await blocking.list_tasks(listing))["tasks"]
+        [again] = await collect(blocking.send_message(request))  # the same messageId: its task
+    # Working since its run started, however often and however it is read...
+    assert to_the_millisecond(before) <= when(task) <= after
+    assert {stamp_of(read) for read in [*working, listed_working]} == {stamp_of(task)}
+    statuses = [event for event in seen if "task" in event or "statusUpdate" in event]
+    assert len(statuses) == 3  # the task, the tool call, the end
+    assert {stamp_of(event) for event in statuses[:-1]} == {stamp_of(task)}
+    # ...then completed when the run ended, said alike by its stream, GetTask, ListTasks
+    # and the same message sent again.
+    ended = statuses[-1]
+    assert states(seen)[-1] == "TASK_STATE_COMPLETED" and when(ended) > when(task)
+    assert again["task"]["id"] == task["id"]
+    assert stamp_of(done) == stamp_of(listed) == stamp_of(again) == stamp_of(ended)
+
+
+@pytest.mark.anyio
+async def test_a_task_that_asks_says_when_it_asked_and_then_when_it_was_answered(
+    server: ServerProcess,
+) -> None:
+    async with http_client("alice") as http:
+        blocking = await a2a_client(server.url, "asking", http, streaming=False)
+        streaming = await a2a_client(server.url, "asking", http)
+        [sent] = await collect(blocking.send_message(user_message("go on")))
+        task = sent["task"]
+        get, listing = GetTaskRequest(id=task["id"]), ListTasksRequest(context_id=task["contextId"])
+        asked = as_json(await blocking.get_task(get))
+        answer = user_message("yes", task_id=task["id"], context_id=task["contextId"])
+        before = datetime.now(UTC)
+        async with aclosing(streaming.send_message(answer)) as events:
+            seen = await until_said(events, "Asking. Waiting. ")
+            after = datetime.now(UTC)
+            working = [as_json(await blocking.get_task(get)) for _ in range(2)]
+            [listed] = as_json(await blocking.list_tasks(listing))["tasks"]
+            assert await release(server) == 1
+            seen += await collect(events)
+        done = as_json(await blocking.get_task(get))
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert stamp_of(asked) == stamp_of(task)  # when it asked, as the send said
+    # Working again since the answer started its next run, however it is read...
+    resumed = seen[0]
+    assert when(asked) <= to_the_millisecond(before) <= when(resumed) <= after
+    assert {stamp_of(read) for read in [*working, listed]} == {stamp_of(resumed)}
+    # ...and completed when that run ended.
+    assert states(seen)[-1] == "TASK_STATE_COMPLETED"
+    assert stamp_of(seen[-1]) == stamp_of(done) and when(done) > when(resumed)
+
+
 @pytest.mark.anyio
 async def test_another_principal_is_answered_as_for_a_task_that_does_not_exist(
     server: ServerProcess,
@@ -557,6 +668,37 @@ async def test_bad_input_gets_a_typed_json_rpc_error_never_a_500(server: ServerP
         "the message says nothing: it has no text part (data goes with text)"
     )
     assert server.process.poll() is None
+
+
+@pytest.mark.anyio
+async def test_a_notification_gets_no_response_and_does_nothing(server: ServerProcess) -> None:
+    url = f"{server.url}/a2a/paced"
+    alice = {"authorization": "Bearer alice"}
+    headers = {"A2A-Version": "1.0", **alice}
+    message = {"messageId": "m-notified", "role": "ROLE_USER", "parts": [{"text": "go"}]}
+    notifications: list[tuple[dict[str, Any], dict[str, str]]] = [
+        ({"method": "GetTask", "params": {"id": "x"}}, headers),
+        ({"method": "SendMessage", "params": {"message": message}}, headers),
+        ({"method": "SendStreamingMessage", "params": {"message": message}}, headers),
+        ({"method": "message/send", "params": {}}, headers),  # no such method: still none
+        ({"method": "GetTask", "params": ["x"]}, headers),
+        ({"method": "SendMessage", "params": {"message": message}}, alice),  # no version
+    ]
+    async with httpx.AsyncClient(timeout=10) as http:
+        for notification, sent_with in notifications:
+            response = await http.post(
+                url, json={"jsonrpc": "2.0", **notification}, headers=sent_with
+            )
+            assert (response.status_code, response.content) == (204, b""), notification
+        # An id of null is a request all the same; a request object that is not one is
+        # answered as JSON-RPC has it, with an id of null.
+        null_id = {"jsonrpc": "2.0", "id": None, "method": "GetTask", "params": {"id": "x"}}
+        answered = (await http.post(url, json=null_id, headers=headers)).json()
+        malformed = {"jsonrpc": "2.0", "method": 7}
+        refused = (await http.post(url, json=malformed, headers=headers)).json()
+    assert answered["id"] is None and answered["error"]["code"] == -32602
+    assert refused["id"] is None and refused["error"]["code"] == -32600
+    assert await release(server) == 0  # no run started, to wait at the paced agent's gate
 
 
 @pytest.mark.anyio

@@ -393,10 +393,10 @@ class ContextRecord:
         at: float = 0.0,
         resumed: Checkpoint | None = None,
     ) -> int | None:
-        """A run starts, on the user's `text` (None: it continues the last exchange, after
-        the decision `resumed` waited for) with the page's `data`, sent as `message_id`;
-        in a new exchange after the last, or beside `fork`. Returns the first seq of the
-        run before, whose frames the store may now drop."""
+        """A run starts `at`, on the user's `text` (None: it continues the last exchange,
+        after the decision `resumed` waited for) with the page's `data`, sent as
+        `message_id`; in a new exchange after the last, or beside `fork`. Returns the first
+        seq of the run before, whose frames the store may now drop."""
         previous = self.last_run
         if text is not None:
             exchange = self._new_exchange(fork=fork)
@@ -419,7 +419,7 @@ class ContextRecord:
                 for oldest in list(self.sends)[: max(0, len(self.sends) - SENDS_KEPT)]:
                     del self.sends[oldest]
         kept = resumed.kept if resumed is not None else None
-        self.active_run = ActiveRun(run_id, self.last_seq + SEQ_LEASE, kept)
+        self.active_run = ActiveRun(run_id, self.last_seq + SEQ_LEASE, at, kept)
         self.last_run = LastRun(run_id, self.last_seq + 1)
         return previous.first_seq if previous else None
 

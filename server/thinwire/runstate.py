@@ -17,19 +17,30 @@ class ActiveRun:
     run_id: str
     #: The highest seq the run may use.
     seq_lease: int
+    #: When its start was recorded (None in a record an older version wrote).
+    started_at: float | None = None
     #: Resuming after a decision: what the run that asked had done by then
     #: (`Checkpoint.kept`), which a kill of this one must not take back.
     kept: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"runId": self.run_id, "seqLease": self.seq_lease}
+        data: dict[str, Any] = {
+            "runId": self.run_id,
+            "seqLease": self.seq_lease,
+            "startedAt": self.started_at,
+        }
         if self.kept is not None:
             data["kept"] = self.kept
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ActiveRun:
-        return cls(run_id=data["runId"], seq_lease=data["seqLease"], kept=data.get("kept"))
+        return cls(
+            run_id=data["runId"],
+            seq_lease=data["seqLease"],
+            started_at=data.get("startedAt"),
+            kept=data.get("kept"),
+        )
 
 
 @dataclass(frozen=True)

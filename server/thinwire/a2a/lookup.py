@@ -5,7 +5,8 @@ principal is answered as one that does not exist (`context_not_found`). The task
 conversation are its exchanges on the branch shown; the latest one may be running or
 waiting for a decision, which the transcript says too. What a failed task's error said
 is not in the transcript: it is read from the conversation's event log, while it keeps
-the run (its latest two runs, for `event_ttl`).
+the run (its latest two runs, for `event_ttl`). Nor is when a run in progress started:
+its record says (`ActiveRun.started_at`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,19 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from thinwire.a2a.tasks import TaskView, parse_task_id
+from thinwire.a2a.tasks import TaskView, parse_task_id, run_end, run_start
 from thinwire.errors import NotFound
 from thinwire.server import AgentServer
 
-__all__ = ["Caller", "Found", "conversation_tasks", "latest_task", "locate", "settle"]
+__all__ = [
+    "Caller",
+    "Found",
+    "conversation_tasks",
+    "latest_task",
+    "locate",
+    "settle",
+    "stamp",
+]
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,8 @@ class Found:
     running: str | None
     #: The public request of the decision the task waits for, if it does.
     waiting_for: dict[str, Any] | None
+    #: When the run working on it started, if one does (and it is known).
+    started: float | None = None
 
     @property
     def said(self) -> str:
@@ -68,7 +79,7 @@ class Found:
         """The task, without the live reply of a run in progress."""
         if self.running is None:
             return self.settled(failure)
-        return TaskView(self.context_id, self.task_id, self.said)
+        return TaskView(self.context_id, self.task_id, self.said, self.started)
 
 
 async def transcript(caller: Caller, context_id: str) -> dict[str, Any]:
@@ -85,19 +96,34 @@ def exchanges(turns: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return grouped
 
 
-def found_in(
+async def run_started(caller: Caller, context_id: str, run_id: str | None) -> float | None:
+    """When the run `run_id` started, as its conversation's record says while it runs."""
+    context = await caller.server.context(caller.agent, context_id, caller.principal)
+    active = context.record.active_run
+    return active.started_at if active is not None and active.run_id == run_id else None
+
+
+async def found_in(
+    caller: Caller,
     context_id: str,
     read: dict[str, Any],
     grouped: dict[str, list[dict[str, Any]]],
     exchange: str,
 ) -> Found:
     latest = exchange == next(reversed(grouped))
+    turns, running = grouped[exchange], read["activeRunId"] if latest else None
+    started = None
+    if running is not None:
+        started = await run_started(caller, context_id, running)
+        if started is None:  # not recorded (an older version's record), or just ended
+            started = run_start(turns, None)
     return Found(
         context_id=context_id,
         task_id=f"{context_id}.{exchange}-u0",
-        turns=grouped[exchange],
-        running=read["activeRunId"] if latest else None,
+        turns=turns,
+        running=running,
         waiting_for=read["pendingInterrupt"] if latest else None,
+        started=started,
     )
 
 
@@ -109,7 +135,7 @@ async def locate(caller: Caller, task_id: str) -> Found:
     exchange = user_turn.rpartition("-")[0]
     if exchange not in grouped:
         raise NotFound("turn_not_found", "no such task in this conversation")
-    return found_in(context_id, read, grouped, exchange)
+    return await found_in(caller, context_id, read, grouped, exchange)
 
 
 async def failures(caller: Caller, context_id: str) -> dict[str, dict[str, Any]]:
@@ -150,9 +176,11 @@ async def conversation_tasks(caller: Caller, context_id: str) -> list[TaskView]:
     reply of one in progress)."""
     read = await transcript(caller, context_id)
     grouped = exchanges(read["turns"])
-    return await views(
-        caller, [found_in(context_id, read, grouped, exchange) for exchange in reversed(grouped)]
-    )
+    found = [
+        await found_in(caller, context_id, read, grouped, exchange)
+        for exchange in reversed(grouped)
+    ]
+    return await views(caller, found)
 
 
 async def latest_task(caller: Caller, context_id: str) -> TaskView | None:
@@ -163,7 +191,28 @@ async def latest_task(caller: Caller, context_id: str) -> TaskView | None:
         grouped = exchanges(read["turns"])
         if not grouped:
             return None
-        [view] = await views(caller, [found_in(context_id, read, grouped, next(reversed(grouped)))])
+        latest = await found_in(caller, context_id, read, grouped, next(reversed(grouped)))
+        [view] = await views(caller, [latest])
     except NotFound:
         return None
     return view
+
+
+async def stamp(caller: Caller, view: TaskView, *, ending: bool = False) -> None:
+    """Tell a view made of frames when its status was set, as the record says: once its
+    run ended or asked (or, `ending`, is about to say so), the run's end; while it works,
+    if the view does not know yet, when the run started."""
+    if not view.task_id:
+        return
+    over = ending or view.ended
+    try:
+        if not over:
+            if view.since is not None:
+                return
+            view.since = await run_started(caller, view.context_id, view.run_id)
+            if view.since is not None:
+                return
+        turns = (await locate(caller, view.task_id)).turns
+    except NotFound:  # the conversation was forgotten meanwhile: the time is not known
+        return
+    view.since = (run_end if over else run_start)(turns, view.reply_turn)

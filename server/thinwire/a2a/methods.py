@@ -26,7 +26,7 @@ from thinwire.a2a.errors import (
     UNSUPPORTED_OPERATION,
     RpcError,
 )
-from thinwire.a2a.lookup import Caller, conversation_tasks, latest_task, locate, settle
+from thinwire.a2a.lookup import Caller, conversation_tasks, latest_task, locate, settle, stamp
 from thinwire.a2a.stream import TaskEvents, envelope, first_frames, until_done
 from thinwire.a2a.tasks import TaskView, timestamp
 from thinwire.errors import Conflict
@@ -126,7 +126,7 @@ async def watch(caller: Caller, task_id: str) -> tuple[TaskView, FrameSource | N
         context = await server.context(caller.agent, found.context_id, caller.principal)
         frames = await server.follow(context, 0, run_id=found.running)
         if frames is not None:
-            return TaskView(found.context_id, found.task_id, found.said), frames
+            return TaskView(found.context_id, found.task_id, found.said, found.started), frames
         # That run ended and another began meanwhile: look again.
 
 
@@ -138,25 +138,27 @@ async def send_message(caller: Caller, params: dict[str, Any]) -> dict[str, Any]
         view.fold(await first_frames(frames))
     else:
         await until_done(view, frames, None)
+    await stamp(caller, view)
     return {"task": view.task().json_body()}
 
 
 async def send_streaming_message(caller: Caller, params: dict[str, Any]) -> FrameSource:
     view, frames = await start(caller, validated(models.SendMessageRequest, params))
-    return TaskEvents(frames, view, caller.rpc_id)
+    return TaskEvents(frames, view, caller)
 
 
 async def get_task(caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
     view, frames = await watch(caller, validated(models.TaskRequest, params).id)
     if frames is not None:
         view.fold(await first_frames(frames))
+        await stamp(caller, view)  # if its run ended meanwhile: when
     return view.task().json_body()
 
 
 async def subscribe_to_task(caller: Caller, params: dict[str, Any]) -> FrameSource:
     view, frames = await watch(caller, validated(models.TaskRequest, params).id)
     if frames is not None:
-        return TaskEvents(frames, view, caller.rpc_id)
+        return TaskEvents(frames, view, caller)
     if view.state in models.TERMINAL:
         raise RpcError(UNSUPPORTED_OPERATION, "no_run", "the task is over: GetTask reads it")
     # It waits for a decision: nothing happens until a message answers it.
@@ -182,6 +184,7 @@ async def cancel_task(caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
     view, frames = await watch(caller, task_id)
     if frames is not None:
         await until_done(view, frames, server.send_timeout)
+        await stamp(caller, view)
     return view.task().json_body()
 
 

@@ -7,6 +7,12 @@ body is read. Then the envelope, the protocol version (`A2A-Version: 1.0`, as a 
 or a query parameter; none means 0.3, which this server does not speak) and the method.
 Every error after that is a JSON-RPC error in a `200` response (`errors.py`), so a
 client reads it whatever went wrong; an unexpected one is logged under a reference.
+
+A notification (a request object without an `id`) gets no JSON-RPC response, as
+JSON-RPC has it: `204` and an empty body, and nothing is done. Every A2A method answers
+with what the client needs (a task, its id), so a call made as a notification is a
+client's mistake, and a run nobody learns of would be work and a conversation for
+nothing. An `"id": null` is a request, answered as any other.
 """
 
 from __future__ import annotations
@@ -74,7 +80,8 @@ def request_id(body: Any) -> str | int | None:
     return rpc_id if valid_id(rpc_id) else None
 
 
-def method_and_params(body: Any) -> tuple[str, dict[str, Any]]:
+def request_object(body: Any) -> tuple[str, dict[str, Any] | list[Any]]:
+    """The method and params of a JSON-RPC 2.0 request object (a notification too)."""
     if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
         raise RpcError(INVALID_REQUEST, "invalid_request", "a JSON-RPC 2.0 request object")
     if not valid_id(body.get("id")):
@@ -82,11 +89,16 @@ def method_and_params(body: Any) -> tuple[str, dict[str, Any]]:
     method, params = body.get("method"), body.get("params", {})
     if not isinstance(method, str) or not isinstance(params, (dict, list)):
         raise RpcError(INVALID_REQUEST, "invalid_request", "method: a string; params: an object")
+    return method, params
+
+
+def params_of(method: str, params: dict[str, Any] | list[Any]) -> dict[str, Any]:
+    """The params of a method this server answers."""
     if method not in METHODS:
         raise RpcError(METHOD_NOT_FOUND, "invalid_request", f"no method {method[:64]!r}")
     if isinstance(params, list):  # a request JSON-RPC allows, with params A2A does not
         raise RpcError(INVALID_PARAMS, "invalid_request", "params: an object (by name)")
-    return method, params
+    return params
 
 
 def check_version(request: Request) -> None:
@@ -114,7 +126,10 @@ def rpc_endpoint(server: AgentServer, options: A2A) -> Callable[[Request], Await
         try:
             body = await read_json(request, server.max_body_bytes)
             rpc_id = request_id(body)
-            method, params = method_and_params(body)
+            method, given = request_object(body)
+            if "id" not in body:  # a notification: no response, so no call
+                return Response(status_code=204, headers=HEADERS)
+            params = params_of(method, given)
             check_version(request)
             caller = Caller(server, agent, principal, rpc_id)
             if method in STREAMING:

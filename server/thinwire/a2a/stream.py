@@ -8,7 +8,13 @@ dropped stream gets the reply so far in that first task, then the rest, and a th
 or a tool call the run made before the stream attached is an event, not lost in the
 task. Events go out through thinwire's own SSE response (`sse.EventStream`): heartbeats,
 the slow-reader timeout, a run untouched by a disconnect. The SSE `id:` of an event is
-the seq of the frame it came from (of the task: the last frame it shows).
+the seq of the frame it came from (of the task: the last frame it shows), so the events
+of one frame share it; nothing here reads `Last-Event-ID` (`SubscribeToTask` resumes).
+
+A status says when it was set, as the record says (`lookup.stamp`): the run's start
+while it works, whether the stream saw it start or not, and its end, read once the
+`done` frame comes (the record has it by then), so a replayed end says what a live one
+said and what `GetTask` says after.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
+from thinwire.a2a.lookup import Caller, stamp
 from thinwire.a2a.tasks import TaskView
 from thinwire.jsontext import dumps
 from thinwire.runlog import Batch, FrameSource
@@ -39,10 +46,11 @@ SHOWN_IN_TASK = frozenset({"run_start", "token", "title", "tool_result"})
 class TaskEvents:
     """The A2A stream of a task whose run sends `frames` (a FrameSource)."""
 
-    def __init__(self, frames: FrameSource, view: TaskView, rpc_id: str | int | None) -> None:
+    def __init__(self, frames: FrameSource, view: TaskView, caller: Caller) -> None:
         self.frames = frames
         self.view = view
-        self.rpc_id = rpc_id
+        self.caller = caller
+        self.rpc_id = caller.rpc_id
 
     async def batches(self) -> AsyncIterator[Batch | None]:
         started = False
@@ -51,27 +59,30 @@ class TaskEvents:
                 yield None  # a heartbeat
             elif not started:
                 started = True
-                yield self.opening(batch)
-            elif events := self.events(batch):
+                yield await self.opening(batch)
+            elif events := await self.events(batch):
                 yield events
 
-    def opening(self, batch: Batch) -> Batch:
+    async def opening(self, batch: Batch) -> Batch:
         """The task as the frames at hand show it, then the events of the frames it does
         not show (and of every frame after the first of those)."""
         shown = 0
         while shown < len(batch) and json.loads(batch[shown][1])["type"] in SHOWN_IN_TASK:
             shown += 1
         self.view.fold(batch[:shown])
+        await stamp(self.caller, self.view)  # when the run started, if not known yet
         seq = batch[shown - 1][0] if shown else batch[0][0] - 1  # nothing: the seq before
         task = envelope(self.rpc_id, {"task": self.view.task().json_body()})
-        return [(seq, task), *self.events(batch[shown:])]
+        return [(seq, task), *await self.events(batch[shown:])]
 
-    def events(self, batch: Batch) -> Batch:
-        return [
-            (seq, envelope(self.rpc_id, event))
-            for seq, data in batch
-            for event in self.view.apply(json.loads(data))
-        ]
+    async def events(self, batch: Batch) -> Batch:
+        sent = []
+        for seq, data in batch:
+            frame = json.loads(data)
+            if frame["type"] == "done":  # the record has the run's end before it is sent
+                await stamp(self.caller, self.view, ending=True)
+            sent += [(seq, envelope(self.rpc_id, event)) for event in self.view.apply(frame)]
+        return sent
 
 
 @contextlib.asynccontextmanager

@@ -25,6 +25,10 @@ its earlier runs said, which the public transcript keeps.
 
 A task no run works on is read from its exchange's public turns instead, with the same
 status: a failed one's message is its run's `error` frame, while the event log keeps it.
+
+A status's `timestamp` is when the status was set, as the record says, never when it is
+read: while a run works, when the run started; once it ended or asked, its reply turn's
+end. Frames carry no time, so a view made of them is told (`since`, `lookup.stamp`).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from thinwire.a2a.errors import INVALID_PARAMS, RpcError
 from thinwire.branches import TURN_ID
 from thinwire.ids import CONTEXT_ID
 
-__all__ = ["TaskView", "parse_task_id", "task_id_of", "timestamp"]
+__all__ = ["TaskView", "parse_task_id", "run_end", "run_start", "task_id_of", "timestamp"]
 
 TASK_ID = re.compile(rf"({CONTEXT_ID.pattern})\.(turn-[0-9a-f]{{12}}-u0)")
 #: The artifact that holds the reply.
@@ -87,6 +91,33 @@ def last_change(turns: Sequence[dict[str, Any]]) -> float | None:
     return None
 
 
+def up_to(
+    turns: Sequence[dict[str, Any]], reply_turn: str | None
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The turns of an exchange before a run's reply turn, and that turn (None if the run
+    added none: later runs then added none either)."""
+    for index, turn in enumerate(turns):
+        if turn["id"] == reply_turn:
+            return list(turns[:index]), turn
+    return list(turns), None
+
+
+def run_start(turns: Sequence[dict[str, Any]], reply_turn: str | None) -> float | None:
+    """When the run writing `reply_turn` started, as an exchange's turns say: its reply's
+    start, else the exchange's last change before it (a first run starts as its message
+    is taken). For a run whose record does not say (`ActiveRun.started_at`)."""
+    before, reply = up_to(turns, reply_turn)
+    started = ((reply or {}).get("meta") or {}).get("startedAt")
+    return float(started) if started else last_change(before)
+
+
+def run_end(turns: Sequence[dict[str, Any]], reply_turn: str | None) -> float | None:
+    """When the run writing `reply_turn` ended or asked: its reply's end, else (it showed
+    nothing) the exchange's last change before it; as a task read later says."""
+    before, reply = up_to(turns, reply_turn)
+    return last_change([*before, reply] if reply is not None else before)
+
+
 def timestamp(seconds: float | None = None) -> str:
     moment = datetime.fromtimestamp(time.time() if seconds is None else seconds, UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -95,16 +126,24 @@ def timestamp(seconds: float | None = None) -> str:
 class TaskView:
     """One task as its A2A client sees it, kept current frame by frame (`apply`)."""
 
-    def __init__(self, context_id: str = "", task_id: str = "", said: str = "") -> None:
+    def __init__(
+        self, context_id: str = "", task_id: str = "", said: str = "", since: float | None = None
+    ) -> None:
         self.context_id = context_id
         self.task_id = task_id
+        #: The run the frames come from, and the reply turn it writes (its `run_start`'s).
+        self.run_id: str | None = None
+        self.reply_turn: str | None = None
         #: The whole reply so far: what the task's earlier runs said, then this one.
         self.text = said
         self.state: models.TaskState = "TASK_STATE_WORKING"
         self.message: models.Message | None = None
         self.interrupt: dict[str, Any] | None = None
         self.failure: dict[str, Any] | None = None
-        self.updated = timestamp()
+        #: When the status was set (None: not known; a read then says its own time).
+        self.since = since
+        #: The run's `done` was taken in: its end is `since`, once told.
+        self.ended = False
 
     @classmethod
     def settled(
@@ -120,7 +159,7 @@ class TaskView:
         last run ended with, if known."""
         replies = [turn for turn in turns if turn["role"] == "assistant"]
         view = cls(context_id, task_id, "".join(turn["text"] for turn in replies))
-        view.updated = timestamp(last_change(turns))
+        view.since = last_change(turns)
         if waiting_for is not None:
             view.ask(waiting_for)
         elif replies:
@@ -140,6 +179,10 @@ class TaskView:
             status=self.status(),
             artifacts=[self.artifact(self.text)] if artifacts and self.text else None,
         )
+
+    @property
+    def updated(self) -> str:
+        return timestamp(self.since)
 
     def status(self) -> models.TaskStatus:
         return models.TaskStatus(state=self.state, message=self.message, timestamp=self.updated)
@@ -174,12 +217,13 @@ class TaskView:
     # --- frames in, events out ---------------------------------------------------------
 
     def apply(self, frame: dict[str, Any]) -> list[dict[str, Any]]:
-        """Take one frame in; the stream events (`StreamResponse` JSON) it makes."""
-        self.updated = timestamp()
+        """Take one frame in; the stream events (`StreamResponse` JSON) it makes. Before
+        a `done`, `since` should be the run's end (`lookup.stamp`)."""
         kind = frame["type"]
         if kind == "run_start":
             self.context_id = self.context_id or frame["contextId"]
             self.task_id = self.task_id or task_id_of(frame["contextId"], frame["turnId"])
+            self.run_id, self.reply_turn = frame["runId"], frame["turnId"]
         elif kind == "token":
             append = bool(self.text)
             self.text += frame["delta"]
@@ -196,6 +240,7 @@ class TaskView:
         elif kind == "error":
             self.failure = frame
         elif kind == "done":
+            self.ended = True
             return self.end(frame["stopReason"])
         return []
 

@@ -3,7 +3,8 @@
 The response is thinwire's `EventStream` (its disconnect listener, write timeout and
 heartbeats, which the SDK's parser skips as comments) reading a source that translates
 each batch of frames into chunks. Each chunk's SSE `id:` is the seq of the frame it came
-from; the SDK does not read it. The SDK knows the stream by its header.
+from, shared by the chunks of one frame; the SDK does not read it (its resume replays
+the run from the start). The SDK knows the stream by its header.
 """
 
 from __future__ import annotations
