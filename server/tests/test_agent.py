@@ -2,13 +2,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from starlette.testclient import TestClient
 
 from conftest import app_for, parse_sse, send, server_context
-from thinwire import Agent, Run, ToolFailed
+from thinwire import Agent, MemoryStore, Run, SQLiteStore, ToolFailed
 
 SECRET = "tw-canary-exception-0c41"
 
@@ -328,3 +330,165 @@ async def test_the_first_delta_is_streamed_before_the_rest_of_a_burst() -> None:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+class KeepsNotJson(Agent):
+    """Says something, then keeps a value JSON cannot hold as `how` says; asked to recall,
+    says how many notes its history holds."""
+
+    how: ClassVar[str] = "append"
+
+    async def run(self, run: Run, text: str) -> None:
+        if text == "recall":
+            notes = [m for m in run.history if m["role"] == "note"]
+            await run.say(f"{len(notes)} notes")
+            return
+        await run.say("bad noted")
+        how = type(self).how
+        if how == "append":
+            run.history.append({"role": "note", "content": {1, 2}})
+            return
+        if how == "result in place, then asks":
+            found = await run.step("look", self.look)
+            found["found"].append({1, 2})  # JSON when recorded; not once changed in place
+            await run.interrupt("Go on?", options=["yes"])
+        note: dict[str, Any] = {"role": "note", "content": []}
+        run.history.append(note)  # JSON when added; not once changed in place
+        note["content"].append({1, 2})
+        if how == "in place, then raises":
+            raise RuntimeError("and then the agent failed")
+        if how == "in place, then asks":
+            await run.interrupt("Go on?", options=["yes"])
+
+    async def look(self) -> dict[str, Any]:
+        return {"found": []}
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+@pytest.mark.parametrize(
+    ("how", "complaint"),
+    [
+        ("append", "run.history[1]['content'] is a set; run.history holds JSON values only"),
+        ("in place", "run.history[1]['content'][0] is a set; run.history holds JSON values"),
+        ("in place, then raises", "and then the agent failed"),
+        ("in place, then asks", "run.history[1]['content'][0] is a set"),
+        ("result in place, then asks", "a step's or tool's result was changed, once recorded"),
+    ],
+)
+def test_a_history_message_that_is_not_json_fails_the_run_and_keeps_its_reply(
+    how: str, complaint: str, store: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Refused where it is added, or — changed in place after — left out of the history
+    saved; either way the run fails as on the agent's own exception (not as a store
+    failure to retry), its reply saved and the conversation's numbering unbroken."""
+    KeepsNotJson.how = how
+    caplog.set_level(logging.ERROR, "thinwire")
+    stored = MemoryStore() if store == "memory" else SQLiteStore(tmp_path / "db")
+    with TestClient(app_for({"demo": KeepsNotJson}, store=stored)) as client:
+        frames = send(client, "note this")
+        errors = [f for f in frames if f["type"] == "error"]
+        assert [(e["code"], e["retryable"]) for e in errors] == [("agent_error", False)]
+        assert frames[-1]["type"] == "done" and frames[-1]["stopReason"] == "error"
+        assert frames[-1]["text"] == "bad noted"
+        context_id = frames[0]["contextId"]
+        recalled = send(client, "recall", context_id)
+        assert recalled[0]["seq"] == frames[-1]["seq"] + 1  # not as after a crash
+        assert recalled[-1]["text"] == "0 notes"
+        transcript = client.get(f"/agents/demo/contexts/{context_id}").json()
+    assert transcript["pendingInterrupt"] is None
+    replies = [(t["text"], t["stopReason"]) for t in transcript["turns"] if t["role"] != "user"]
+    assert replies == [("bad noted", "error"), ("0 notes", "end")]
+    logged = "\n".join(r.getMessage() + str(r.exc_info) for r in caplog.records)
+    assert complaint in logged and "could not be saved" not in logged
+
+
+class KeepsUsage(Agent):
+    tokens: ClassVar[Any] = 1
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("counted ")
+        run.record_usage("m-1", type(self).tokens, 0)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "complaint"),
+    [
+        (1.5, "counts tokens as an int, not float"),
+        (math.nan, "counts tokens as an int, not float"),
+        ("7", "counts tokens as an int, not str"),
+        (True, "counts tokens as an int, not bool"),
+        (-1, "counts tokens from 0, not -1"),
+    ],
+)
+def test_usage_that_is_not_a_count_fails_the_run_where_it_is_recorded(
+    tokens: Any, complaint: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    KeepsUsage.tokens = tokens
+    caplog.set_level(logging.ERROR, "thinwire")
+    with TestClient(app_for({"demo": KeepsUsage})) as client:
+        frames = send(client, "hi")
+        again = send(client, "hi", frames[0]["contextId"])
+    assert [f["type"] for f in frames][-2:] == ["error", "done"]
+    assert frames[-2]["code"] == "agent_error" and frames[-2]["retryable"] is False
+    assert frames[-1]["text"] == "counted " and again[0]["seq"] == frames[-1]["seq"] + 1
+    assert complaint in "\n".join(str(r.exc_info) for r in caplog.records)
+
+
+class KeepsOtherValues(Agent):
+    """Hands the run a value JSON cannot hold where `what` says."""
+
+    what: ClassVar[str] = "payload"
+
+    async def run(self, run: Run, text: str) -> None:
+        async def make(value: Any = None) -> Any:
+            return {1, 2}
+
+        async def result() -> Any:
+            return {"found": {1, 2}}
+
+        what = type(self).what
+        if what == "payload":
+            await run.interrupt("Go on?", options=["yes"], payload={"ids": {1, 2}})
+        elif what == "arguments":
+            await run.tool("make", make, value={1, 2})
+        elif what == "output":
+            await run.tool("make", make)
+        else:
+            await run.step("look", result)
+
+
+@pytest.mark.parametrize(
+    ("what", "complaint"),
+    [
+        (
+            "payload",
+            "the interrupt payload['ids'] is a set; an interrupt's payload is sent to the user "
+            "as JSON, so JSON values only",
+        ),
+        (
+            "arguments",
+            "the arguments of tool 'make'['value'] is a set; a tool's arguments are recorded "
+            "in run.history, so JSON values only",
+        ),
+        (
+            "output",
+            "the output of tool 'make' is a set; a tool's output is recorded in run.history, "
+            "so JSON values only",
+        ),
+        (
+            "step",
+            "the result of step 'look'['found'] is a set; a step's result is recorded for a "
+            "resume to return, so JSON values only",
+        ),
+    ],
+)
+def test_a_value_that_is_not_json_is_refused_naming_what_it_is_for(
+    what: str, complaint: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    KeepsOtherValues.what = what
+    caplog.set_level(logging.ERROR, "thinwire")
+    with TestClient(app_for({"demo": KeepsOtherValues})) as client:
+        frames = send(client, "hi")
+    assert frames[-2]["code"] == "agent_error" and frames[-1]["stopReason"] == "error"
+    logged = "\n".join(str(r.exc_info) for r in caplog.records)
+    assert complaint in logged and "AgentState" not in logged

@@ -3,15 +3,17 @@ tree of messages, and the history a run reads."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thinwire.branches import Lines, Page, Position, parse_turn_id, turn_id
-from thinwire.errors import NotFound
+from thinwire.errors import NotFound, StateValueError
 from thinwire.exchanges import Exchange, History
 from thinwire.records import ContextRecord, branch_turns, json_array
 
@@ -197,6 +199,49 @@ def test_only_the_running_exchange_of_a_history_changes() -> None:
         with pytest.raises(TypeError):
             change()
     assert [m["content"] for m in history] == ["s", "old", "new", "n"]
+
+
+ADDS = {  # every way a message gets into a history, and the index it would take
+    "append": (lambda history, message: history.append(message), 3),
+    "insert": (lambda history, message: history.insert(len(history), message), 3),
+    "insert before": (lambda history, message: history.insert(-1, message), 2),
+    "extend": (lambda history, message: history.extend([message]), 3),
+    "+=": (lambda history, message: history.__iadd__([message]), 3),
+    "assign": (lambda history, message: history.__setitem__(-1, message), 2),
+}
+
+
+@pytest.mark.parametrize("add", sorted(ADDS))
+@pytest.mark.parametrize(
+    ("message", "where", "kind"),
+    [
+        ({"role": "note", "content": {1, 2}}, "['content']", "set"),
+        ({"role": "note", "at": datetime.date(2026, 1, 1)}, "['at']", "date"),
+        ({"role": "note", "pair": (1, 2)}, "['pair']", "tuple"),
+        ({"role": "note", "content": [b"bytes"]}, "['content'][0]", "bytes"),
+        ("a note", "", "str"),
+        (["role", "note"], "", "list"),
+    ],
+)
+def test_a_message_that_is_not_a_json_object_is_refused_however_it_is_added(
+    add: str, message: Any, where: str, kind: str
+) -> None:
+    history = history_of([{"role": "user", "content": "old"}], [{"role": "user", "content": "new"}])
+    change, index = ADDS[add]
+    with pytest.raises(StateValueError) as refused:
+        change(history, message)
+    text = str(refused.value)
+    assert text.startswith(f"run.history[{index}]{where} is a {kind}; run.history holds ")
+    assert "AgentState" not in text and isinstance(refused.value, TypeError)
+    assert [m["content"] for m in history] == ["s", "old", "new"]
+    assert not history.exchanges[1].changed  # nothing was written
+
+
+def test_a_message_of_json_values_is_added_as_it_is() -> None:
+    history = history_of([{"role": "user", "content": "new"}])
+    note = {"role": "note", "content": {"n": [1, 2.5, None, True, "é"]}}
+    history.append(note)
+    assert history[-1] is note and history.exchanges[0].changed
 
 
 def test_a_record_counts_turns_and_weighs_what_it_holds_without_decoding() -> None:

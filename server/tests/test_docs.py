@@ -170,3 +170,18 @@ def test_the_server_doc_names_every_cli_option(capsys: pytest.CaptureFixture[str
         options = set(re.findall(r"--[a-z-]+", capsys.readouterr().out)) - {"--help"}
         missing = sorted(option for option in options if option not in text)
         assert not missing, f"docs/server.md's CLI section misses {missing} of {command}"
+
+
+def test_the_server_doc_names_every_method_of_run() -> None:
+    from thinwire import Run
+
+    kit_only = {"handed_to", "shown"}  # the runner's, not the agent's
+    text = (ROOT / "docs/server.md").read_text(encoding="utf-8")
+    table = text.split("What `Run` gives the agent:", 1)[1].split("\n\n", 2)[1]
+    members = {
+        name
+        for name in dir(Run)
+        if not name.startswith("_") and name not in kit_only and callable(getattr(Run, name))
+    }
+    missing = sorted(name for name in members if f"run.{name}(" not in table)
+    assert not missing, f"docs/server.md's table of what Run gives misses {missing}"

@@ -11,6 +11,7 @@ def test_public_names_are_locked() -> None:
         "Approval",
         "MemoryStore",
         "Rejected",
+        "ReplayMismatch",
         "Run",
         "SQLiteStore",
         "StateValueError",

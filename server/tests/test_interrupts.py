@@ -384,3 +384,40 @@ def test_decide_over_a_websocket(client: TestClient) -> None:
         socket.send_json({**decision, "value": "approve"})
         resumed = until_done(socket)
     assert resumed[-1]["text"] == "Refund issued." and Refunder.refunds == [40]
+
+
+class Counts(Agent):
+    """Counts a model call's tokens before it asks and another's after, shown publicly."""
+
+    async def run(self, run: Run, text: str) -> None:
+        run.record_usage("m-1", 100, 10, public=True)
+        await run.say("asked ")
+        await run.interrupt("Go on?", options=["yes"])
+        run.record_usage("m-1", 1, 1, public=True)
+        await run.say("went on")
+
+
+def test_usage_is_counted_once_across_a_resume() -> None:
+    """The resume replays the code before the question: what it counted then was counted
+    already, in the operator's totals and in the public meta of the reply that asked."""
+    with TestClient(app_for({"demo": Counts}, operator_token="op")) as client:
+        frames = ask(client)
+        context_id = frames[0]["contextId"]
+        interrupt_id = frames[-2]["interrupt"]["interruptId"]
+        resumed = parse_sse(decide(client, context_id, interrupt_id, "yes").text)
+        usage = client.get(
+            f"/admin/agents/demo/contexts/{context_id}/usage",
+            headers={"authorization": "Bearer op"},
+        ).json()
+        turns = client.get(f"/agents/demo/contexts/{context_id}").json()["turns"]
+    assert resumed[-1]["text"] == "went on"
+    assert usage["total"] == {"m-1": {"calls": 2, "inputTokens": 101, "outputTokens": 11}}
+    assert [run["models"] for run in usage["runs"]] == [
+        {"m-1": {"calls": 1, "inputTokens": 100, "outputTokens": 10}},
+        {"m-1": {"calls": 1, "inputTokens": 1, "outputTokens": 1}},
+    ]
+    replies = [t for t in turns if t["role"] == "assistant"]
+    assert [(t["text"], t["meta"]["usage"]) for t in replies] == [
+        ("asked ", {"inputTokens": 100, "outputTokens": 10}),
+        ("went on", {"inputTokens": 1, "outputTokens": 1}),
+    ]

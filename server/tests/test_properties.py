@@ -13,6 +13,7 @@ from conftest import app_for, parse_sse
 from thinwire import wire
 from thinwire.demo import DemoAgent
 from thinwire.errors import StateValueError
+from thinwire.jsontext import is_unicode
 from thinwire.runlog import encode_frame
 from thinwire.sse import encode
 from thinwire.state import check_json, copy_json
@@ -72,6 +73,21 @@ def test_a_copied_json_value_is_equal_and_shares_no_container(value: Any) -> Non
     copied = copy_json(value)
     assert json.dumps(copied) == json.dumps(value)
     assert not set(containers(copied)) & set(containers(value))
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=JSON)
+def test_check_json_refuses_exactly_what_a_store_cannot_write(value: Any) -> None:
+    try:
+        writable = is_unicode(json.dumps(value, allow_nan=False, ensure_ascii=False))
+    except ValueError:
+        writable = False  # infinities
+    try:
+        check_json(value)
+    except StateValueError:
+        assert not writable
+    else:
+        assert writable
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

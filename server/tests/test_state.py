@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import collections
 import datetime
+import enum
 import math
 from typing import Any
 
@@ -43,6 +45,33 @@ def test_non_json_values_are_refused_not_stringified(value: Any) -> None:
 def test_error_names_the_offending_path() -> None:
     with pytest.raises(StateValueError, match=r"\['when'\]"):
         AgentState()["plan"] = {"when": datetime.date(2026, 1, 1)}
+
+
+class Color(enum.StrEnum):
+    RED = "red"
+
+
+@pytest.mark.parametrize(
+    ("value", "complaint"),
+    [
+        ({"a": [1, {"b": {1}}]}, "AgentState['k']['a'][1]['b'] is a set; AgentState holds JSON"),
+        ({"a": {1: "x"}}, "AgentState['k']['a'] has a non-string key 1"),
+        ({"a": ["\ud800"]}, "AgentState['k']['a'][0] is not valid Unicode (a lone surrogate)"),
+        ({"\ud800": 1}, "a key of AgentState['k'] is not valid Unicode (a lone surrogate)"),
+        ([0.5, math.inf], "AgentState['k'][1] is inf, which JSON cannot represent"),
+        ((1, 2), "AgentState['k'] is a tuple; AgentState holds JSON values only (convert it"),
+    ],
+)
+def test_error_says_where_and_what(value: Any, complaint: str) -> None:
+    with pytest.raises(StateValueError) as refused:
+        AgentState()["k"] = value
+    assert str(refused.value).startswith(complaint)
+
+
+def test_subclasses_of_json_types_are_json() -> None:
+    state = AgentState()
+    state["k"] = {Color.RED: [Color.RED, True, collections.OrderedDict(n=1.5)]}
+    assert state["k"] == {"red": ["red", True, {"n": 1.5}]}
 
 
 def test_initial_state_is_copied_per_context() -> None:

@@ -62,3 +62,23 @@ def test_a_frame_the_schema_does_not_allow_fails(frame: dict[str, object], compl
 def test_an_event_that_is_not_json_fails() -> None:
     with pytest.raises(FrameError, match=r"not a thinwire frame: \{nope"):
         frames_of("id: 1\ndata: {nope\n\n")
+
+
+def test_a_response_that_is_not_a_stream_fails_with_its_status_and_body() -> None:
+    with TestClient(app_for({"demo": Echo})) as client:
+        blank = client.post("/agents/demo/runs", json={"message": {"text": " "}})
+        context_id = frames_of(client.post("/agents/demo/runs", json={"message": {"text": "hi"}}))[
+            0
+        ]["contextId"]
+        transcript = client.get(f"/agents/demo/contexts/{context_id}")
+    assert blank.status_code == 400
+    with pytest.raises(FrameError, match=r"the response is 400: .*must not be blank"):
+        frames_of(blank)
+    with pytest.raises(FrameError, match=r"the body is JSON: .*invalid_request"):
+        frames_of(blank.text)  # its text alone says as much
+    with pytest.raises(FrameError, match=r"the response is application/json: .*turns"):
+        frames_of(transcript)  # a 200, but not a stream
+
+
+def test_a_stream_of_only_heartbeats_is_no_frames() -> None:
+    assert frames_of(": heartbeat\n\n") == [] == frames_of("")

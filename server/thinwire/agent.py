@@ -35,8 +35,9 @@ from thinwire.interrupts import (
     ToolFailed,
     new_interrupt_id,
 )
+from thinwire.jsonvalues import check_json
 from thinwire.records import TITLE_LENGTH, Shown, shortened
-from thinwire.state import AgentState, check_json
+from thinwire.state import AgentState
 
 if TYPE_CHECKING:
     from thinwire.a2a.card import Skill
@@ -50,6 +51,12 @@ T = TypeVar("T")
 UNANSWERED = "a person was asked to approve this call; the run was stopped first, so it did not run"
 #: A call a person rejected, in the history.
 REJECTED = "a person rejected this call; it did not run"
+
+#: What each value the run keeps is for, said when one is not JSON.
+PAYLOAD_RULE = "an interrupt's payload is sent to the user as JSON, so JSON values only"
+ARGUMENTS_RULE = "a tool's arguments are recorded in run.history, so JSON values only"
+OUTPUT_RULE = "a tool's output is recorded in run.history, so JSON values only"
+RESULT_RULE = "a step's result is recorded for a resume to return, so JSON values only"
 
 
 class Agent:
@@ -251,7 +258,7 @@ class Run:
         """
         entry = self._journal.replay("interrupt", prompt)
         if entry is None:
-            check_json(payload, "interrupt payload")
+            check_json(payload, "the interrupt payload", rule=PAYLOAD_RULE)
             request = wire.InterruptRequest(
                 interrupt_id=new_interrupt_id(),
                 prompt=prompt,
@@ -297,7 +304,7 @@ class Run:
         the model's own `call_id` kept with the call in the history."""
         if not isinstance(name, str):
             raise TypeError(f"a tool's name is a str, not {type(name).__name__}")
-        check_json(arguments, f"arguments of tool {name!r}")
+        check_json(arguments, f"the arguments of tool {name!r}", rule=ARGUMENTS_RULE)
         called = {"role": "tool", "name": name, "arguments": arguments}
         if call_id is not None:
             called["callId"] = call_id
@@ -328,7 +335,7 @@ class Run:
         self._log.tool_call(frame_id, name)
         try:
             output = await function(**arguments)
-            check_json(output, f"output of tool {name!r}")
+            check_json(output, f"the output of tool {name!r}", rule=OUTPUT_RULE)
         except Exception as exc:
             activity["ok"] = False
             self._log.tool_result(frame_id, name, ok=False)
@@ -360,7 +367,7 @@ class Run:
             return recorded
         before = len(self._text)
         result = await function()
-        check_json(result, f"result of step {name!r}")
+        check_json(result, f"the result of step {name!r}", rule=RESULT_RULE)
         said = "".join(self._text[before:])
         self._journal.record({"kind": "step", "name": name, "result": result, "said": said})
         return result
@@ -371,7 +378,23 @@ class Run:
         """Count a model call's tokens towards this run's usage: kept on the server (the
         operator API reads it). With `public` (by default the agent's `public_usage`),
         the model's name and the reply's tokens are shown with the reply in the
-        transcript too; otherwise no client sees them."""
+        transcript too; otherwise no client sees them.
+
+        A resumed run replaying what it did before it asked counts nothing again: those
+        calls were counted when they were made."""
+        if not isinstance(model, str):
+            raise TypeError(
+                f"run.record_usage() takes the model's name as a str, not {type(model).__name__}"
+            )
+        for tokens in (input_tokens, output_tokens):
+            if not isinstance(tokens, int) or isinstance(tokens, bool):
+                raise TypeError(
+                    f"run.record_usage() counts tokens as an int, not {type(tokens).__name__}"
+                )
+            if tokens < 0:
+                raise ValueError(f"run.record_usage() counts tokens from 0, not {tokens}")
+        if self.replaying:
+            return
         usage = self.usage.setdefault(model, {"calls": 0, "inputTokens": 0, "outputTokens": 0})
         usage["calls"] += 1
         usage["inputTokens"] += input_tokens

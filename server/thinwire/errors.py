@@ -143,7 +143,9 @@ class DecisionPending(Conflict):
 
 
 class StateValueError(BadRequest, TypeError):
-    """A value written to AgentState is not plain JSON."""
+    """A value written to AgentState is not plain JSON; so, raised in the agent's code, is
+    one added to `run.history`, a tool's arguments or output, a step's result or an
+    interrupt's payload (the message says which)."""
 
     def __init__(self, message: str) -> None:
         super().__init__("invalid_state_value", message)

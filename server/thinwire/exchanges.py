@@ -9,7 +9,9 @@ them, and a save writes the exchange that changed, not the conversation.
 preamble (the system prompt), then each exchange's on the branch shown — that decodes
 an exchange the first time one of its messages is read. Messages of past exchanges are
 read-only (a run appends to its own exchange); reading from the end, as a model's
-window does, decodes only the exchanges it reaches.
+window does, decodes only the exchanges it reaches. A message added to it must be a JSON
+object: anything else is refused where the agent adds it (`StateValueError`), rather
+than failing the save at the end of the run.
 """
 
 from __future__ import annotations
@@ -19,11 +21,27 @@ from collections.abc import Iterable, Iterator, MutableSequence
 from typing import Any, overload
 
 from thinwire.branches import Position
+from thinwire.errors import StateValueError
 from thinwire.jsontext import dumps
+from thinwire.jsonvalues import check_json
 
 __all__ = ["Exchange", "History"]
 
 Message = dict[str, Any]
+
+#: Said when a message added to `run.history` holds a value of another type.
+HISTORY_RULE = "run.history holds JSON values only"
+
+
+def checked(message: object, index: int) -> Message:
+    """`message`, added to the history at `index`, if it is a JSON object."""
+    if not isinstance(message, dict):
+        raise StateValueError(
+            f"run.history[{index}] is a {type(message).__name__}; "
+            "run.history holds messages that are JSON objects (dicts) only"
+        )
+    check_json(message, f"run.history[{index}]", rule=HISTORY_RULE)
+    return message
 
 
 class Exchange:
@@ -200,8 +218,9 @@ class History(MutableSequence[Message]):
         if isinstance(index, slice):
             raise TypeError("assign messages one at a time")
         messages, at, exchange = self._locate(index)
+        message = checked(value, index if index >= 0 else index + len(self))
         self._writable(exchange)
-        messages[at] = value
+        messages[at] = message
 
     @overload
     def __delitem__(self, index: int) -> None: ...
@@ -219,17 +238,20 @@ class History(MutableSequence[Message]):
         del messages[at]
 
     def insert(self, index: int, value: Message) -> None:
-        running = self._writable(self.exchanges[-1] if self.exchanges else None)
-        first = len(self) - running.size
+        length = len(self)
         if index < 0:
-            index += len(self)
+            index = max(0, index + length)
+        message = checked(value, min(index, length))
+        running = self._writable(self.exchanges[-1] if self.exchanges else None)
+        first = length - running.size
         if index < first:
             raise TypeError("the messages of past exchanges are read-only; append new ones")
-        running.messages.insert(index - first, value)
+        running.messages.insert(index - first, message)
 
     def append(self, value: Message) -> None:
+        message = checked(value, len(self))
         running = self._writable(self.exchanges[-1] if self.exchanges else None)
-        running.messages.append(value)
+        running.messages.append(message)
 
     def __repr__(self) -> str:
         return f"History({len(self)} messages in {len(self.exchanges)} exchanges)"

@@ -28,10 +28,12 @@ from thinwire.agent import Run
 from thinwire.branches import Position
 from thinwire.codes import RETRYABLE_CODES, ServerErrorCode
 from thinwire.contexts import Context, ContextRegistry
-from thinwire.errors import LeaseLost, ModelError, RunTooLong, VersionConflict
+from thinwire.errors import LeaseLost, ModelError, RunTooLong, StateValueError, VersionConflict
+from thinwire.exchanges import checked
 from thinwire.flushing import start_flushing
 from thinwire.ids import new_run_id
 from thinwire.interrupts import ReplayMismatch, Suspend
+from thinwire.jsontext import dumps, is_unicode
 from thinwire.records import Checkpoint, ContextRecord
 from thinwire.runlog import RunLog
 from thinwire.stores import Event
@@ -200,6 +202,7 @@ async def finish(
     that goes, the run ends: its stream gets `done` and its conversation is free."""
     try:
         try:
+            outcome = storable(context, log, run, outcome)
             done = settle(context, log, run, text, start, outcome)
         except Exception:
             abandon(registry, context, log, "The run's end could not be recorded")
@@ -239,6 +242,49 @@ def abandon(registry: ContextRegistry, context: Context, log: RunLog, what: str)
         wire.DoneFrame, log.reserve_seq(), text="", tool_calls=[], stop_reason="error"
     )
     log.publish(empty, last=True)
+
+
+def storable(context: Context, log: RunLog, run: Run, outcome: Outcome) -> Outcome:
+    """The outcome to record, once nothing the save cannot write is left of the run.
+
+    What an agent hands over is checked as it does (a message added to the history, a
+    tool's output), but a value it changes in place afterwards — a message given a set
+    once appended — would fail the save, and the reply with it. Its messages are left
+    out instead, and the run fails as on an exception of the agent's, its reply kept."""
+    exchange = context.record.running_exchange
+    journal = run.journal if outcome.suspended is not None else []
+    if encodable(exchange.messages) and encodable(journal):
+        return outcome
+    first = len(run.history) - exchange.size
+    kept, refused = [], []
+    for index, message in enumerate(exchange.messages):
+        try:
+            kept.append(checked(message, first + index))
+        except (StateValueError, RecursionError) as exc:
+            refused.append(exc)
+    exchange.messages[:] = kept
+    problem = StateValueError(
+        f"{refused[0]} (changed after it was added?); left out of the saved history"
+        if refused
+        else "a step's or tool's result was changed, once recorded, into a value JSON "
+        "cannot hold; the run cannot wait for a decision with it"
+    )
+    try:
+        raise problem  # so that the log shows it as the run's exception
+    except StateValueError:
+        if outcome.stop_reason == "error":  # the client was told of the failure already
+            logger.exception("A value the run kept is not JSON in %s", log.context.id)
+        else:
+            failure(log, "agent_error", "The agent failed")
+    return Outcome("error")
+
+
+def encodable(value: object) -> bool:
+    """Whether the store can write `value` (JSON, in UTF-8); cheap, as one encoding is."""
+    try:
+        return is_unicode(dumps(value))
+    except (TypeError, ValueError, RecursionError):
+        return False
 
 
 def settle(

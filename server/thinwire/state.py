@@ -12,63 +12,15 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 from thinwire.errors import StateValueError, WriteDenied
-from thinwire.jsontext import is_unicode
+from thinwire.jsonvalues import JSONValue, check_json, copy_json
 from thinwire.stores.base import AuditEntry
 
 __all__ = ["AgentState", "StateValueError", "WriteDenied", "check_json", "copy_json"]
-
-JSONValue = Any
-
-
-def check_json(value: object, path: str = "value") -> None:
-    """Raise `StateValueError` unless `value` is plain JSON (dict keys must be strings, and
-    text valid Unicode: UTF-8 cannot store a lone surrogate)."""
-    if isinstance(value, str):
-        check_text(value, path)
-        return
-    if value is None or isinstance(value, bool | int):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise StateValueError(f"{path} is {value!r}, which JSON cannot represent")
-        return
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            check_json(item, f"{path}[{index}]")
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise StateValueError(f"{path} has a non-string key {key!r}")
-            check_text(key, f"a key of {path}")
-            check_json(item, f"{path}[{key!r}]")
-        return
-    raise StateValueError(
-        f"{path} is a {type(value).__name__}; AgentState holds JSON values only "
-        "(convert it explicitly, e.g. a datetime to an ISO string)"
-    )
-
-
-def check_text(value: str, path: str) -> None:
-    if not is_unicode(value):
-        raise StateValueError(f"{path} is not valid Unicode (a lone surrogate)")
-
-
-def copy_json(value: JSONValue) -> JSONValue:
-    """A deep copy of a value `check_json` accepted: its dicts and lists copied, its
-    scalars (immutable) shared. A fraction of `copy.deepcopy`'s cost, which is paid
-    several times a run (every save copies the state)."""
-    if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [copy_json(item) for item in value]
-    return value
 
 
 class AgentState(MutableMapping[str, JSONValue]):

@@ -6,7 +6,9 @@
 
 Each frame is checked strictly against the wire schema as it is read, so a test that
 reads its frames with `frames_of` also fails if one carries a field the schema does not
-allow, or a value of another type (a seq of "4").
+allow, or a value of another type (a seq of "4"). A response that is not a stream at all
+(a 400 for a blank message, say) fails too, with its status and body, rather than
+reading as a stream of no frames.
 """
 
 from __future__ import annotations
@@ -32,17 +34,36 @@ class HasText(Protocol):
     def text(self) -> str: ...
 
 
+def not_a_stream(body: object, text: str) -> str | None:
+    """Why `body` is not an event stream, if it is not: an error status, another content
+    type, or text that is JSON (an event's lines start with a field name or a colon)."""
+    status = getattr(body, "status_code", None)
+    headers = getattr(body, "headers", None)
+    kind = headers.get("content-type", "") if headers is not None else None
+    if isinstance(status, int) and not 200 <= status < 300:
+        return f"the response is {status}"
+    if kind is not None and not kind.startswith("text/event-stream"):
+        return f"the response is {kind or 'of no content type'}"
+    if text.lstrip().startswith(("{", "[")):
+        return "the body is JSON"
+    return None
+
+
 def frames_of(body: str | bytes | HasText) -> list[dict[str, Any]]:
     """The frames of a `text/event-stream` body (a response, or its text), in order, as
     their JSON objects; heartbeats and other comments left out. Raises `FrameError` for
     an event that is not a frame the wire schema allows (an unknown type, a missing or
-    extra field)."""
+    extra field), and for a body that is not an event stream: an error response (its
+    status and body said), another content type, JSON."""
     if isinstance(body, bytes):
         text = body.decode()
     elif isinstance(body, str):
         text = body
     else:
         text = body.text
+    problem = not_a_stream(body, text)
+    if problem is not None:
+        raise FrameError(f"not a stream of frames: {problem}: {text[:500]}")
     frames = []
     for event in text.replace("\r\n", "\n").split("\n\n"):
         data = [
