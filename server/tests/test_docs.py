@@ -149,6 +149,28 @@ def test_the_protocol_doc_lists_every_error_code() -> None:
     assert not missing, f"docs/protocol.md's Errors section misses {missing}"
 
 
+def test_the_proxys_body_limit_is_above_the_servers() -> None:
+    """A body the proxy refuses gets its HTML 413, not thinwire's JSON one."""
+    text = (ROOT / "docs/deploy.md").read_text(encoding="utf-8")
+    limits = re.findall(r"client_max_body_size (\d+)([km]?);", text)
+    assert limits
+    from thinwire.demo import DemoAgent
+
+    default = app_for({"demo": DemoAgent}).state.thinwire.max_body_bytes
+    assert f"{default:,} bytes" in text  # the default, stated in words
+    for number, unit in limits:
+        assert int(number) * {"": 1, "k": 1024, "m": 1024**2}[unit] > default, number + unit
+
+
+def test_the_protocol_doc_lists_every_close_code() -> None:
+    """Those thinwire closes a socket with, and uvicorn's 1012 as it shuts down."""
+    from thinwire.codes import CLOSE_CODES
+
+    text = (ROOT / "docs/protocol.md").read_text(encoding="utf-8").split("| close code |")[1]
+    listed = {int(code) for code in re.findall(r"^\| (\d{4}) \|", text, re.MULTILINE)}
+    assert listed == {*CLOSE_CODES, 1012}
+
+
 def test_the_server_doc_names_every_create_app_option() -> None:
     import inspect
 

@@ -4,6 +4,7 @@ per event loop flushes the runs that are due together, within a budget of flushe
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -276,20 +277,93 @@ def test_a_run_held_up_past_its_keepalive_checks_its_lease_before_going_on() -> 
     assert frames[-1]["stopReason"] == "interrupted"
 
 
-def test_a_reply_another_replica_took_over_is_not_worth_sending_again() -> None:
-    """A run whose end cannot be saved because another replica holds the conversation
-    says so without `retryable`: sending the message again would only replay it."""
+class OverTaken(Agent):
+    """Says a word, which the store gets; then `meanwhile` (another replica taking the
+    conversation over, as when this one was paused past its lease); then a word the
+    store never gets, as the run's end cannot be saved."""
+
+    store: Store
+    meanwhile: Any = None
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("kept ")
+        async with asyncio.timeout(10):  # until a flush takes it to the store
+            while not any("kept" in e.data for e in await self.store.read_events(run.context_id)):
+                await asyncio.sleep(FLUSH_INTERVAL / 5)
+        if type(self).meanwhile is not None:
+            await type(self).meanwhile(run.context_id)
+        await run.say("lost ")
+
+
+def over_taken(
+    store: MemoryStore, meanwhile: Any = None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The frames of a run `OverTaken`, and the conversation's turns as stored after
+    (read once the store's methods the test replaced are its own again)."""
+    OverTaken.store, OverTaken.meanwhile = store, meanwhile
+    with TestClient(app_for({"demo": OverTaken}, store=store)) as client:
+        frames = frames_of(client.post("/agents/demo/runs", json={"message": {"text": "go"}}))
+        vars(store).pop("save", None)
+        vars(store).pop("read_events", None)
+        turns = client.get(f"/agents/demo/contexts/{frames[0]['contextId']}").json()["turns"]
+    return frames, turns
+
+
+def test_a_run_taken_over_before_its_end_ends_as_the_other_replica_recorded_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No `store_error`, and a `done` whose text is what the store keeps, not the reply
+    this replica could not save; the takeover is logged as what it is, not a failure."""
+    store = MemoryStore()
+
+    async def replica_b_takes_over(context_id: str) -> None:
+        # Its lease expired: replica B loads the conversation and records the run as
+        # interrupted, which moves the stored version on.
+        await ContextRegistry(store, {"demo": DemoAgent}).get_for_operator("demo", context_id)
+
+    with caplog.at_level("INFO", logger="thinwire"):
+        frames, turns = over_taken(store, replica_b_takes_over)
+    assert [f["type"] for f in frames] == ["run_start", "token", "token", "done"]
+    assert frames[-1]["stopReason"] == "interrupted" and frames[-1]["text"] == "kept "
+    assert [(t["text"], t["stopReason"]) for t in turns[1:]] == [("kept ", "interrupted")]
+    # The very `done` replica B stored: what a client reattaching anywhere is sent.
+    stored = asyncio.run(store.read_events(frames[0]["contextId"]))
+    assert frames[-1] == json.loads(stored[-1].data)
+    [said] = [r for r in caplog.records if r.name == "thinwire.runs"]
+    assert said.levelname == "WARNING" and "taken over" in said.getMessage()
+    assert said.exc_info is None
+
+
+def test_a_run_fenced_out_ends_as_it_will_be_recorded() -> None:
+    """Its lease passed on, no replica has recorded the run yet: its `done` says what
+    the next load records, from the frames the store has."""
     store = MemoryStore()  # the run's start creates the context; its end saves it
 
     async def fenced_out(*args: Any, **kwargs: Any) -> None:
         raise LeaseLost("the lease of token 1 is gone")
 
     store.save = fenced_out  # type: ignore[method-assign]
-    with TestClient(app_for({"demo": DemoAgent}, store=store)) as client:
-        frames = frames_of(client.post("/agents/demo/runs", json={"message": {"text": "hi"}}))
-    error, done = frames[-2:]
-    assert (error["type"], error["code"], error["retryable"]) == ("error", "store_error", False)
-    assert done["stopReason"] == "error"
+    frames, turns = over_taken(store)
+    assert "error" not in [f["type"] for f in frames]
+    assert frames[-1]["stopReason"] == "interrupted" and frames[-1]["text"] == "kept "
+    assert [(t["text"], t["stopReason"]) for t in turns[1:]] == [("kept ", "interrupted")]
+
+
+def test_a_run_fenced_out_by_a_store_it_cannot_read_ends_with_what_it_flushed() -> None:
+    store = MemoryStore()
+
+    async def unreadable(*args: Any, **kwargs: Any) -> None:
+        raise StoreError("the store is unavailable; try again shortly")
+
+    async def fenced_out(*args: Any, **kwargs: Any) -> None:
+        store.read_events = unreadable  # type: ignore[method-assign]
+        raise LeaseLost("the lease of token 1 is gone")
+
+    store.save = fenced_out  # type: ignore[method-assign]
+    frames, turns = over_taken(store)
+    assert [f["type"] for f in frames] == ["run_start", "token", "token", "done"]
+    assert frames[-1]["stopReason"] == "interrupted" and frames[-1]["text"] == "kept "
+    assert [(t["text"], t["stopReason"]) for t in turns[1:]] == [("kept ", "interrupted")]
 
 
 class KeepsLeases(LocalCoordinator):

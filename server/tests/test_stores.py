@@ -915,6 +915,51 @@ async def test_a_created_contexts_first_send_is_found_by_its_owner(store: Store)
     assert await store.find_send("user:ada", "msg-00000001") is None
 
 
+async def traces(store: Store) -> list[str]:
+    """What the store still holds, by name: its Redis keys, the memory store's entries, or
+    the SQLite tables with rows."""
+    if isinstance(store, RedisStore):
+        return sorted([key async for key in store.redis.scan_iter(match=store.key("*", "*"))])
+    if isinstance(store, MemoryStore):
+        return [name for name, kept in vars(store).items() if any(kept.values())]
+    assert isinstance(store, SQLiteStore)
+    with sqlite3.connect(store.path) as connection:
+        tables = connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+        names = [name for (name,) in tables.fetchall()]
+        return [name for name in names if connection.execute(f"SELECT 1 FROM {name}").fetchone()]
+
+
+async def test_delete_leaves_nothing_behind(store: Store) -> None:
+    # The first send is indexed, and then forgotten by the record: a hundred sends later.
+    await store.create(record(sends={"msg-first": "run-1"}), audit=[entry("count", 0)])
+    await store.save(record(sends={"msg-later": "run-2"}), expected_version=1, events=[event(1)])
+    assert await traces(store) != []
+    assert await store.delete("ctx-1") is True
+    assert await traces(store) == []
+
+
+async def test_delete_leaves_a_send_that_names_another_context(store: Store) -> None:
+    # A send key a shared store forgot (after `event_ttl`) is made again by a later
+    # conversation's first send of the same message id.
+    await store.create(record(sends={"msg-1": "run-1"}))
+    await store.create(record("ctx-2", sends={"msg-1": "run-2"}))
+    await store.delete("ctx-1")
+    assert await store.find_send("user:ada", "msg-1") == "ctx-2"
+
+
+async def test_redis_delete_finds_the_sends_of_a_context_an_earlier_version_created(
+    redis_url: str,
+) -> None:
+    store = RedisStore.from_url(redis_url, prefix=f"test-{secrets.token_hex(4)}")
+    await store.create(record(sends={"msg-1": "run-1"}))
+    await store.redis.hdel(store.key("ctx", "ctx-1"), "sends")  # not kept before
+    assert await store.delete("ctx-1") is True
+    assert await traces(store) == []
+    await store.close()
+
+
 def test_store_urls_follow_sqlalchemys_convention(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -235,12 +235,11 @@ def test_past_the_connection_limit_a_request_is_refused_at_once(guarded: ServerP
     finally:
         for sock in idle:
             sock.close()
-    # As every error: JSON with its code.
-    assert answers[-1].json()["error"] == {
-        "code": "server_busy",
-        "message": ERROR_CODES["server_busy"],
-        "retryable": True,
-    }
+    # As every error: compact JSON with its code.
+    message = ERROR_CODES["server_busy"]
+    assert answers[-1].content == (
+        f'{{"error":{{"code":"server_busy","message":"{message}","retryable":true}}}}'.encode()
+    )
     assert answers[-1].headers["retry-after"] == "1"
     assert answers[-1].headers["thinwire-protocol"] == "1"
     assert answers[-1].headers["x-content-type-options"] == "nosniff"
@@ -273,6 +272,26 @@ def test_sigterm_mid_stream_ends_every_stream_with_its_done_and_logs_no_error(
         log = server.log()
     assert rest[-1]["type"] == "done" and rest[-1]["stopReason"] == "interrupted"
     assert "ERROR" not in log and "Traceback" not in log, log
+
+
+def test_sigterm_mid_run_closes_a_websocket_after_its_done_with_1012(tmp_path: Path) -> None:
+    """As docs/protocol.md says: the run ends with its `done`, then uvicorn closes the
+    socket with 1012 (service restart)."""
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    args = ("demo", "--delay", "1", "--shutdown-timeout", "0.5", "--data-dir", str(tmp_path))
+    with serve(*args) as server:
+        url = server.url.replace("http://", "ws://") + "/agents/demo/ws"
+        with connect(url) as socket_, pytest.raises(ConnectionClosed) as closed:
+            socket_.send(json.dumps({"type": "send", "message": {"text": "a slow one"}}))
+            frames = [json.loads(socket_.recv(timeout=10))]  # the run is on
+            server.process.send_signal(signal.SIGTERM)
+            while True:
+                frames.append(json.loads(socket_.recv(timeout=10)))
+        server.process.wait(10)
+    assert frames[-1]["type"] == "done" and frames[-1]["stopReason"] == "interrupted"
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
 
 
 def test_serve_finds_a_module_in_the_working_directory(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ intact, nothing half-written.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 import time
@@ -35,8 +36,8 @@ from thinwire.ids import new_run_id
 from thinwire.interrupts import ReplayMismatch, Suspend
 from thinwire.jsontext import dumps, is_unicode
 from thinwire.records import Checkpoint, ContextRecord
-from thinwire.runlog import RunLog
-from thinwire.stores import Event
+from thinwire.runlog import RunLog, shown
+from thinwire.stores import Event, Store
 
 __all__ = ["begin_run", "execute"]
 
@@ -210,13 +211,20 @@ async def finish(
         stored = len(log.frames)
         try:
             await registry.save(context, events=log.unflushed_and(done))
-        except Exception as exc:
+        except (LeaseLost, VersionConflict):
+            # Another replica holds the conversation: nothing of this run's end landed,
+            # and the run is recorded as interrupted — by that replica already, or at the
+            # next load. Expected of a replica paused past its lease: no failure.
+            logger.warning(
+                "%s was taken over before run %s could save its end: interrupted",
+                context.id,
+                log.run_id,
+            )
+            log.publish(await taken_over(registry.store, log), last=True)
+        except Exception:
             # Nothing of this run's end landed; the stored run stays marked and is
-            # recorded as interrupted when the context is next loaded — or was already,
-            # by the replica that took the conversation over: then sending the message
-            # again would only show that.
-            taken_over = isinstance(exc, (LeaseLost, VersionConflict))
-            failure(log, "store_error", "The reply could not be saved", retryable=not taken_over)
+            # recorded as interrupted when the context is next loaded.
+            failure(log, "store_error", "The reply could not be saved")
             log.publish(ended(log, run, "error"), last=True)
         else:
             log.flushed = stored
@@ -323,6 +331,31 @@ def settle(
             shown=shown,
         )
     return ended(log, run, outcome.stop_reason)
+
+
+async def taken_over(store: Store, log: RunLog) -> Event:
+    """The `done` of a run taken over before it could save its end: `interrupted`, with
+    the reply as the store keeps it. That is the `done` the replica that took over
+    recorded, or else what the run's frames in the store show (what that replica will
+    record); if the store cannot be read, what this replica flushed of them."""
+    try:
+        events = await store.read_events(log.context.id, log.seqs[0] - 1 if log.seqs else 0)
+    except Exception:  # whatever it is, the run's stream still ends
+        frames = log.frames[: log.flushed]
+    else:
+        mine = [event for event in events if event.run_id == log.run_id]
+        recorded = [event for event in mine if json.loads(event.data)["type"] == "done"]
+        if recorded:
+            return recorded[-1]
+        frames = [event.data for event in mine]
+    text, tool_calls = shown(frames)
+    return log.encode(
+        wire.DoneFrame,
+        log.reserve_seq(),
+        text=text,
+        tool_calls=tool_calls,
+        stop_reason="interrupted",
+    )
 
 
 def ended(log: RunLog, run: Run, stop_reason: wire.StopReason) -> Event:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import os
 import socket
 import sys
@@ -40,6 +39,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from thinwire import wire
 from thinwire.browser import COMMON_HEADERS
 from thinwire.codes import ERROR_CODES
+from thinwire.jsontext import dumps
 from thinwire.server import running
 
 try:  # the WebSocket layer's own limits on a handshake
@@ -137,7 +137,8 @@ def import_app(target: str, *, factory: bool = False) -> Any:
     return app
 
 
-BUSY = json.dumps(
+#: Compact, as every other error body (`boundary.error_response`).
+BUSY = dumps(
     {"error": {"code": "server_busy", "message": ERROR_CODES["server_busy"], "retryable": True}}
 ).encode()
 

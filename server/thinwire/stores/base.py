@@ -19,7 +19,7 @@ in `server/tests/test_stores.py` checks):
   updated first, from an index kept with every save; `load_transcript` reads the branch
   shown without the history.
 - `delete` removes every trace of a context: its record, its exchanges, its audit trail,
-  its events, its place in the lists.
+  its events, its place in the lists, the index of its sends.
 - Events (the frames of a context's recent runs) are kept by seq, once each: appending
   an event again is a no-op, so a retried flush never duplicates a frame.
 - `create` indexes the message ids of the new context's sends (`record.sends`) under its

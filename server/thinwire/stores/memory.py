@@ -176,6 +176,8 @@ class MemoryStore(Store):
         self._unlist(context_id)
         self._audit.pop(context_id, None)
         self._events.pop(context_id, None)
+        for send in [send for send, created in self._sends.items() if created == context_id]:
+            del self._sends[send]
         return self._records.pop(context_id, None) is not None
 
     async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:

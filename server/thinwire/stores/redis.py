@@ -5,7 +5,8 @@
 Keys, under `prefix`:
 
     {p}:ctx:{id}      hash: agent, owner, version, data (the record but its exchanges, as
-                      JSON), updated and summary (what the list shows)
+                      JSON), updated and summary (what the list shows), and sends (the
+                      message ids of its send keys, as JSON: the record forgets old ones)
     {p}:ex:{id}       hash: an exchange per field "{line}:{depth}", valued
                       "{messages}\n{turns JSON}\n{messages JSON}"
     {p}:list:{n}:{owner}:{agent}  sorted set of an owner's conversations of an agent,
@@ -66,12 +67,12 @@ HEALTH_CHECK_INTERVAL = 5
 CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'agent', ARGV[1], 'owner', ARGV[2], 'version', 1,
-  'data', ARGV[3], 'summary', ARGV[4], 'updated', ARGV[5])
+  'data', ARGV[3], 'summary', ARGV[4], 'updated', ARGV[5], 'sends', ARGV[8])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[6])
 for i = 5, #KEYS do redis.call('SET', KEYS[i], ARGV[6], 'EX', ARGV[7]) end
-local n = tonumber(ARGV[8])
-for i = 0, n - 1 do redis.call('HSET', KEYS[3], ARGV[9 + i * 2], ARGV[10 + i * 2]) end
-for i = 9 + n * 2, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+local n = tonumber(ARGV[9])
+for i = 0, n - 1 do redis.call('HSET', KEYS[3], ARGV[10 + i * 2], ARGV[11 + i * 2]) end
+for i = 10 + n * 2, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 return 1
 """
 
@@ -140,6 +141,20 @@ for i = 1, #found, 2 do
   end
 end
 return page
+"""
+
+#: A context's keys go (KEYS[1] its record, KEYS[2] its place in a list, then the others),
+#: and each send key of it that still names it (ARGV[2] of them, the last keys): one that
+#: expired and was made again for a later conversation is that conversation's.
+DELETE = """
+local existed = redis.call('EXISTS', KEYS[1])
+local sends = tonumber(ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1], unpack(KEYS, 3, #KEYS - sends))
+for i = #KEYS - sends + 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
+end
+return existed
 """
 
 APPEND = """
@@ -231,6 +246,7 @@ class RedisStore(Store):
         self._create: Any = client.register_script(CREATE)
         self._save: Any = client.register_script(SAVE)
         self._append: Any = client.register_script(APPEND)
+        self._delete: Any = client.register_script(DELETE)
         self._list: Any = client.register_script(LIST)
 
     @classmethod
@@ -282,7 +298,7 @@ class RedisStore(Store):
         ]
         keys += [self._send_key(record.owner, message_id) for message_id in record.sends]
         args = [record.agent, record.owner, data, summary, updated, record.id, self.event_ttl]
-        args += [len(exchanges) // 2, *exchanges, *entries]
+        args += [json.dumps(list(record.sends)), len(exchanges) // 2, *exchanges, *entries]
         if not await self._create(keys=keys, args=args):
             raise AlreadyExists(record.id)
 
@@ -436,15 +452,20 @@ class RedisStore(Store):
 
     @store_errors
     async def delete(self, context_id: str) -> bool:
-        agent, owner = await self.redis.hmget(self.key("ctx", context_id), ["agent", "owner"])
-        keys = [*self._keys(context_id), self.key("fence", context_id)]
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.exists(self.key("ctx", context_id))
-            pipe.delete(*keys)
-            if owner is not None:
-                pipe.zrem(self._list_key(owner, agent), context_id)
-            existed = (await pipe.execute())[0]
-        return bool(existed)
+        record_key = self.key("ctx", context_id)
+        # What is read first is written once, by `create`; the keys then go in one script.
+        agent, owner, sends = await self.redis.hmget(record_key, ["agent", "owner", "sends"])
+        message_ids: list[str] = []
+        if sends is not None:
+            message_ids = json.loads(sends)
+        elif owner is not None:  # created before the field was kept: the record's own
+            message_ids = list(
+                json.loads(await self.redis.hget(record_key, "data")).get("sends", {})
+            )
+        send_keys = [self._send_key(owner, message_id) for message_id in message_ids]
+        keys = [record_key, self._list_key(owner or "", agent or "")]
+        keys += [*self._keys(context_id)[1:], self.key("fence", context_id), *send_keys]
+        return bool(await self._delete(keys=keys, args=[context_id, len(send_keys)]))
 
     @store_errors
     async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:
