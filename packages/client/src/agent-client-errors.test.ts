@@ -78,13 +78,20 @@ describe("AgentClient.clearError", () => {
     expect(client.getSnapshot().status).toBe("idle");
   });
 
-  it("dismisses a failed hydration", async () => {
-    const fetch = async () => jsonResponse(503, { error: { code: "store_unavailable", message: "Later.", retryable: true } });
-    const client = new AgentClient({ agent: "demo", contextId: CTX_1, fetch });
+  it("dismisses a failed hydration by loading the conversation again", async () => {
+    let tries = 0;
+    const fetch = async () => {
+      tries += 1;
+      if (tries === 1) return jsonResponse(503, { error: { code: "store_unavailable", message: "Later.", retryable: true } });
+      return jsonResponse(200, { contextId: CTX_1, agent: "demo", turns: [{ role: "user", text: "hi", toolCalls: [], stopReason: null }] });
+    };
+    const client = new AgentClient({ agent: "demo", contextId: CTX_1, fetch, reconnect: { attempts: 0 } });
     await client.start();
     expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "store_unavailable" } });
     client.clearError();
-    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null, contextId: CTX_1 });
+    expect(client.getSnapshot()).toMatchObject({ status: "hydrating", error: null, contextId: CTX_1 });
+    await vi.waitFor(() => expect(client.getSnapshot().status).toBe("idle"));
+    expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["hi"]);
   });
 
   it("is a no-op once disposed", () => {
@@ -242,6 +249,7 @@ describe("AgentClient onFinish and onError", () => {
       agent: "demo",
       contextId: CTX_1,
       fetch: async () => jsonResponse(503, { error: { code: "store_unavailable", message: "Later.", retryable: true } }),
+      reconnect: { attempts: 0 }, // the failure at once, not after the tries
       ...unavailable.callbacks,
     });
     await failing.start();

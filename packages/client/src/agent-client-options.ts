@@ -60,13 +60,17 @@ export interface AgentClientOptions {
   /**
    * Called when a run or its request failed: with the ThinwireError a
    * `send()`, `decide()`, `regenerate()`, `edit()` or `switchBranch()`
-   * rejects with, or a resumed run or the transcript `start()` loads failed with; with the run's error (`snapshot.error`, e.g.
+   * rejects with, or a resumed run or the transcript `start()` loads failed
+   * with (once its tries gave up); with the run's error (`snapshot.error`, e.g.
    * `agent_error`) when a run ended with stop reason `error` (then `onFinish`
    * follows). Not for `aborted` (a reset or dispose), nor for a refusal made
    * before any request (empty text, a send while another runs).
    */
   onError?: ((error: ThinwireError | AgentErrorInfo) => void) | undefined;
-  /** How a broken stream is reattached, and a send whose response never started repeated. */
+  /**
+   * How a broken stream is reattached, a send whose response never started
+   * repeated, and a transcript that failed to load loaded again.
+   */
   reconnect?: ReconnectOptions | undefined;
   /**
    * Batches the notifications of streaming frames: called with a `flush` when

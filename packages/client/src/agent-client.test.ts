@@ -458,7 +458,7 @@ describe("AgentClient.start (hydration)", () => {
   it("shows other failures as an error", async () => {
     const fetch = vi.fn(async () => new Response("<html>bad gateway</html>", { status: 502 }));
     const onContext = vi.fn();
-    const client = new AgentClient({ agent: "demo", contextId: CTX_7, fetch, onContext });
+    const client = new AgentClient({ agent: "demo", contextId: CTX_7, fetch, onContext, reconnect: { attempts: 0 } });
     await client.start();
     expect(client.getSnapshot()).toMatchObject({
       contextId: CTX_7,

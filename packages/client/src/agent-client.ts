@@ -31,6 +31,12 @@
  * (the streaming reply is the last turn, and stays so), and its answer is
  * dropped when the conversation shown changed meanwhile.
  *
+ * A transcript is loaded again after a transient failure (the connection, a
+ * 5xx, a retryable error), status `hydrating` meanwhile, with the `reconnect`
+ * backoff and limit. When that gives up, status is `error`, and the client
+ * remembers that the conversation shown was never loaded: `clearError()` and
+ * `open()` of the same id load it again, until a transcript of it is shown.
+ *
  * Every run the client reads — a send's, a decision's, a regeneration's, an
  * edit's, the one `start()` found in progress — ends in `onFinish` (its
  * result) or `onError` (its failure), and a run that failed on the server in
@@ -133,13 +139,15 @@ export class AgentClient {
     this.#transport = typeof option === "string" ? createTransport(option, fetchImpl, credentials) : option;
     const target = () => this.#target();
     const view = this.#view;
-    this.#transcripts = new TranscriptLoader({ fetch: fetchImpl, credentials }, target, view, pageSizeOf(options.pageSize));
+    const reconnect = reconnectLimits(options.reconnect);
+    const requests = { fetch: fetchImpl, credentials };
+    this.#transcripts = new TranscriptLoader(requests, target, view, pageSizeOf(options.pageSize), reconnect);
     this.#reader = new RunReader({
       transport: this.#transport,
       target,
       view,
       transcripts: this.#transcripts,
-      reconnect: reconnectLimits(options.reconnect),
+      reconnect,
     });
     const parts = { transport: this.#transport, target, view, reader: this.#reader, transcripts: this.#transcripts };
     this.#decisions = new Decisions(parts);
@@ -156,9 +164,11 @@ export class AgentClient {
    * Loads the transcript of the conversation the client was created with, and
    * follows the run in progress if there is one (status `streaming` until it
    * ends). Idempotent; resolves once the transcript is shown, never rejects
-   * (failures land in the snapshot, and in `onError`). An id the server does
-   * not know (`context_not_found`) is forgotten quietly, and so is one of
-   * another shape than the server's, without a request.
+   * (failures land in the snapshot, and in `onError`). A transient failure
+   * (`network_error`, a 5xx, a retryable error such as a 429) is tried again
+   * with the `reconnect` backoff, status `hydrating` meanwhile. An id the
+   * server does not know (`context_not_found`) is forgotten quietly, and so is
+   * one of another shape than the server's, without a request.
    */
   start(): Promise<void> {
     if (this.#hydration) return this.#hydration.promise;
@@ -182,8 +192,9 @@ export class AgentClient {
    * progress, as `start()` does. Resolves once the transcript is shown, never
    * rejects; an id the server does not know is forgotten quietly (a new
    * conversation), and so is one of another shape than the server's, without
-   * a request. Opening the conversation shown changes nothing, unless it
-   * failed to load.
+   * a request. Opening the conversation shown changes nothing while it
+   * loads, or once it is loaded and shows no error; a conversation whose load
+   * gave up is loaded again, whatever the status.
    *
    * ```ts
    * await client.open(summary.contextId); // a conversation picked in the user's list (ConversationList)
@@ -193,7 +204,10 @@ export class AgentClient {
     if (typeof contextId !== "string" || contextId === "") throw new TypeError("open() needs a conversation id.");
     if (this.#disposed) return Promise.resolve();
     const { contextId: shown, status } = this.#view.snapshot;
-    if (contextId === shown && this.#started && status !== "error") return this.#hydration?.promise ?? Promise.resolve();
+    if (contextId === shown && this.#started) {
+      if (this.#hydration) return this.#hydration.promise;
+      if (status !== "error" && !this.#transcripts.unloaded(shown)) return Promise.resolve();
+    }
     this.#abortAll();
     this.#started = true;
     if (!isContextId(contextId)) {
@@ -208,21 +222,23 @@ export class AgentClient {
   #hydrate(contextId: string): Promise<void> {
     const controller = new AbortController();
     this.#view.show({ status: "hydrating", error: null });
-    const hydration = {
-      controller,
-      promise: this.#transcripts.hydrate(contextId, controller.signal).then(
-        (active) => {
-          if (active && !controller.signal.aborted) this.#resume(contextId, active);
-        },
-        (error: unknown) => this.#failed(error),
-      ),
+    // Once over, it is no request of ours any more: nothing may abort it. Over before
+    // `onError` hears of a failure, so a `clearError()` from there loads it again.
+    const over = () => {
+      if (this.#hydration?.controller === controller) this.#hydration = null;
     };
-    // Once over, it is no request of ours any more: nothing may abort it.
-    void hydration.promise.finally(() => {
-      if (this.#hydration === hydration) this.#hydration = null;
-    });
-    this.#hydration = hydration;
-    return hydration.promise;
+    const promise = this.#transcripts.hydrate(contextId, controller.signal).then(
+      (active) => {
+        over();
+        if (active && !controller.signal.aborted) this.#resume(contextId, active);
+      },
+      (error: unknown) => {
+        over();
+        this.#failed(error);
+      },
+    );
+    this.#hydration = { controller, promise };
+    return promise;
   }
 
   /**
@@ -456,11 +472,17 @@ export class AgentClient {
    * The run's stream then ends with `done` and stop reason `stopped`, which is
    * what the pending `send()` resolves with. Resolves once the server took the
    * request; a stop asked before the server announced the run is sent as soon
-   * as it does.
+   * as it does (and resolves at once if the run's job ends first).
    *
    * While a decision is pending it ends the waiting run instead: the
    * interrupt is cleared, the reply ends as `stopped`, and the transcript is
    * loaded again.
+   *
+   * Rejects when the stop request fails: `network_error` (the server cannot
+   * be reached), the server's refusal (over HTTP; a WebSocket does not answer
+   * a stop), or `aborted` when `reset()`, `open()` or `dispose()` cancels the
+   * stop of a waiting run. Nothing changes then — no `error`, no `onError` —
+   * and the run goes on, so a UI catches it: `stop().catch(…)`.
    */
   async stop(): Promise<void> {
     if (this.#disposed) return;
@@ -480,6 +502,9 @@ export class AgentClient {
   /**
    * Dismisses the error shown (`snapshot.error` becomes null); a view in
    * status `error` goes back to `idle`. A run in progress is not touched.
+   * When the conversation shown was never loaded (its transcript failed to
+   * load, and no transcript of it was shown since), it is loaded again
+   * instead: status `hydrating`, as `start()` does.
    *
    * ```ts
    * if (client.getSnapshot().status === "error") client.clearError();
@@ -487,8 +512,13 @@ export class AgentClient {
    */
   clearError(): void {
     if (this.#disposed) return;
-    const { error, status } = this.#view.snapshot;
+    const { error, status, contextId } = this.#view.snapshot;
     if (error === null && status !== "error") return;
+    if (status === "error" && contextId !== null && this.#transcripts.unloaded(contextId) && !this.#busy()) {
+      // A blank view under an id that has a history: show the history, not a new-looking chat.
+      void this.#hydrate(contextId);
+      return;
+    }
     this.#view.show({ error: null, status: status === "error" ? "idle" : status });
   }
 
@@ -595,6 +625,11 @@ export class AgentClient {
   /** The job being read: the run found on resume, else the send or decision in flight. */
   #running(): Job | null {
     return this.#following ?? this.#run;
+  }
+
+  /** A job or a hydration is in flight. */
+  #busy(): boolean {
+    return this.#running() !== null || this.#hydration !== null;
   }
 
   /** Announces a change of the view: the new id to `onContext`, the new snapshot to subscribers. */

@@ -1,8 +1,8 @@
-/** Which failures are tried again: a broken stream is reattached, an unanswered send repeated. */
+/** Which failures are tried again: a broken stream is reattached, an unanswered send repeated, a transcript loaded again. */
 import { describe, expect, it } from "vitest";
 import { ThinwireError, type ThinwireErrorOptions } from "./errors.js";
 import type { ErrorCode } from "./generated/wire.js";
-import { backoffDelay, mayBeUnanswered, reconnectLimits } from "./reconnect.js";
+import { backoffDelay, isTransient, mayBeUnanswered, reconnectLimits } from "./reconnect.js";
 
 const error = (code: ErrorCode, options: ThinwireErrorOptions = {}) => new ThinwireError(code, code, options);
 
@@ -35,6 +35,33 @@ describe("mayBeUnanswered (a send that got no frame)", () => {
     ["aborted", error("aborted")],
   ])("shows %s", (_name, failure) => {
     expect(mayBeUnanswered(failure)).toBe(false);
+  });
+});
+
+describe("isTransient (a transcript's GET, safe to repeat)", () => {
+  it.each([
+    ["network_error", error("network_error", { retryable: true })],
+    ["500 internal_error", error("internal_error", { status: 500 })],
+    ["internal_error without a status", error("internal_error")],
+    ["502 from a proxy", error("http_error", { status: 502, retryable: true })],
+    ["a 5xx not marked retryable", error("http_error", { status: 504 })],
+    ["503 store_unavailable", error("store_unavailable", { status: 503, retryable: true })],
+    ["store_unavailable without a status", error("store_unavailable")],
+    ["429 rate_limited", error("rate_limited", { status: 429, retryable: true })],
+    ["a 4xx marked retryable", error("http_error", { status: 408, retryable: true })],
+  ])("tries again after %s", (_name, failure) => {
+    expect(isTransient(failure)).toBe(true);
+  });
+
+  it.each([
+    ["404 context_not_found", error("context_not_found", { status: 404 })],
+    ["400 invalid_context_id", error("invalid_context_id", { status: 400 })],
+    ["401 unauthenticated", error("unauthenticated", { status: 401 })],
+    ["protocol_error", error("protocol_error", { status: 200 })],
+    ["protocol_mismatch", error("protocol_mismatch", { status: 200 })],
+    ["aborted", error("aborted")],
+  ])("shows %s", (_name, failure) => {
+    expect(isTransient(failure)).toBe(false);
   });
 });
 

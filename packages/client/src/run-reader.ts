@@ -19,7 +19,7 @@
 import { aborted, ThinwireError, toThinwireError } from "./errors.js";
 import type { Frame } from "./generated/wire.js";
 import type { Job } from "./job.js";
-import { backoffDelay, isReconnectable, mayBeUnanswered, type ReconnectOptions } from "./reconnect.js";
+import { backoffDelay, isReconnectable, mayBeUnanswered, type ReconnectOptions, sleep } from "./reconnect.js";
 import { reduceFrame } from "./reduce.js";
 import { resultOf, type SendResult } from "./send-result.js";
 import type { ActiveRun, TranscriptLoader } from "./transcript-loader.js";
@@ -207,24 +207,6 @@ export class RunReader {
     if (contextId === null) return () => Promise.resolve();
     return () => this.#transport.stop({ ...this.#target(), contextId });
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(aborted());
-      return;
-    }
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(aborted());
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 async function drain(iterator: AsyncIterator<Frame>): Promise<void> {

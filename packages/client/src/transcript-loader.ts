@@ -16,6 +16,11 @@
  * Turns carry the server's ids, the same as the run that streamed them
  * announced, so React keys stay stable. A transcript without ids (an older
  * server) keeps the ids shown at the same places where the role matches.
+ *
+ * `hydrate` tries again after a transient failure (the server briefly down),
+ * with the `reconnect` backoff: a GET is safe to repeat. When it gives up, the
+ * view shows the conversation without its transcript, and the loader says so
+ * (`unloaded`) until a transcript of it is shown.
  */
 import { aborted, errorInfo, ThinwireError, toThinwireError } from "./errors.js";
 import {
@@ -29,6 +34,7 @@ import {
 } from "./generated/wire.js";
 import { type JsonRequests, requestJson } from "./http.js";
 import { publicInterrupt } from "./interrupt.js";
+import { backoffDelay, isTransient, type ReconnectOptions, sleep } from "./reconnect.js";
 import type { SendResult } from "./send-result.js";
 import { type Activity, NO_META, runEnded, type Snapshot, type Turn } from "./snapshot.js";
 import { agentUrl, type TransportTarget } from "./transport.js";
@@ -47,15 +53,28 @@ export class TranscriptLoader {
   readonly #target: () => TransportTarget;
   readonly #view: View;
   readonly #pageSize: number;
+  readonly #limits: Required<ReconnectOptions>;
   /** See `shown`. */
   #shown = 0;
+  /** See `unloaded`. */
+  #unloaded: string | null = null;
 
-  /** `target` is read at each request, so changed headers are picked up; `pageSize` may be Infinity (no pages). */
-  constructor(requests: JsonRequests, target: () => TransportTarget, view: View, pageSize: number) {
+  /**
+   * `target` is read at each request, so changed headers are picked up;
+   * `pageSize` may be Infinity (no pages); `limits` bound the tries of `hydrate`.
+   */
+  constructor(
+    requests: JsonRequests,
+    target: () => TransportTarget,
+    view: View,
+    pageSize: number,
+    limits: Required<ReconnectOptions>,
+  ) {
     this.#requests = requests;
     this.#target = target;
     this.#view = view;
     this.#pageSize = pageSize;
+    this.#limits = limits;
   }
 
   /**
@@ -68,16 +87,28 @@ export class TranscriptLoader {
   }
 
   /**
+   * Whether the view shows `contextId` without its transcript: the last
+   * `hydrate` of it gave up, and no transcript of it was shown since (a send's
+   * refresh, say). Its history is on the server, not on the screen.
+   */
+  unloaded(contextId: string | null): boolean {
+    return contextId !== null && contextId === this.#unloaded;
+  }
+
+  /**
    * Shows the transcript of `contextId`, or returns the run in progress for the
-   * caller to follow. A failure is shown in the view, then thrown (an id the
-   * server does not know, or calls invalid, is forgotten instead, quietly);
-   * resolves with null when aborted.
+   * caller to follow. A transient failure (`isTransient`) is tried again with
+   * the `reconnect` backoff, the view left as it is meanwhile; the last
+   * failure is shown in the view, then thrown (an id the server does not know,
+   * or calls invalid, is forgotten instead, quietly). Resolves with null when
+   * aborted, waits included.
    */
   async hydrate(contextId: string, signal: AbortSignal): Promise<ActiveRun | null> {
     const view = this.#view;
     try {
-      const transcript = await this.#load(contextId, signal);
+      const transcript = await this.#loadAgain(contextId, signal);
       if (signal.aborted) return null;
+      this.#unloaded = null;
       const turns = publicTurns(transcript.turns).map((turn) => this.#turn(turn));
       const interrupt = publicInterrupt(transcript.pendingInterrupt);
       const title = titleOf(transcript);
@@ -95,6 +126,7 @@ export class TranscriptLoader {
         view.clear();
         return null;
       }
+      this.#unloaded = contextId;
       view.show({ status: "error", error: errorInfo(error) });
       throw error;
     }
@@ -179,7 +211,21 @@ export class TranscriptLoader {
   /** Shows what a transcript says of the branch shown: its turns, interrupt and title. */
   #show(changes: Partial<Snapshot>): void {
     this.#shown += 1;
+    if (this.#view.snapshot.contextId === this.#unloaded) this.#unloaded = null;
     this.#view.show(changes);
+  }
+
+  /** `#load`, tried again after a transient failure, with the backoff and limit of reconnects. */
+  async #loadAgain(contextId: string, signal: AbortSignal): Promise<Transcript> {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await this.#load(contextId, signal);
+      } catch (caught) {
+        const error = toThinwireError(caught, signal);
+        if (signal.aborted || attempt >= this.#limits.attempts || !isTransient(error)) throw error;
+      }
+      await sleep(backoffDelay(attempt, this.#limits), signal);
+    }
   }
 
   /** `GET …/contexts/{contextId}`: a page of the public transcript of a conversation, the last or the one `before` a turn. */

@@ -49,8 +49,9 @@ export interface UseAgentOptions {
   /** Remember the conversation id per user, in `localStorage` unless `storage` is given. */
   persist?: { userId: string; storage?: PersistStorage | undefined } | undefined;
   /**
-   * How a broken stream is reattached, and a send whose response never started
-   * sent again under its `messageId` (read when the client is created).
+   * How a broken stream is reattached, a send whose response never started
+   * sent again under its `messageId`, and a transcript that failed to load
+   * loaded again (read when the client is created).
    */
   reconnect?: ReconnectOptions | undefined;
   /** Called with the new id whenever the conversation changes; the latest callback is used. */

@@ -572,6 +572,23 @@ describe("useAgent decisions", () => {
     expect(result.current.interrupt).toBeNull();
     expect(result.current.turns.map((turn) => turn.text)).toEqual(["Refund order 1234", "Checking.", "Refunded."]);
   });
+
+  it("ends a reply that asked before saying anything as an empty turn, and answers in a new one (as hook.md says)", async () => {
+    const [asking, answering] = [runFrames("ctx-1", "run-1"), runFrames("ctx-1", "run-2", 10)];
+    const interrupt = { interruptId: "int-1", prompt: "Refund?", options: ["approve"], payload: null, decisionSchema: null };
+    const transport = new MockTransport(() => [asking.start(), asking.interrupt(interrupt), asking.done("", [], "interrupted")], {
+      decide: () => [answering.start(), answering.token("Refunded."), answering.done("Refunded.")],
+    });
+    const { result } = renderHook(() => useAgent({ agent: "demo", transport }));
+    await act(async () => void (await result.current.send("Refund order 1234")));
+    await act(async () => void (await result.current.decide("approve")));
+    const shown = result.current.turns.map(({ role, text, thinking, activity, stopReason }) => [role, text, thinking, activity.length, stopReason]);
+    expect(shown).toEqual([
+      ["user", "Refund order 1234", "", 0, null],
+      ["assistant", "", "", 0, "interrupted"], // nothing to show: the docs' Chat skips it
+      ["assistant", "Refunded.", "", 0, "end"],
+    ]);
+  });
 });
 
 describe("useAgent after an error", () => {
@@ -635,6 +652,33 @@ describe("useAgent after an error", () => {
     fireEvent.click(screen.getByText("Dismiss"));
     expect(screen.getByTestId("status").textContent).toBe("idle");
     expect(screen.queryByRole("alert")).toBeNull();
+  });
+
+  it("loads a conversation again when its failed load is dismissed, instead of a blank chat", async () => {
+    let down = true;
+    const fetch = vi.fn(async () =>
+      down
+        ? new Response("<html>bad gateway</html>", { status: 502 })
+        : new Response(JSON.stringify(transcript(ALICES, "Hello", "Hi there")), { headers: { "content-type": "application/json" } }),
+    );
+    function Stored() {
+      const { turns, status, error, clearError } = useAgent({ agent: "demo", contextId: ALICES, fetch, reconnect: { attempts: 0 } });
+      return (
+        <main>
+          {turns.map((turn) => <p key={turn.id}>{turn.text}</p>)}
+          {error && <button onClick={clearError}>Dismiss {error.code}</button>}
+          <span data-testid="status">{status}</span>
+        </main>
+      );
+    }
+    render(<Stored />);
+    await waitFor(() => expect(screen.getByTestId("status").textContent).toBe("error"));
+    down = false;
+    fireEvent.click(screen.getByText("Dismiss http_error"));
+    expect(screen.getByTestId("status").textContent).toBe("hydrating");
+    await waitFor(() => expect(screen.getByText("Hi there")).toBeTruthy());
+    expect(screen.getByTestId("status").textContent).toBe("idle");
+    expect(fetch).toHaveBeenCalledTimes(2);
   });
 
   it("calls the latest onFinish and onError", async () => {

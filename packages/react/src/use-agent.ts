@@ -55,6 +55,12 @@ export interface UseAgentResult extends Omit<Snapshot, "contextId"> {
   /**
    * Asks the server to stop the reply being streamed; `send` then resolves with
    * stop reason `stopped`. While a decision is pending, ends the waiting run.
+   * Rejects when the stop request fails (`network_error`, the server's
+   * refusal, `aborted` by a reset or unmount), changing nothing: catch it.
+   *
+   * ```tsx
+   * <button onClick={() => stop().catch(() => {})}>Stop</button>
+   * ```
    */
   stop(): Promise<void>;
   /**
@@ -93,7 +99,11 @@ export interface UseAgentResult extends Omit<Snapshot, "contextId"> {
    * ```
    */
   loadEarlier(): Promise<void>;
-  /** Dismisses `error`; status `error` goes back to `idle`. */
+  /**
+   * Dismisses `error`; status `error` goes back to `idle` — or, when the
+   * conversation shown never loaded (its transcript failed to load), it is
+   * loaded again: status `hydrating`.
+   */
   clearError(): void;
   reset(): void;
 }
