@@ -492,3 +492,40 @@ def test_a_value_that_is_not_json_is_refused_naming_what_it_is_for(
     assert frames[-2]["code"] == "agent_error" and frames[-1]["stopReason"] == "error"
     logged = "\n".join(str(r.exc_info) for r in caplog.records)
     assert complaint in logged and "AgentState" not in logged
+
+
+class Hanging(Agent):
+    """Calls a tool that never returns by itself."""
+
+    async def wait(self, order: str) -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("Placing it. ")
+        await run.tool("place_order", self.wait, order=text)
+
+
+def test_a_tool_cut_short_by_a_stop_is_recorded_as_not_finished() -> None:
+    """It started, so it may have done its work: the history says so for the next run
+    (a model reads it), and the transcript does not show it as still running."""
+    with TestClient(app_for({"demo": Hanging})) as client:
+        with client.stream(
+            "POST", "/agents/demo/runs", json={"message": {"text": "two books"}}
+        ) as stream:
+            lines = stream.iter_lines()
+            frames: list[dict[str, Any]] = []
+            while not any(f["type"] == "tool_call" for f in frames):
+                frames += parse_sse(next(lines) + "\n")
+            context_id = frames[0]["contextId"]
+            client.post(f"/agents/demo/contexts/{context_id}/stop")
+            frames += parse_sse("\n".join(lines))
+        assert [f["type"] for f in frames][-2:] == ["tool_result", "done"]
+        assert frames[-2]["ok"] is False and frames[-1]["stopReason"] == "stopped"
+        transcript = client.get(f"/agents/demo/contexts/{context_id}").json()
+        [activity] = transcript["turns"][-1]["activity"]
+        assert (activity["name"], activity["ok"]) == ("place_order", False)
+        history = server_context(client, context_id).history
+        [call] = [m for m in history if m["role"] == "tool"]
+        assert call["arguments"] == {"order": "two books"} and call["ok"] is False
+        assert "may have partly run" in call["error"]

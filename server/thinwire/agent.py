@@ -51,6 +51,8 @@ T = TypeVar("T")
 UNANSWERED = "a person was asked to approve this call; the run was stopped first, so it did not run"
 #: A call a person rejected, in the history.
 REJECTED = "a person rejected this call; it did not run"
+#: A call the run's end cut short (a stop, a shutdown), in the history.
+CUT_SHORT = "the run ended before this call returned; it may have partly run"
 
 #: What each value the run keeps is for, said when one is not JSON.
 PAYLOAD_RULE = "an interrupt's payload is sent to the user as JSON, so JSON values only"
@@ -341,6 +343,13 @@ class Run:
             self._log.tool_result(frame_id, name, ok=False)
             self._record(called, {"ok": False, "error": str(exc)})
             raise ToolFailed(name, str(exc)) from exc
+        except asyncio.CancelledError:
+            # It started, so it may have acted: the history says so (a model reads it),
+            # and the call is not shown as still running.
+            activity["ok"] = False
+            self._log.tool_result(frame_id, name, ok=False)
+            self.history.append({**called, "ok": False, "error": CUT_SHORT})
+            raise
         activity["ok"] = True
         self._log.tool_result(frame_id, name, ok=True)
         self._record(called, {"ok": True, "output": output})
