@@ -395,6 +395,24 @@ def test_an_empty_answer_leaves_a_conversation_the_model_still_takes(stub: OpenA
     assert [m["role"] for m in stub.requests[-1]["messages"]] == ["system", "user", "user"]
 
 
+def test_an_agents_own_note_without_a_role_is_not_the_models_to_read() -> None:
+    # run.history takes any JSON object: a note of the agent's must not break every send.
+    history = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "hi"},
+        {"note": "greeted", "at": 1},
+        {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": "again"},
+    ]
+    chat = messages.to_chat_messages(history, window=50)
+    assert [(m["role"], m["content"]) for m in chat] == [
+        ("system", "Be brief."),
+        ("user", "hi"),
+        ("assistant", "Hello."),
+        ("user", "again"),
+    ]
+
+
 def test_every_tool_call_is_answered_before_the_next_message() -> None:
     def call(id_: str) -> dict[str, Any]:
         return {"id": id_, "type": "function", "function": {"name": "f", "arguments": "{}"}}

@@ -71,7 +71,7 @@ def to_chat_messages(history: Sequence[dict[str, Any]], window: int) -> list[dic
 def chat_turn(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """One turn's chat messages: the model's own where it wrote them, else the kit's
     summary of the reply (another agent's, or a run stopped before the model answered)."""
-    own = any(m["role"] == "assistant" and "stopReason" not in m for m in messages)
+    own = any(m.get("role") == "assistant" and "stopReason" not in m for m in messages)
     out = []
     for message in messages:
         if message.get("role") not in ("user", "assistant", "tool"):
