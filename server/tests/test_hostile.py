@@ -17,6 +17,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from conftest import app_for, send
 from thinwire import Agent, Run, SQLiteStore
+from thinwire.boundary import error_response
 from thinwire.demo import DemoAgent
 from thinwire.errors import RequestTimeout, ThinwireError
 from thinwire.parsing import MAX_DEPTH, read_json
@@ -211,6 +212,8 @@ async def test_a_body_that_trickles_in_times_out() -> None:
     with pytest.raises(RequestTimeout) as late:
         await read_json(Request(scope, never), 1024, timeout=0.05)
     assert (late.value.status, late.value.code) == (408, "request_timeout")
+    # What is left of the body would be read as the next request: the connection goes.
+    assert error_response(late.value).headers["connection"] == "close"
 
 
 @pytest.fixture

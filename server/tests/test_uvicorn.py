@@ -222,6 +222,19 @@ def test_headers_that_do_not_arrive_cost_a_connection_for_a_moment(guarded: Serv
     assert httpx.get(f"{guarded.url}/healthz").status_code == 200
 
 
+def test_a_body_refused_unread_ends_its_connection(guarded: ServerProcess) -> None:
+    # The rest of the body would be read as the next request: the connection goes, at once
+    # rather than when keep-alive gives up on it.
+    with socket.create_connection(("127.0.0.1", guarded.port)) as sock:
+        sock.sendall(
+            b"POST /agents/gated/runs HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 9999999\r\n\r\n{"
+        )
+        answer = sock.recv(4096)
+        assert b" 413 " in answer and b"connection: close" in answer.lower()
+        assert closed_by_server(sock, within=2)
+
+
 def test_past_the_connection_limit_a_request_is_refused_at_once(guarded: ServerProcess) -> None:
     idle = [socket.create_connection(("127.0.0.1", guarded.port)) for _ in range(45)]
     answers: list[httpx.Response] = []

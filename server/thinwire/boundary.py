@@ -27,6 +27,10 @@ PROTOCOL_HEADERS = {"Cache-Control": "no-store", wire.PROTOCOL_HEADER: wire.PROT
 
 logger = logging.getLogger("thinwire")
 
+#: Refusals of a body left unread: what is left of it would be read as the next request,
+#: so the connection ends with the answer rather than when keep-alive gives up on it.
+BODY_UNREAD = frozenset({"body_too_large", "request_timeout"})
+
 
 def error_response(error: ThinwireError, headers: Mapping[str, str] | None = None) -> Response:
     detail = wire.ErrorDetail(
@@ -38,6 +42,8 @@ def error_response(error: ThinwireError, headers: Mapping[str, str] | None = Non
     extra = dict(headers or {})
     if error.retry_after is not None:
         extra["Retry-After"] = whole_seconds(error.retry_after)
+    if error.code in BODY_UNREAD:
+        extra["Connection"] = "close"
     return JSONResponse(
         wire.ErrorBody(error=detail).model_dump(by_alias=True, exclude_none=True),
         status_code=error.status,
