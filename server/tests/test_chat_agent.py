@@ -413,6 +413,29 @@ def test_an_agents_own_note_without_a_role_is_not_the_models_to_read() -> None:
     ]
 
 
+def test_the_tools_a_reply_cut_off_by_a_killed_server_called_are_told_to_the_model() -> None:
+    # Their records went with the process; the reply's summary still names them, so the
+    # model does not take a charge that went through for one that never happened.
+    history = [
+        {"role": "user", "content": "buy it"},
+        {
+            "role": "assistant",
+            "content": "Charging. ",
+            "stopReason": "interrupted",
+            "calls": [{"name": "charge_card", "ok": True}, {"name": "ship", "ok": None}],
+        },
+        {"role": "user", "content": "did it work?"},
+    ]
+    chat = messages.to_chat_messages(history, window=50)
+    assert [m["role"] for m in chat] == ["user", "assistant", "user"]
+    assert chat[1]["content"] == (
+        "Charging. \n\n[The server went down during this reply. It had called: charge_card "
+        "(finished), ship (did not finish); what they returned was not kept.]"
+    )
+    silent = [history[0], {**history[1], "content": ""}, history[2]]
+    assert "charge_card (finished)" in messages.to_chat_messages(silent, window=50)[1]["content"]
+
+
 def test_every_tool_call_is_answered_before_the_next_message() -> None:
     def call(id_: str) -> dict[str, Any]:
         return {"id": id_, "type": "function", "function": {"name": "f", "arguments": "{}"}}

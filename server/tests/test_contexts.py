@@ -80,7 +80,10 @@ async def test_a_killed_run_keeps_the_reply_its_flushed_frames_showed() -> None:
     context = await first.get("demo", "ctx-a", "ada")
     log = await begin_run(first, context, "hello")
     log.run_start("demo", *context.record.next_turn_ids())
-    log.tool_call(log.new_call_id(), "count_words")
+    counted = log.new_call_id()
+    log.tool_call(counted, "count_words")
+    log.tool_result(counted, "count_words", ok=True)
+    log.tool_call(log.new_call_id(), "charge_card")
     log.token("half ")
     log.token("a reply")
     await log.flush(store)  # the client saw these...
@@ -91,10 +94,20 @@ async def test_a_killed_run_keeps_the_reply_its_flushed_frames_showed() -> None:
     assert said(recovered.transcript)[-1] == {
         "role": "assistant",
         "text": "half a reply",
-        "toolCalls": ["count_words"],
+        "toolCalls": ["count_words", "charge_card"],
         "stopReason": "interrupted",
     }
+    # What the run recorded of its tools was never saved: its history message still names
+    # them, and how they ended as far as the client was shown, for a model to read.
+    assert [(a["name"], a["ok"]) for a in recovered.transcript[-1]["activity"]] == [
+        ("count_words", True),
+        ("charge_card", None),
+    ]
     assert recovered.history[-1]["content"] == "half a reply"
+    assert recovered.history[-1]["calls"] == [
+        {"name": "count_words", "ok": True},
+        {"name": "charge_card", "ok": None},
+    ]
     done = json.loads((await store.read_events("ctx-a"))[-1].data)
     assert (done["type"], done["text"], done["stopReason"]) == (
         "done",

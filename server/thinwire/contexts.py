@@ -33,7 +33,7 @@ from thinwire.errors import AgentFailed, Conflict, DecisionPending, NotFound, St
 from thinwire.exchanges import History
 from thinwire.ids import new_context_id
 from thinwire.records import ContextRecord
-from thinwire.runlog import encode_frame, shown
+from thinwire.runlog import calls_shown, encode_frame, shown
 from thinwire.state import AgentState
 from thinwire.stores import AuditEntry, Event, Store
 
@@ -300,9 +300,10 @@ class ContextRegistry:
         last = record.last_run
         after = last.first_seq - 1 if last is not None and last.run_id == run_id else 0
         events = await self.store.read_events(context.id, after)
-        text, tool_calls = shown([e.data for e in events if e.run_id == run_id])
+        frames = [e.data for e in events if e.run_id == run_id]
+        text, tool_calls = shown(frames)
         now = time.time()
-        killed = record.end_killed_run(text, tool_calls, at=now)
+        killed = record.end_killed_run(text, tool_calls, at=now, calls=calls_shown(frames))
         if killed.kept is not None:  # what the run it resumed wrote before it asked
             context.state.restore_with_writes(killed.kept)
         done = encode_frame(

@@ -552,13 +552,22 @@ class ContextRecord:
         return checkpoint
 
     def end_killed_run(
-        self, text: str = "", tool_calls: Sequence[str] = (), *, at: float | None = None
+        self,
+        text: str = "",
+        tool_calls: Sequence[str] = (),
+        *,
+        at: float | None = None,
+        calls: Sequence[Mapping[str, Any]] = (),
     ) -> ActiveRun:
         """The process running the active run died: its turn ends as interrupted, with
         what it had shown (`text`, `tool_calls`), finished `at` (when that was found),
         and frame numbering resumes past anything it could have sent. A run resuming
         after a decision keeps what the run that asked had done by then, as a stop while
-        it waited would (its AgentState is the caller's to bring back, from `kept`)."""
+        it waited would (its AgentState is the caller's to bring back, from `kept`).
+
+        The tool calls its frames showed (`calls`: name, and `ok` as far as a result was
+        shown) are its turn's activity and are named in its history message: what the
+        run recorded of them was never saved, and a model must still learn they ran."""
         active = self.active_run
         assert active is not None
         said_before = ""
@@ -571,8 +580,11 @@ class ContextRecord:
             text,
             tool_calls,
             said_before=said_before,
-            shown=Shown(meta={"finishedAt": at}),
+            shown=Shown(activity=[dict(call) for call in calls], meta={"finishedAt": at}),
         )
+        if calls:
+            summary = self.running_exchange.messages[-1]
+            summary["calls"] = [{"name": call["name"], "ok": call["ok"]} for call in calls]
         self.last_seq = max(self.last_seq, active.seq_lease)
         return active
 

@@ -651,6 +651,19 @@ def shown(frames: Sequence[str]) -> tuple[str, list[str]]:
     return "".join(text), tools
 
 
+def calls_shown(frames: Sequence[str]) -> list[dict[str, Any]]:
+    """The tool calls a run's frames showed, in call order, each with how it ended as
+    far as they say (`ok`: true, false, or null when no result was shown)."""
+    calls: dict[str, dict[str, Any]] = {}
+    for data in frames:
+        frame = json.loads(data)
+        if frame.get("type") == "tool_call":
+            calls[frame["callId"]] = {"callId": frame["callId"], "name": frame["name"], "ok": None}
+        elif frame.get("type") == "tool_result" and frame["callId"] in calls:
+            calls[frame["callId"]]["ok"] = frame["ok"]
+    return list(calls.values())
+
+
 class Retagged:
     """A source whose `run_start` names another request: a repeated send gets the first
     try's run, announced as the answer to the repeat (a FrameSource)."""

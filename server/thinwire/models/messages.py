@@ -77,16 +77,29 @@ def chat_turn(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if message.get("role") not in ("user", "assistant", "tool"):
             continue  # an agent's own notes are not the model's to read
         summary = message["role"] == "assistant" and "stopReason" in message
-        if summary and (own or not message.get("content")):
+        if summary and (own or not (message.get("content") or message.get("calls"))):
             continue
         if message["role"] == "tool" and "callId" not in message:
             continue
         if message["role"] == "assistant" and not (
-            message.get("content") or message.get("toolCalls")
+            message.get("content") or message.get("toolCalls") or message.get("calls")
         ):
             continue  # the model said nothing; the chat API refuses an empty turn
         out.append(chat_message(message))
     return answered(out)
+
+
+def cut_off(calls: list[dict[str, Any]] | None) -> str:
+    """What the model reads of the tools a reply called before its server went down (the
+    reply's history message names them; what they returned was never saved)."""
+    if not calls:
+        return ""
+    ended = {True: "finished", False: "failed", None: "did not finish"}
+    named = ", ".join(f"{call['name']} ({ended[call.get('ok')]})" for call in calls)
+    return (
+        f"\n\n[The server went down during this reply. It had called: {named}; what they "
+        "returned was not kept.]"
+    )
 
 
 #: What the model reads for a call whose run was stopped or killed before it returned.
@@ -133,7 +146,8 @@ def chat_message(message: dict[str, Any]) -> dict[str, Any]:
             else f"error: {message.get('error', 'the tool failed')}"
         )
         return {"role": "tool", "tool_call_id": message["callId"], "content": body}
-    chat: dict[str, Any] = {"role": "assistant", "content": message.get("content") or None}
+    content = (message.get("content") or "") + cut_off(message.get("calls"))
+    chat: dict[str, Any] = {"role": "assistant", "content": content or None}
     if message.get("toolCalls"):
         chat["tool_calls"] = [
             {
