@@ -235,6 +235,21 @@ def test_a_body_refused_unread_ends_its_connection(guarded: ServerProcess) -> No
         assert closed_by_server(sock, within=2)
 
 
+def test_a_client_that_hangs_up_mid_body_is_no_server_error(guarded: ServerProcess) -> None:
+    # Anyone could fill the error log with tracebacks for the price of a short request.
+    with socket.create_connection(("127.0.0.1", guarded.port)) as sock:
+        sock.sendall(
+            b"POST /agents/gated/runs HTTP/1.1\r\nHost: x\r\n"
+            b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"mess'
+        )
+    wait_for(lambda: httpx.get(f"{guarded.url}/healthz").status_code == 200)
+    with socket.create_connection(("127.0.0.1", guarded.port)) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert b"200 OK" in sock.recv(4096)  # the server has read past the hang-up
+    log = guarded.log()
+    assert "ClientDisconnect" not in log and "unexpected error" not in log, log[-2000:]
+
+
 def test_past_the_connection_limit_a_request_is_refused_at_once(guarded: ServerProcess) -> None:
     idle = [socket.create_connection(("127.0.0.1", guarded.port)) for _ in range(45)]
     answers: list[httpx.Response] = []

@@ -8,7 +8,7 @@ import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from thinwire import wire
 from thinwire.errors import BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType
@@ -45,8 +45,9 @@ def ascii_number(raw: str, maximum: int) -> int | None:
 
 def check_protocol(request: Request) -> None:
     """A client that names another protocol version gets a clear error, not a hang."""
-    version = request.headers.get(wire.PROTOCOL_HEADER)
-    if version is not None and version != wire.PROTOCOL_VERSION:
+    named = request.headers.getlist(wire.PROTOCOL_HEADER)  # sent twice, each must agree
+    version = next((v for v in named if v != wire.PROTOCOL_VERSION), None)
+    if version is not None:
         raise BadRequest(
             "protocol_mismatch",
             f"client speaks thinwire protocol {version[:16]!r}; "
@@ -75,6 +76,10 @@ async def read_json(request: Request, max_bytes: int, timeout: float = BODY_TIME
                 chunks.append(chunk)
     except TimeoutError as exc:
         raise RequestTimeout("request_timeout", f"the body took over {timeout:g}s") from exc
+    except ClientDisconnect as exc:  # no one to answer, and no fault of the server's
+        raise BadRequest(
+            "invalid_request", "the connection closed before the body arrived"
+        ) from exc
     return parse_json(b"".join(chunks))
 
 
