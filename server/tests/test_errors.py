@@ -123,6 +123,14 @@ def test_protocol_mismatch_is_a_clear_error(client: TestClient) -> None:
     assert "'2'" in error_of(response, 400, "protocol_mismatch")
     ok = client.post(RUNS, json={"message": {"text": "hi"}}, headers={"Thinwire-Protocol": "1"})
     assert ok.status_code == 200
+    # Named twice, whatever the order: each must be this server's.
+    for versions in (["1", "2"], ["2", "1"]):
+        both = client.post(
+            RUNS,
+            json={"message": {"text": "hi"}},
+            headers=[("Thinwire-Protocol", version) for version in versions],
+        )
+        assert "'2'" in error_of(both, 400, "protocol_mismatch")
 
 
 def test_unknown_routes_and_methods_are_typed(client: TestClient) -> None:
