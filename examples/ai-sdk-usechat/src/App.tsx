@@ -70,7 +70,7 @@ function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessa
       </ol>
       {error && (
         <p role="alert">
-          {error.message} <button onClick={clearError}>Dismiss</button>
+          {readable(error)} <button onClick={clearError}>Dismiss</button>
         </p>
       )}
       <form onSubmit={submit}>
@@ -98,4 +98,15 @@ function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessa
       </form>
     </main>
   );
+}
+
+/** What a refusal says: the transport hands over the server's body as it came, JSON. */
+function readable(error: Error): string {
+  try {
+    const body = JSON.parse(error.message) as { error?: { message?: unknown } };
+    if (typeof body.error?.message === "string") return body.error.message;
+  } catch {
+    // not the server's JSON: a network failure, say
+  }
+  return error.message;
 }

@@ -1,6 +1,9 @@
 import { useState, type FormEvent } from "react";
-import { AgentProvider, useAgent } from "@thinwire/react";
+import { AgentProvider, ThinwireError, useAgent } from "@thinwire/react";
 import { Approval } from "./Approval.tsx";
+
+/** Failures after which the message may have reached the server: not offered again. */
+const MAYBE_SENT = new Set(["network_error", "stream_interrupted", "aborted"]);
 
 // Replies stream over SSE; open the page with ?transport=websocket to use one WebSocket.
 const transport = new URLSearchParams(location.search).get("transport") === "websocket" ? "websocket" : "sse";
@@ -27,8 +30,13 @@ function Chat() {
 
   function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    send(draft).catch(() => {}); // a failure shows in `error`
+    const text = draft;
     setDraft("");
+    // A failure shows in `error`. A message refused (too long, say) comes back to the box
+    // to fix; one that may have reached the server (the connection failed) does not.
+    send(text).catch((failure: unknown) => {
+      if (!(failure instanceof ThinwireError) || !MAYBE_SENT.has(failure.code)) setDraft(text);
+    });
   }
 
   return (

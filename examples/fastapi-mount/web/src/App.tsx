@@ -1,5 +1,8 @@
 import { useState, type FormEvent } from "react";
-import { useAgent } from "@thinwire/react";
+import { ThinwireError, useAgent } from "@thinwire/react";
+
+/** Failures after which the message may have reached the server: not offered again. */
+const MAYBE_SENT = new Set(["network_error", "stream_interrupted", "aborted"]);
 
 export default function App() {
   // The agents are mounted under /api of the FastAPI app (see main.py).
@@ -13,8 +16,13 @@ export default function App() {
 
   function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    send(draft).catch(() => {}); // a failure shows in `error`
+    const text = draft;
     setDraft("");
+    // A failure shows in `error`. A message refused (too long, say) comes back to the box
+    // to fix; one that may have reached the server (the connection failed) does not.
+    send(text).catch((failure: unknown) => {
+      if (!(failure instanceof ThinwireError) || !MAYBE_SENT.has(failure.code)) setDraft(text);
+    });
   }
 
   return (
