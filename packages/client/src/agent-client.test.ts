@@ -1270,29 +1270,33 @@ describe("AgentClient human in the loop", () => {
 
   it("stop while a decision is pending ends the waiting run and shows the transcript", async () => {
     const transport = new MockTransport(asking);
-    const fetch = vi.fn(async () =>
-      transcriptResponse({
-        turns: [
-          transcriptTurn("user", "Refund order 1234"),
-          transcriptTurn("assistant", "Let me check.", { toolCalls: ["lookup"], stopReason: "interrupted" }),
-          transcriptTurn("assistant", "", { stopReason: "stopped" }),
-        ],
-      }),
-    );
+    let answer: (response: Response) => void = () => {};
+    const fetch = vi.fn(() => new Promise<Response>((resolve) => (answer = resolve)));
     const client = new AgentClient({ agent: "demo", baseUrl: "/api", transport, fetch });
     await client.send("Refund order 1234");
     const ids = client.getSnapshot().turns.map((turn) => turn.id);
-    await client.stop();
-    expect(transport.stops.map((request) => request.contextId)).toEqual(["ctx-1"]);
-    expect(fetch).toHaveBeenCalledTimes(1);
-    expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: null, error: null });
-    const turns = client.getSnapshot().turns;
-    expect(turns.map((turn) => [turn.role, turn.text, turn.stopReason])).toEqual([
+    const stopped = client.stop();
+    await vi.waitFor(() => expect(fetch).toHaveBeenCalledTimes(1));
+    // Shown at once as the server records it: the reply that asked is the last, stopped.
+    const said = () => client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.stopReason]);
+    const recorded = [
       ["user", "Refund order 1234", null],
-      ["assistant", "Let me check.", "interrupted"],
-      ["assistant", "", "stopped"],
-    ]);
-    expect(turns.slice(0, 2).map((turn) => turn.id)).toEqual(ids);
+      ["assistant", "Let me check.", "stopped"],
+    ];
+    expect(said()).toEqual(recorded);
+    answer(
+      transcriptResponse({
+        turns: [
+          transcriptTurn("user", "Refund order 1234"),
+          transcriptTurn("assistant", "Let me check.", { toolCalls: ["lookup"], stopReason: "stopped" }),
+        ],
+      }),
+    );
+    await stopped;
+    expect(transport.stops.map((request) => request.contextId)).toEqual(["ctx-1"]);
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: null, error: null });
+    expect(said()).toEqual(recorded);
+    expect(client.getSnapshot().turns.map((turn) => turn.id)).toEqual(ids);
     // Nothing waits any more.
     expect((await rejection(client.decide("approve"))).code).toBe("no_pending_interrupt");
   });

@@ -72,12 +72,12 @@ export class Decisions {
     await this.#transport.stop({ ...this.#target(), contextId, signal });
     const view = this.#view;
     if (signal.aborted || !idle() || view.snapshot.contextId !== contextId) return;
-    // Show what the server records at once; the transcript then confirms it.
-    view.show({
-      turns: [...view.snapshot.turns, view.turn("assistant", "", { stopReason: "stopped" })],
-      interrupt: null,
-      error: null,
-    });
+    // Show what the server records at once — the reply that asked is the last, stopped —
+    // and the transcript then confirms it.
+    const turns = [...view.snapshot.turns];
+    const asked = turns.map((turn) => turn.role).lastIndexOf("assistant");
+    if (asked !== -1) turns[asked] = { ...turns[asked]!, stopReason: "stopped" };
+    view.show({ turns, interrupt: null, error: null });
     await this.#transcripts.refresh(contextId, signal, idle);
   }
 }
