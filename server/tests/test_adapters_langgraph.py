@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
 from typing import Any
 
+import pytest
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
@@ -33,7 +34,7 @@ from conftest import app_for, server_context, tool_frames
 from conftest import decide as decide_on
 from conftest import send as send_to
 from thinwire import MemoryStore
-from thinwire.models.langgraph import HistorySaver, LangGraphAgent
+from thinwire.models.langgraph import HistorySaver, LangGraphAgent, Session
 
 SECRET_PROMPT = "tw-lg-system-prompt-51d2"
 SECRET_ARGUMENT = "tw-lg-argument-a06e"
@@ -313,6 +314,44 @@ def test_a_call_the_resumed_node_runs_again_is_shown_and_recorded_once() -> None
     records = [(m["name"], m["callId"]) for m in history if m["role"] == "tool"]
     assert records == [("lookup", "call-0"), ("refund", "call-1")]
     assert resumed[-1]["text"] == "Done." and resumed[-1]["toolCalls"] == ["refund"]
+
+
+def test_a_tool_still_running_when_another_of_its_node_asks_shows_before_the_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A ToolNode runs its calls side by side: here the refund asks, the graph stops, and
+    # only then does the lookup end. The run waits for it, so the lookup shows (and is
+    # recorded) in the run that asks, as when it ends first, not only once resumed.
+    graph_stopped = asyncio.Event()
+    stream = Session.stream
+
+    async def stream_then_signal(self: Session, payload: Any) -> None:
+        await stream(self, payload)
+        graph_stopped.set()
+
+    monkeypatch.setattr(Session, "stream", stream_then_signal)
+
+    @tool("lookup")
+    async def lookup_last(order: str) -> str:
+        """Look an order up."""
+        await graph_stopped.wait()
+        ran.append(f"lookup {order}")
+        return f"order {order} is on its way"
+
+    model = chat(says("", ("lookup", {"order": "5"}), ("refund", {"order": "5"})), says("Done."))
+    with client_for(planner(react(model, [lookup_last, refund]))) as client:
+        asked = send(client, "refund 5")
+        assert asked[-1]["stopReason"] == "interrupted" and ran == ["lookup 5"]
+        assert tool_frames(asked) == [
+            ("tool_call", "lookup", None),
+            ("tool_result", "lookup", True),
+        ]
+        resumed = decide(client, asked, "yes")
+        history = server_context(client, asked[0]["contextId"], "planner").history
+    assert tool_frames(resumed) == [("tool_call", "refund", None), ("tool_result", "refund", True)]
+    records = [(m["name"], m["callId"]) for m in history if m["role"] == "tool"]
+    assert records == [("lookup", "call-0"), ("refund", "call-1")]
+    assert resumed[-1]["text"] == "Done."
 
 
 def test_a_failing_tool_shows_as_failed_and_the_graph_goes_on() -> None:

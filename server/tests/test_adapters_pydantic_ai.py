@@ -355,6 +355,61 @@ def test_a_failed_run_keeps_what_it_finished_for_the_next_message() -> None:
     assert "refund everything" in script.seen(2)
 
 
+def returned_to(request: list[ModelMessage]) -> list[tuple[str, str | None]]:
+    """The calls a request showed the model, and the answers it gave it, by call id."""
+    return [
+        (type(part).__name__, part.tool_call_id)
+        for message in request
+        for part in message.parts
+        if isinstance(part, ToolCallPart | ToolReturnPart)
+    ]
+
+
+def test_a_run_that_fails_in_a_tool_keeps_the_calls_it_finished_with_their_results() -> None:
+    calls = {
+        0: DeltaToolCall("lookup", '{"order": "1"}', tool_call_id="c1"),
+        1: DeltaToolCall("boom", "{}", tool_call_id="c2"),
+    }
+    script = Script(["Looking. ", calls], ["Order 1 is on its way."])
+    agent, ran = support_agent(script)
+
+    @agent.agent.tool_plain
+    def boom() -> str:
+        raise RuntimeError("the tool crashed")
+
+    with client_for(agent) as client:
+        failed = send(client, "where is order 1?")
+        frames = send(client, "and?", failed[0]["contextId"])
+    assert failed[-1]["stopReason"] == "error" and ran["lookup"] == ["1"]
+    assert frames[-1]["text"] == "Order 1 is on its way."
+    # The lookup it finished, and its result; not the call that crashed the run.
+    assert returned_to(script.requests[1]) == [("ToolCallPart", "c1"), ("ToolReturnPart", "c1")]
+    assert SECRET_OUTPUT in script.seen(1) and "Looking. " in script.seen(1)
+
+
+def test_a_stop_while_an_approval_waits_keeps_the_calls_of_its_message_that_ran() -> None:
+    # pydantic-ai runs the calls that need no approval before it asks about the others.
+    calls = {
+        0: DeltaToolCall("lookup", '{"order": "1"}', tool_call_id="c1"),
+        1: DeltaToolCall("refund", '{"order": "1", "amount": 5}', tool_call_id="c2"),
+        2: DeltaToolCall("lookup", '{"order": "2"}', tool_call_id="c3"),
+    }
+    script = Script([calls], ["No refund, then."])
+    agent, ran = support_agent(script)
+    with client_for(agent) as client:
+        asked = send(client, "refund 1")
+        assert [f["name"] for f in asked if f["type"] == "tool_call"] == ["lookup", "lookup"]
+        client.post(f"/agents/support/contexts/{asked[0]['contextId']}/stop")
+        frames = send(client, "never mind", asked[0]["contextId"])
+    assert frames[-1]["text"] == "No refund, then." and ran["refund"] == []
+    assert returned_to(script.requests[1]) == [
+        ("ToolCallPart", "c1"),
+        ("ToolCallPart", "c3"),
+        ("ToolReturnPart", "c1"),
+        ("ToolReturnPart", "c3"),
+    ]
+
+
 def test_a_prompt_a_failed_run_left_unanswered_is_read_with_the_next() -> None:
     class Down(Script):  # the model fails its first request, before saying anything
         async def __call__(

@@ -27,6 +27,7 @@ from thinwire.testing.openai_stub import (
     Garbage,
     OpenAIStub,
     Stream,
+    error_event,
     finish,
     reasoning,
     text,
@@ -357,6 +358,70 @@ def test_the_history_maps_to_chat_messages_and_a_window_bounds_it(stub: OpenAISt
     assert [m["role"] for m in two] == ["system", "user", "assistant", "tool", "assistant", "user"]
 
 
+def test_a_reply_too_long_for_the_window_is_shown_in_brief_with_the_next_message(
+    stub: OpenAIStub,
+) -> None:
+    # A run that ends at max_steps is a long turn; with a small window the next message
+    # would show the model nothing of it. It sees the question and the reply, and which
+    # tools ran, though not their arguments or results.
+    search = {"query": "tides", "limit": 1}
+    calls = [Stream(tool_calls([(f"c{n}", "search", search)])) for n in range(4)]
+    stub.push(*calls, Stream(text("Shall I go on?")), Stream(text("Going on.")))
+    agent = librarian(stub, history_window=6, max_steps=4)
+    with client_for(agent) as client:
+        first = run(client, "find tides")
+        assert [f["name"] for f in first if f["type"] == "tool_result"] == ["search"] * 4
+        run(client, "next", first[0]["contextId"])
+        run(client, "more", first[0]["contextId"])
+    # Within the run the window is no cap: the latest turn is always whole.
+    assert len(stub.requests[3]["messages"]) == 1 + 1 + 3 * 2
+    nxt = stub.requests[4]["messages"]
+    assert [(m["role"], m.get("content")) for m in nxt[1:]] == [
+        ("user", "find tides"),
+        (
+            "assistant",
+            "[Left out for length: the tools it called, search (finished, 4 times), and what "
+            "they returned.]",
+        ),
+        ("user", "next"),
+    ]
+    assert SECRET_OUTPUT not in json.dumps(nxt)
+    # Only the turn before the latest is shown in brief; the one before it is left out.
+    more = stub.requests[5]["messages"]
+    assert [(m["role"], m.get("content")) for m in more[1:]] == [
+        ("user", "next"),
+        ("assistant", "Shall I go on?"),
+        ("user", "more"),
+    ]
+
+
+def test_the_brief_of_a_long_turn_keeps_its_reply_and_fits_the_window_or_is_left_out() -> None:
+    def call(id_: str, name: str) -> dict[str, Any]:
+        return {"id": id_, "name": name, "arguments": {}}
+
+    history = [
+        {"role": "user", "content": "refund 7"},
+        {"role": "assistant", "content": "Looking. ", "toolCalls": [call("a", "lookup")]},
+        {"role": "tool", "callId": "a", "name": "lookup", "ok": True, "output": "x"},
+        {"role": "assistant", "content": "", "toolCalls": [call("b", "refund"), call("c", "x")]},
+        {"role": "tool", "callId": "b", "name": "refund", "ok": False, "error": "no"},
+        {"role": "assistant", "content": "Looking. ", "stopReason": "end"},
+        {"role": "user", "content": "and?"},
+    ]
+    chat = messages.to_chat_messages(history, window=3)
+    assert chat == [
+        {"role": "user", "content": "refund 7"},
+        {
+            "role": "assistant",
+            "content": "Looking. \n\n[Left out for length: the tools it called, lookup "
+            "(finished), refund (failed), x (did not finish), and what they returned.]",
+        },
+        {"role": "user", "content": "and?"},
+    ]
+    assert messages.to_chat_messages(history, window=2) == [chat[-1]]
+    assert len(messages.to_chat_messages(history, window=7)) == 7  # whole: 3 calls answered
+
+
 def test_a_stop_during_a_tool_leaves_a_conversation_the_model_still_takes(
     stub: OpenAIStub,
 ) -> None:
@@ -571,6 +636,17 @@ def test_a_stop_closes_the_request_to_the_model(stub: OpenAIStub, http: str) -> 
         ([Fail(400)], "refused the request (400)", False, 1),
         ([Stream(text("Half an ans", 2), cut_after=1)], "its stream broke off", True, 1),
         ([Garbage(text("Half"))], "sent a malformed answer", False, 1),
+        ([Stream([*text("Half"), error_event(code=429)])], "rate limited", True, 1),
+        ([Stream([*text("Half"), error_event(code="503")])], "server error 503", True, 1),
+        ([Stream([error_event(type="overloaded_error")])] * 3, "overloaded", True, 3),
+        (
+            [Stream([error_event(type="server_error", code="server_error")])] * 3,
+            "server error",
+            True,
+            3,
+        ),
+        ([Stream([error_event("Rate limit reached")])] * 3, "rate limited", True, 3),
+        ([Stream([error_event(type="invalid_request_error")])], "reported an error", False, 1),
         ([Stream(text("Too late"), delay=2.0)] * 3, "timed out", True, 3),
     ],
 )
@@ -670,7 +746,7 @@ def test_the_event_reader_joins_data_lines_skips_comments_and_stops_at_done() ->
     for raw in (stream, stream.replace(b"\n", b"\r\n"), stream.replace(b"\n", b"\r")):
         assert read([raw[i : i + 1] for i in range(len(raw))]) == expected
         assert read([raw[:7], raw[7:30], raw[30:]]) == expected
-    with pytest.raises(ValueError, match="reported an error"):
+    with pytest.raises(openai_chat.StreamError, match="reported an error"):
         read([b'data: {"error": {"message": "overloaded"}}\n\n'])
     # What a read holds before a bad event comes out before it fails.
     events = EventReader().feed(b'data: {"a": 1}\n\ndata: {not json\n\ndata: {}\n\n')

@@ -194,6 +194,24 @@ def test_the_server_doc_names_every_cli_option(capsys: pytest.CaptureFixture[str
         assert not missing, f"docs/server.md's CLI section misses {missing} of {command}"
 
 
+def test_the_demos_model_variables_are_named_in_models_md_and_its_help(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from thinwire import demo_model
+    from thinwire.cli import main
+
+    read = set(re.findall(r'"(OPENAI_[A-Z_]+)"', Path(demo_model.__file__).read_text()))
+    assert read == {"OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"}
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())  # argparse wraps its lines
+    text = (ROOT / "docs/models.md").read_text(encoding="utf-8")
+    demo = next(p for p in text.split("\n\n") if "thinwire demo" in p)
+    for name in sorted(read):
+        assert f"${name}" in demo, f"models.md's demo paragraph does not name ${name}"
+        assert f"${name}" in shown, f"thinwire demo --help does not name ${name}"
+
+
 def test_the_server_doc_names_every_method_of_run() -> None:
     from thinwire import Run
 

@@ -42,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     demo.add_argument(
         "--model",
-        help="answer with this model (OpenAI-compatible: $OPENAI_BASE_URL, $OPENAI_API_KEY) "
-        "instead of the scripted agent; the default when either is set is gpt-4.1-mini",
+        help="answer with this model (default $OPENAI_MODEL; OpenAI-compatible, at "
+        "$OPENAI_BASE_URL with $OPENAI_API_KEY) instead of the scripted agent; with either "
+        "of those set and no model named, gpt-4.1-mini",
     )
 
     for command in (serve, demo):

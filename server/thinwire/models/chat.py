@@ -9,10 +9,11 @@
             \"\"\"Search the catalogue.\"\"\"
             return await catalogue.search(query)
 
-Each step shows the model the conversation (its latest `history_window` messages), streams
-its answer, runs the tools it calls — each through `run.call_tool`, so their arguments
-and outputs stay on the server and only their names cross the wire — and goes on until
-the model stops calling tools or `max_steps` is reached. Every model call is a recorded
+Each step shows the model the conversation (the latest turn whole, and the earlier turns
+that fit in `history_window` messages: see `to_chat_messages`), streams its answer, runs
+the tools it calls — each through `run.call_tool`, so their arguments and outputs stay on
+the server and only their names cross the wire — and goes on until the model stops
+calling tools or `max_steps` is reached. Every model call is a recorded
 step of the run (`run.step`): a run resumed after a decision replays the model's
 recorded answers instead of calling it again. Parallel tool calls of one step run one
 after the other, in the order the model gave them, so a replay meets them in that order.
@@ -45,7 +46,8 @@ class ChatAgent(Agent):
     model: ClassVar[ChatModel]
     #: Model calls per run at most; a model still calling tools then is stopped there.
     max_steps: ClassVar[int] = 10
-    #: Messages of the conversation shown to the model, besides the system prompt.
+    #: Chat messages of the earlier turns shown to the model, besides the system prompt,
+    #: in whole turns; the latest turn is shown whole however long (`to_chat_messages`).
     history_window: ClassVar[int] = 50
 
     @classmethod

@@ -24,7 +24,9 @@ before it recorded the thread's checkpoint. A resumed run replays the steps — 
 does not run again the nodes it finished — loads that checkpoint, and goes on with
 `Command(resume={interrupt_id: decision})`: LangGraph re-runs the interrupted node from its
 start, as it always does — a `ToolNode` runs its other calls again, and a call shown
-already (by its id) is not shown or recorded twice.
+already (by its id) is not shown or recorded twice. A graph that stops at an interrupt
+while tools it started still run (a `ToolNode`'s other calls, side by side) is taken as
+stopped once they have ended, so they show in the run that asks.
 
 Deliberate divergence: the adapter sees the graph's tools, it does not run them, and
 `call_tool` shows a tool when it is called; so a tool shows when it has finished (its call
@@ -238,6 +240,10 @@ class Session:
         self.pending = False
         self.config: RunnableConfig = {}
         self.runtime_context: Any = None
+        #: The tools the graph started whose end has not been read (by callback run id).
+        self.running: set[UUID] = set()
+        #: The graph has stopped; tools it started may still run (see `advance`).
+        self.ended = False
 
     def start(
         self, payload: Any, config: RunnableConfig | None = None, context: Any = None
@@ -250,23 +256,36 @@ class Session:
             self.runtime_context = context
 
     async def advance(self, run: Run) -> dict[str, Any]:
-        """Stream the graph until a tool ends or the graph stops; what happened, as JSON."""
+        """Stream the graph until a tool ends or the graph stops; what happened, as JSON.
+
+        A graph that stops at an `interrupt()` may leave tools it started running: a
+        `ToolNode` runs its calls side by side, and one that asks ends the node while
+        the others go on. The graph stops only once they have ended, so that what they
+        did shows, and is recorded, in this run, whichever finished first."""
         if self.pending:
             await self.close()
-            self.pending = False
+            self.pending, self.ended, self.running = False, False, set()
             self.pump = asyncio.create_task(self.stream(self.payload))
         while True:
+            if self.ended and not self.running:
+                return await self.stopped()
             kind, item = await self.queue.get()
-            if kind == "tool":
-                return {"tool": item}
-            if kind == "message":
+            if kind == "started":
+                self.running.add(item)
+            elif kind == "tool":
+                run_id, tool = item
+                self.running.discard(run_id)
+                return {"tool": tool}
+            elif kind == "asked":  # a tool stopped by interrupt(): it runs again on resume
+                self.running.discard(item)
+            elif kind == "message":
                 await show_message(run, item)
             elif kind == "usage":
                 run.record_usage(*item)
             elif kind == "error":
                 raise item
             else:
-                return await self.stopped()
+                self.ended = True
 
     async def stream(self, payload: Any) -> None:
         try:
@@ -314,8 +333,9 @@ async def show_message(run: Run, message: BaseMessage) -> None:
 
 class Observer(BaseCallbackHandler):
     """Puts what the graph's callbacks tell into the session's queue, from whatever
-    thread runs them: each tool that ended (a tool stopped by `interrupt()` has not; it
-    runs again with the answer), each model call's tokens."""
+    thread runs them: each tool that started, and how it ended (one stopped by
+    `interrupt()` has not finished; it runs again with the answer), each model call's
+    tokens."""
 
     run_inline = True
 
@@ -352,20 +372,25 @@ class Observer(BaseCallbackHandler):
             "arguments": arguments,
             "id": kwargs.get("tool_call_id"),
         }
+        self.put("started", run_id)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         tool = self.started.pop(run_id, None)
         if tool is None:
             return
         if isinstance(output, ToolMessage) and output.status == "error":
-            self.put("tool", {**tool, "ok": False, "error": str(output.content)})
+            self.put("tool", (run_id, {**tool, "ok": False, "error": str(output.content)}))
         else:
-            self.put("tool", {**tool, "ok": True, "output": jsonable(output)})
+            self.put("tool", (run_id, {**tool, "ok": True, "output": jsonable(output)}))
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         tool = self.started.pop(run_id, None)
-        if tool is not None and not isinstance(error, GraphBubbleUp):
-            self.put("tool", {**tool, "ok": False, "error": str(error)})
+        if tool is None:
+            return
+        if isinstance(error, GraphBubbleUp):
+            self.put("asked", run_id)
+        else:
+            self.put("tool", (run_id, {**tool, "ok": False, "error": str(error)}))
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         for generation in (g for batch in response.generations for g in batch):

@@ -25,6 +25,7 @@ agent's own notes).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,7 +46,9 @@ def model_turn(content: str, tool_calls: Sequence[dict[str, Any]]) -> dict[str, 
 def to_chat_messages(history: Sequence[dict[str, Any]], window: int) -> list[dict[str, Any]]:
     """The chat messages for the model: the system prompt, then the latest whole turns (a
     user message and what followed it) that fit in `window` chat messages — the latest
-    turn always, so no tool call is shown without its result. It reads the history from
+    turn always, however long, so no tool call is shown without its result. The turn
+    before the latest, when it does not fit whole, is shown in brief (`in_brief`) if that
+    fits: a reply that ended at `max_steps` is often that long. It reads the history from
     the end, as far back as the window goes."""
     system = []
     for message in history:
@@ -53,6 +56,7 @@ def to_chat_messages(history: Sequence[dict[str, Any]], window: int) -> list[dic
             break
         system.append(chat_message(message))
     shown: list[dict[str, Any]] = []
+    turns = 0
     turn: list[dict[str, Any]] = []
     for seen, message in enumerate(reversed(history)):
         if seen >= len(history) - len(system):
@@ -62,10 +66,44 @@ def to_chat_messages(history: Sequence[dict[str, Any]], window: int) -> list[dic
             continue
         chat = chat_turn(turn[::-1])
         if shown and len(shown) + len(chat) > window:
+            brief = in_brief(turn[::-1]) if turns == 1 else []
+            if brief and len(shown) + len(brief) <= window:
+                shown = brief + shown
             break
         shown = chat + shown
+        turns += 1
         turn = []
     return [*system, *shown]
+
+
+def in_brief(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A turn in two messages: its user message, and its reply as the user saw it with
+    the tools it called named, but not their arguments or results."""
+    asked, rest = messages[0], messages[1:]
+    reply = next((m for m in rest if m.get("role") == "assistant" and "stopReason" in m), None)
+    said = (
+        reply.get("content") or ""
+        if reply is not None
+        else "".join(m.get("content") or "" for m in rest if m.get("role") == "assistant")
+    )
+    ended = {True: "finished", False: "failed", None: "did not finish"}
+    results = {m["callId"]: m.get("ok") for m in rest if m.get("role") == "tool" and "callId" in m}
+    calls = Counter(
+        (call["name"], ended.get(results.get(call["id"]), "did not finish"))
+        for m in rest
+        if m.get("role") == "assistant"
+        for call in m.get("toolCalls") or ()
+    )
+    named = ", ".join(
+        f"{name} ({outcome}, {count} times)" if count > 1 else f"{name} ({outcome})"
+        for (name, outcome), count in calls.items()
+    )
+    note = f"[Left out for length: the tools it called, {named}, and what they returned.]"
+    content = "\n\n".join(part for part in (said, note if calls else "") if part)
+    chat = [chat_message(asked)]
+    if content:  # the chat API refuses an empty assistant message
+        chat.append({"role": "assistant", "content": content})
+    return chat
 
 
 def chat_turn(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

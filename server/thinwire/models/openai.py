@@ -144,6 +144,8 @@ class OpenAIChat:
         except (openai.APIConnectionError, transport_error) as exc:
             reason = "its stream broke off" if answering else "unreachable"
             raise ModelError(reason, retryable=True) from exc
+        except StreamError as exc:
+            raise stream_error(exc.error) from exc
         except (openai.APIError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ModelError("sent a malformed answer", retryable=False) from exc
 
@@ -197,8 +199,9 @@ def http_errors(openai: Any) -> tuple[type[Exception], type[Exception]]:
 class EventReader:
     """The JSON of each server-sent event in a response's bytes, fed as they come (cut
     anywhere), until `[DONE]`: a data field may span lines, and lines may end in LF, CRLF
-    or CR. An event that reports an error raises it. One pass over the bytes, without the
-    HTTP library's text and line iterators: a model's stream is a chunk per token."""
+    or CR. An event that reports an error raises it (`StreamError`). One pass over the
+    bytes, without the HTTP library's text and line iterators: a model's stream is a
+    chunk per token."""
 
     def __init__(self) -> None:
         self.pending = b""
@@ -233,9 +236,20 @@ class EventReader:
                 self.done = True
                 break
             event = from_json(text)  # pydantic-core's parser: half json's time
-            if not isinstance(event, dict) or event.get("error") is not None:
-                raise ValueError("the stream reported an error")
+            if not isinstance(event, dict):
+                raise ValueError("an event that is not a JSON object")
+            if event.get("error") is not None:
+                raise StreamError(event["error"])
             yield event
+
+
+class StreamError(Exception):
+    """An error event in the stream (`data: {"error": {...}}`), as vLLM, LiteLLM or
+    OpenRouter send one when the model fails mid-answer (overloaded, say)."""
+
+    def __init__(self, error: Any) -> None:
+        super().__init__(f"the stream reported an error: {error!r}")
+        self.error = error
 
 
 def refused(exc: BaseException) -> bool:
@@ -256,6 +270,35 @@ def status_error(status: int) -> ModelError:
     if status >= 500:
         return ModelError(f"server error {status}", retryable=True)
     return ModelError(f"refused the request ({status})", retryable=False)
+
+
+#: Words of an error event's code, type or message (lowercase, letters only) that say
+#: trying again could help, and what we call each.
+PASSING = (
+    (("ratelimit", "toomanyrequests"), "rate limited"),
+    (("overloaded",), "overloaded"),
+    (("servererror", "unavailable"), "server error"),
+)
+
+
+def stream_error(error: Any) -> ModelError:
+    """An error event, mapped as an HTTP error is: by its code where that is a status
+    (429, 503…), else by what its code, type or message says; none of its text is ours
+    to show."""
+    if not isinstance(error, dict):
+        error = {"message": error}
+    code = error.get("code")
+    if str(code).isdigit() and 400 <= int(code) < 600:
+        return status_error(int(code))
+    said = "".join(
+        c
+        for c in " ".join(str(error.get(key, "")) for key in ("code", "type", "message")).lower()
+        if c.isalpha()
+    )
+    for words, reason in PASSING:
+        if any(word in said for word in words):
+            return ModelError(reason, retryable=True)
+    return ModelError("reported an error", retryable=False)
 
 
 class Assembly:

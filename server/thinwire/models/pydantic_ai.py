@@ -12,7 +12,9 @@ The agent runs as it would on its own, with one capability of ours added for the
   the journal, so a resumed run replays it instead of asking the model again;
 - every tool call goes through `run.call_tool`: the user sees the tool's name, the
   history keeps its arguments and output (JSON), a resumed run replays it. Tool calls run
-  one at a time, in the order the model gave them, so a replay meets them in that order;
+  one at a time, so a replay meets them in the order they ran: pydantic-ai's, the calls
+  that need no approval first, in the model's order, then those that do, each once a
+  person has answered;
 - a call that needs approval (`requires_approval=True`, or a tool raising
   `ApprovalRequired`) asks a person with `run.interrupt`; a rejection reaches the model
   as pydantic-ai's own `ToolDenied`;
@@ -57,16 +59,19 @@ try:
     from pydantic_ai.messages import (
         ModelMessage,
         ModelMessagesTypeAdapter,
+        ModelRequest,
         ModelResponse,
         ModelResponseStreamEvent,
         PartDeltaEvent,
         PartStartEvent,
+        RetryPromptPart,
         TextPart,
         TextPartDelta,
         ThinkingPart,
         ThinkingPartDelta,
         ToolCallPart,
         ToolReturn,
+        ToolReturnPart,
         tool_return_content_ta,
     )
     from pydantic_ai.models import CompletedStreamedResponse, Model, ModelRequestParameters
@@ -148,12 +153,32 @@ def keep(history: MutableSequence[dict[str, Any]], messages: Sequence[ModelMessa
 
 
 def settled(messages: list[ModelMessage], unfinished: str) -> list[ModelMessage]:
-    """What a stopped or failed run leaves for the next one: its finished messages without
-    the tool calls it did not finish, and what the model was saying when it stopped."""
+    """What a stopped or failed run leaves for the next one: its finished messages, the
+    tool calls of its last response that have their answers (those pydantic-ai collected
+    in the request it was assembling) with those answers, and what the model was saying
+    when it stopped. A call without its answer is left out: chat APIs refuse it."""
     kept = [m for m in messages if m.state != "interrupted"]
-    if kept and isinstance(kept[-1], ModelResponse):
-        parts = [p for p in kept[-1].parts if not isinstance(p, ToolCallPart)]
-        kept[-1:] = [replace(kept[-1], parts=parts)] if parts else []
+    last = messages[-1] if messages else None
+    # The request pydantic-ai was assembling: the answers it had collected.
+    collected = last if isinstance(last, ModelRequest) and last.state == "interrupted" else None
+    response = kept[-1] if kept else None
+    if isinstance(response, ModelResponse):
+        kept.pop()
+        calls = {p.tool_call_id for p in response.parts if isinstance(p, ToolCallPart)}
+        answers = [
+            part
+            for part in (collected.parts if collected is not None else [])
+            if isinstance(part, ToolReturnPart | RetryPromptPart) and part.tool_call_id in calls
+        ]
+        answered = {part.tool_call_id for part in answers}
+        parts = [
+            p
+            for p in response.parts
+            if not isinstance(p, ToolCallPart) or p.tool_call_id in answered
+        ]
+        kept += [replace(response, parts=parts)] if parts else []
+        if collected is not None and answers:
+            kept.append(replace(collected, parts=answers, state="complete"))
     if unfinished and kept and not isinstance(kept[-1], ModelResponse):
         kept.append(ModelResponse(parts=[TextPart(unfinished)]))
     return kept

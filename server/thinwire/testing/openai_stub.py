@@ -9,8 +9,9 @@ SDK) is tested through the real client, not a mock of it.
         stub.requests[0]["messages"]   # what the model was sent
 
 Each request takes the next pushed reply: a `Stream` of chunks (optionally cut, slowed, or
-held open until the client goes), a `Fail` (an HTTP error), or `Garbage` (a chunk that is
-not JSON, after the chunks given: with `together`, all in one write). `closed_early`
+held open until the client goes; `error_event` is a chunk that reports an error, as some
+servers send one mid-stream), a `Fail` (an HTTP error), or `Garbage` (a chunk that is not
+JSON, after the chunks given: with `together`, all in one write). `closed_early`
 counts streams the client closed before their end.
 """
 
@@ -38,6 +39,7 @@ __all__ = [
     "Garbage",
     "OpenAIStub",
     "Stream",
+    "error_event",
     "finish",
     "reasoning",
     "text",
@@ -131,6 +133,17 @@ def tool_calls(
 
 def finish(reason: str = "stop") -> dict[str, Any]:
     return chunk({}, finish_reason=reason)
+
+
+def error_event(
+    message: str = "upstream says no: secret-upstream-detail",
+    *,
+    type: str | None = None,
+    code: int | str | None = None,
+) -> dict[str, Any]:
+    """An error reported inside the stream, with HTTP 200 sent already, as vLLM, LiteLLM or
+    OpenRouter report one (an overloaded model, say): `{"error": {message, type, code}}`."""
+    return {"error": {"message": message, "type": type, "code": code}}
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
