@@ -9,16 +9,19 @@ while every channel the browser has is recorded. No canary may appear in any of 
 from __future__ import annotations
 
 import re
+import secrets
 import sqlite3
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from conftest import Demo
+from conftest import Demo, fresh_canaries
 from test_approvals import APPROVED, REJECTED
 from test_conversation import send, wait_for_reply
 from test_streams import wait_for_partial_reply
 from thinwire.testing import LeakRecorder
+from thinwire.testing.openai_stub import OpenAIStub, Stream, finish, reasoning, text
 
 
 def stored_bytes(demo: Demo) -> str:
@@ -118,3 +121,35 @@ def test_no_canary_reaches_any_channel_on_any_path(
     recorder.assert_no_leak(page, demo.canaries)
     stored_ids = recorder.assert_storage_holds_only_context_ids(page)
     assert sorted(stored_ids) == ["thinwire:demo:alice:contextId", "thinwire:demo:bob:contextId"]
+
+
+@pytest.mark.parametrize("transport", ["sse", "websocket"])
+def test_a_secret_thought_a_character_at_a_time_is_caught(
+    page: Page, tmp_path: Path, recorder: LeakRecorder, transport: str
+) -> None:
+    """The matrix's other side: a leak is caught though no byte the browser got holds it
+    whole — an agent that thinks the secret a character at a time, a frame each."""
+    thought = f"tw-e2e-thought-{secrets.token_hex(6)}"
+    with OpenAIStub() as stub:
+        env = {"OPENAI_BASE_URL": stub.url, "OPENAI_API_KEY": "test-key"}
+        args = ("--model", "stub-model")
+        with Demo(tmp_path, fresh_canaries(), args=args, env=env) as demo:
+            stub.push(
+                Stream(text("Hello.")),  # the page loads a new conversation's transcript once
+                Stream([*reasoning(thought, pieces=len(thought)), *text("Done."), finish()]),
+            )
+            page.goto(f"{demo.url}/?user=alice&transport={transport}")
+            expect(page.get_by_test_id("status")).to_have_text("idle")
+            send(page, "hello")
+            assert wait_for_reply(page, 1) == "Hello."
+            send(page, "think aloud")
+            assert wait_for_reply(page, 2) == "Done."
+            leaks = recorder.leaks(page, {"thought": thought})
+
+    # The demo page shows the thinking; the wire carried it in pieces, joined back.
+    shown, joined = sorted(leaks)
+    assert shown == "the thought canary leaked in DOM"
+    assert re.fullmatch(
+        r"the thought canary leaked in thinking deltas of run-[0-9a-f]+, joined in seq order",
+        joined,
+    )

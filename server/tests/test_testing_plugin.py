@@ -54,3 +54,31 @@ def test_a_server_of_an_app_mounted_elsewhere_starts_where_it_is_told(
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_each_server_keeps_its_data_in_the_test_s_tmp_path(pytester: pytest.Pytester) -> None:
+    chosen = pytester.path / "chosen"
+    pytester.makeconftest('pytest_plugins = ["thinwire.testing.plugin"]')
+    pytester.makepyfile(
+        test_data=textwrap.dedent(
+            f"""
+            from pathlib import Path
+
+
+            def test_two_servers_side_by_side(thinwire_server, tmp_path):
+                first, second = thinwire_server("demo"), thinwire_server("demo")
+                for server in (first, second):
+                    assert (tmp_path / f"thinwire-{{server.port}}" / "thinwire.sqlite3").is_file()
+                first.stop()  # started again on its port, on its data
+                thinwire_server("demo", port=first.port)
+
+
+            def test_a_data_dir_the_caller_names_is_the_one(thinwire_server):
+                thinwire_server("demo", env={{"THINWIRE_DATA_DIR": {str(chosen)!r}}})
+                assert Path({str(chosen)!r}, "thinwire.sqlite3").is_file()
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    assert not (pytester.path / ".thinwire").exists()  # nothing left in the project

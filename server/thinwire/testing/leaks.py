@@ -6,9 +6,11 @@
     recorder.assert_no_leak(page, {"system prompt": "canary-123"})
     recorder.assert_storage_holds_only_context_ids(page)
 
-Channels: every request and response (bodies and headers, SSE streams included), every
-WebSocket frame, cookies, localStorage, sessionStorage, IndexedDB, Cache Storage, the DOM
-(text and attributes) and the console. A failure names each canary and where it was.
+Channels: every request and response (URLs, bodies and headers, SSE streams included),
+every WebSocket frame, the text streams carried in pieces joined back (`deltas`), cookies,
+localStorage, sessionStorage, IndexedDB, Cache Storage, every frame's document (text,
+attributes, form values, shadow roots) and URL, and the console. A failure names each
+canary and where it was.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, unquote_plus
+
+from thinwire.testing.deltas import joined_streams
 
 if TYPE_CHECKING:
-    from playwright.sync_api import ConsoleMessage, Page, Request, Response, WebSocket
+    from playwright.sync_api import ConsoleMessage, Frame, Page, Request, Response, WebSocket
 
 __all__ = ["CONTEXT_ID", "LeakRecorder", "browser_storage"]
 
@@ -60,16 +65,20 @@ READ_STORAGE = """async () => {
 }"""
 
 #: Installed in every document before its own scripts: hands every byte a fetch response
-#: delivers to the page (streams included) to the recorder, chunk by chunk. DevTools
-#: may drop a streamed body it did not buffer; what the page itself read is never lost.
+#: delivers to the page (streams included) to the recorder, chunk by chunk, each fetch
+#: under an id of its own. DevTools may drop a streamed body it did not buffer; what the
+#: page itself read is never lost.
 TAP = """(() => {
   const tap = window.__thinwireTap;
   const fetch = window.fetch.bind(window);
+  let fetches = 0;
+  const load = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
   window.fetch = async (...args) => {
     const response = await fetch(...args);
     // A null-body status (204, 304…) has nothing to record, and a Response rebuilt
     // around a stream for one is refused.
     if (!response.body || [101, 204, 205, 304].includes(response.status)) return response;
+    const id = `${load}-${(fetches += 1)}`;
     const [mine, theirs] = response.body.tee();
     (async () => {
       const reader = theirs.getReader();
@@ -77,7 +86,7 @@ TAP = """(() => {
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        tap(response.url, decoder.decode(value, { stream: true }));
+        tap(id, response.url, decoder.decode(value, { stream: true }));
       }
     })().catch(() => {});
     const copy = new Response(mine, response);
@@ -86,13 +95,42 @@ TAP = """(() => {
   };
 })();"""
 
+#: Installed beside the tap: keeps every shadow root a script attaches, closed ones too
+#: (which `element.shadowRoot` hides), where the DOM walk finds them.
+SHADOWS = """(() => {
+  const roots = new WeakMap();
+  Object.defineProperty(window, "__thinwireShadowRoots", { value: roots });
+  const attachShadow = Element.prototype.attachShadow;
+  Element.prototype.attachShadow = function (...args) {
+    const root = attachShadow.apply(this, args);
+    roots.set(this, root);
+    return root;
+  };
+})();"""
+
+#: One frame's document as text: its markup, every shadow root's (nested ones too) and
+#: every form value, shadow roots' included; its URL and history state.
 DOM = """() => {
-  const parts = [document.documentElement.outerHTML];
-  for (const element of document.querySelectorAll("*")) {
-    if (element.shadowRoot) parts.push(element.shadowRoot.innerHTML);
-    if ("value" in element && typeof element.value === "string") parts.push(element.value);
+  const parts = [document.documentElement?.outerHTML ?? ""];
+  const kept = window.__thinwireShadowRoots;
+  const walk = (root) => {
+    for (const element of root.querySelectorAll("*")) {
+      if ("value" in element && typeof element.value === "string") parts.push(element.value);
+      const shadow = element.shadowRoot ?? kept?.get(element);
+      if (shadow) {
+        parts.push(shadow.innerHTML);
+        walk(shadow);
+      }
+    }
+  };
+  walk(document);
+  let state;
+  try {
+    state = JSON.stringify(history.state) ?? "";
+  } catch (error) {
+    state = String(history.state);
   }
-  return parts.join("\\n");
+  return { document: parts.join("\\n"), url: location.href, state };
 }"""
 
 
@@ -117,6 +155,35 @@ def body_text(response: Response) -> str:
         return f"<body unavailable: {exc}>"
 
 
+def page_channels(page: Page) -> dict[str, str]:
+    """What the page holds: cookies, storage, and every frame's document, URL and
+    history state."""
+    seen = {"cookies": str(page.context.cookies())}
+    for area, content in browser_storage(page).items():
+        seen[area] = str(content)
+    for index, frame in enumerate(page.frames):
+        seen.update(frame_channels(frame, "" if frame is page.main_frame else f" of frame {index}"))
+    return seen
+
+
+def frame_channels(frame: Frame, which: str) -> dict[str, str]:
+    try:
+        found = frame.evaluate(DOM)
+    except Exception as exc:  # detached or navigating meanwhile
+        return {f"DOM{which} {frame.url}": f"<document unavailable: {exc}>"}
+    return {
+        f"DOM{which}": found["document"],
+        f"URL{which}": readable_url(found["url"]),
+        f"history state{which}": found["state"],
+    }
+
+
+def readable_url(url: str) -> str:
+    """A URL as it is and decoded: a browser escapes some characters of a query (`<` as
+    `%3C`) and not others (`&`)."""
+    return "\n".join([url, unquote(url), unquote_plus(url)])
+
+
 @dataclass
 class LeakRecorder:
     """Everything that crossed into one browser page."""
@@ -124,7 +191,11 @@ class LeakRecorder:
     exchanges: list[Exchange] = field(default_factory=list)
     #: What each fetch response delivered to the page's own code: url -> text.
     fetched: dict[str, str] = field(default_factory=dict)
+    #: The same, one fetch at a time: its id -> (url, text).
+    fetches: dict[str, tuple[str, str]] = field(default_factory=dict)
     websocket_frames: list[str] = field(default_factory=list)
+    #: What each WebSocket received, message by message: "WebSocket N url" -> messages.
+    websocket_received: dict[str, list[str]] = field(default_factory=dict)
     console: list[str] = field(default_factory=list)
 
     @property
@@ -135,6 +206,7 @@ class LeakRecorder:
         """Record `page` from now on; attach before its first navigation."""
         page.expose_binding("__thinwireTap", self._tap)
         page.add_init_script(TAP)
+        page.add_init_script(SHADOWS)
         page.on("requestfinished", self._capture)
         page.on("requestfailed", self._capture)
         page.on("websocket", self._watch_socket)
@@ -154,12 +226,28 @@ class LeakRecorder:
             )
         )
 
-    def _tap(self, source: Any, url: str, text: str) -> None:
+    def _tap(self, source: Any, fetch_id: str, url: str, text: str) -> None:
         self.fetched[url] = self.fetched.get(url, "") + text
+        _, before = self.fetches.get(fetch_id, (url, ""))
+        self.fetches[fetch_id] = (url, before + text)
 
     def _watch_socket(self, socket: WebSocket) -> None:
+        received = self.websocket_received.setdefault(
+            f"WebSocket {len(self.websocket_received)} {socket.url}", []
+        )
+
         def record(direction: str) -> Callable[[str | bytes], None]:
-            return lambda payload: self.websocket_frames.append(f"{direction} {payload!s}")
+            def take(payload: str | bytes) -> None:
+                self.websocket_frames.append(f"{direction} {payload!s}")
+                if direction == "received":
+                    text = (
+                        payload.decode("utf-8", "replace")
+                        if isinstance(payload, bytes)
+                        else payload
+                    )
+                    received.append(text)
+
+            return take
 
         socket.on("framesent", record("sent"))
         socket.on("framereceived", record("received"))
@@ -167,25 +255,34 @@ class LeakRecorder:
     def _log(self, message: ConsoleMessage) -> None:
         self.console.append(f"{message.type}: {message.text}")
 
-    def channels(self, page: Page) -> dict[str, str]:
-        """Channel name -> everything it carried, as text."""
+    def recorded_channels(self) -> dict[str, str]:
+        """Channel name -> everything it carried, as text: what was recorded as it
+        crossed (the network, the console), and the text streams carried in pieces,
+        joined back."""
         seen: dict[str, str] = {}
+        streams: dict[str, list[str]] = {}
         for index, exchange in enumerate(self.exchanges):
             request = exchange.request
             where = f"request {index} {request.method} {request.url}"
+            seen[f"{where} (URL)"] = readable_url(request.url)
             seen[f"{where} (request headers)"] = exchange.request_headers
             seen[f"{where} (request body)"] = request.post_data or ""
             seen[f"{where} (response headers)"] = exchange.response_headers
             seen[f"{where} (response body)"] = exchange.response_body
-        for url, text in self.fetched.items():
-            seen[f"fetch {url} (as the page read it)"] = text
+            streams[f"{where} (response body)"] = [exchange.response_body]
+        for index, (url, text) in enumerate(self.fetches.values()):
+            where = f"fetch {index} {url} (as the page read it)"
+            seen[where] = text
+            streams[where] = [text]
         seen["WebSocket frames"] = "\n".join(self.websocket_frames)
+        streams.update(self.websocket_received)
         seen["console"] = "\n".join(self.console)
-        seen["cookies"] = str(page.context.cookies())
-        for area, content in browser_storage(page).items():
-            seen[area] = str(content)
-        seen["DOM"] = page.evaluate(DOM)
+        seen.update(joined_streams(streams))
         return seen
+
+    def channels(self, page: Page) -> dict[str, str]:
+        """Channel name -> everything it carried, as text."""
+        return {**self.recorded_channels(), **page_channels(page)}
 
     def leaks(self, page: Page, canaries: Mapping[str, str]) -> list[str]:
         return [
@@ -218,9 +315,23 @@ class LeakRecorder:
         return local
 
 
+#: How HTML writes text: `html.escape`; Jinja, markupsafe and React (`&#39;`); a browser
+#: serialising a text node; and an attribute value (older browsers leave `<` `>` as is).
+HTML_ESCAPES = [
+    str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"}),
+    str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}),
+    str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\xa0": "&nbsp;"}),
+    str.maketrans({"&": "&amp;", '"': "&quot;", "\xa0": "&nbsp;"}),
+    str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\xa0": "&nbsp;"}),
+]
+
+
 def written_forms(canary: str) -> set[str]:
-    """The ways a channel may carry `canary`: as it is; as JSON writes it inside a string
-    (a quote, a backslash, a control character or non-ASCII escaped), as frames and
+    """The ways a channel may carry `canary`: as it is; as HTML writes it (a page's
+    markup, a rendered response); each of those as JSON writes it inside a string (a
+    quote, a backslash, a control character or non-ASCII escaped), as frames and
     transcripts carry it; and as Python writes it (the recorded storage and cookies)."""
-    json_forms = {json.dumps(canary)[1:-1], json.dumps(canary, ensure_ascii=False)[1:-1]}
-    return {canary, *json_forms, repr(canary)[1:-1]}
+    forms = {repr(canary)[1:-1]}
+    for form in {canary, *(canary.translate(table) for table in HTML_ESCAPES)}:
+        forms |= {form, json.dumps(form)[1:-1], json.dumps(form, ensure_ascii=False)[1:-1]}
+    return forms

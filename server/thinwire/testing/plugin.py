@@ -12,7 +12,8 @@
 
 Chromium: `$THINWIRE_CHROMIUM`, else Playwright's own browser, else `chromium` on the
 PATH — started with the flags a locked-down CI machine needs. A failing test leaves a
-screenshot in `$THINWIRE_ARTIFACTS` (default: the test's tmp_path).
+screenshot in `$THINWIRE_ARTIFACTS` (default: the test's tmp_path). Each server keeps
+its data and its log in the test's tmp_path, never in the project (`thinwire_server`).
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from thinwire.testing.leaks import LeakRecorder
-from thinwire.testing.server import ServerProcess, serve
+from thinwire.testing.server import ServerProcess, free_port, serve
 
 __all__ = ["CHROMIUM_ARGS", "chromium_path"]
 
@@ -109,11 +110,25 @@ def thinwire_page(
 @pytest.fixture
 def thinwire_server(tmp_path: Path) -> Iterator[Callable[..., ServerProcess]]:
     """Start `thinwire ARGS…` on a free port; every server started is stopped after. The
-    keywords are `serve`'s: `env`, `cwd`, `health`, `ready_timeout`, `port`."""
+    keywords are `serve`'s: `env`, `cwd`, `health`, `ready_timeout`, `port`.
+
+    A server's data (`$THINWIRE_DATA_DIR`: the default SQLite store) is
+    `tmp_path/thinwire-PORT`, unless `env` names one: servers side by side do not share
+    a store, and one started again on the same `port` finds its data. Its log is
+    `tmp_path/thinwire-PORT.log`."""
     with contextlib.ExitStack() as stack:
 
-        def start(*args: str, **options: Any) -> ServerProcess:
-            return stack.enter_context(serve(*args, log_dir=tmp_path, **options))
+        def start(
+            *args: str,
+            port: int | None = None,
+            env: Mapping[str, str] | None = None,
+            **options: Any,
+        ) -> ServerProcess:
+            port = port or free_port()
+            env = {"THINWIRE_DATA_DIR": str(tmp_path / f"thinwire-{port}"), **(env or {})}
+            return stack.enter_context(
+                serve(*args, port=port, env=env, log_dir=tmp_path, **options)
+            )
 
         yield start
 

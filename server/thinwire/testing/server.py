@@ -5,25 +5,34 @@
 
 The process is started with uvicorn through the `thinwire` CLI's own interpreter, waited
 for until it answers, and stopped by its PID (SIGTERM, then SIGKILL) however the block
-ends.
+ends. On Linux it also gets SIGTERM if the process that started it dies first (pytest
+killed outright runs no teardown).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["ServerProcess", "free_port", "serve"]
+
+#: Where the server listens, and where `serve` waits for it.
+HOST = "127.0.0.1"
+#: prctl(2): the signal a process gets when its parent dies.
+PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
@@ -41,7 +50,7 @@ class ServerProcess:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{HOST}:{self.port}"
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -66,7 +75,7 @@ def wait_until_ready(server: ServerProcess, timeout: float, health: str = "/heal
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise RuntimeError(f"server exited early:\n{server.log()}")
+            raise RuntimeError(f"server exited early (its log: {server.log_path}):\n{server.log()}")
         with (
             contextlib.suppress(OSError, urllib.error.URLError),
             urllib.request.urlopen(server.url + health, timeout=1) as response,
@@ -74,7 +83,45 @@ def wait_until_ready(server: ServerProcess, timeout: float, health: str = "/heal
             if response.status == 200:
                 return
         time.sleep(0.05)
-    raise TimeoutError(f"server not ready after {timeout}s:\n{server.log()}")
+    raise TimeoutError(
+        f"server not ready after {timeout}s (its log: {server.log_path}):\n{server.log()}"
+    )
+
+
+def refuse_address(args: tuple[str, ...]) -> None:
+    """`serve` says where the server listens: an address in `args` would be overridden
+    (argparse takes the last `--port`), or leave it waiting where the server is not."""
+    for arg in args:
+        name = arg.split("=", 1)[0]
+        if len(name) < 3 or not name.startswith("--"):
+            continue
+        if "--port".startswith(name):
+            raise ValueError(f"serve() gives the server its port: pass port=… instead of {arg!r}")
+        if "--host".startswith(name):
+            raise ValueError(
+                f"serve() runs the server on {HOST}, where it waits for it to answer: "
+                f"leave out {arg!r}"
+            )
+
+
+def dies_with_parent() -> Callable[[], None] | None:
+    """Linux: a function for the child, before it runs the server, that asks for SIGTERM
+    when the thread that started it ends — the test process killed without running its
+    teardown, say. None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up here, not after fork
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def ask() -> None:
+        prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGTERM))
+        if os.getppid() != parent:  # died before it was asked: no signal will come
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return ask
 
 
 @contextlib.contextmanager
@@ -87,13 +134,23 @@ def serve(
     health: str = "/healthz",
     cwd: Path | None = None,
 ) -> Iterator[ServerProcess]:
-    """Run `thinwire ARGS… --port PORT` (e.g. `serve("demo")`) until the block ends. It is
-    ready when `health` answers 200 (e.g. "/api/healthz" for an app mounted at /api);
-    `cwd` is the directory it runs in (where `thinwire serve module:app` finds module)."""
+    """Run `thinwire ARGS… --host 127.0.0.1 --port PORT` (e.g. `serve("demo")`) until the
+    block ends. `port` is a free one unless given (the same again: a restart); `--port` or
+    `--host` in ARGS is refused. It is ready when `health` answers 200 (e.g.
+    "/api/healthz" for an app mounted at /api); `cwd` is the directory it runs in (where
+    `thinwire serve module:app` finds module).
+
+    Its output goes to `log_dir/thinwire-PORT.log`. Without a `log_dir`, the log is in a
+    private temporary directory, removed once the block ends and the server stops —
+    unless the server failed to start (the error names the log) or the block raised (a
+    note on the exception names it): what the server logged may hold secrets.
+    """
+    refuse_address(args)
     port = port or free_port()
-    log_dir = log_dir or Path(os.environ.get("TMPDIR", "/tmp"))
+    own_dir = log_dir is None
+    log_dir = Path(tempfile.mkdtemp(prefix="thinwire-")) if log_dir is None else log_dir
     log_path = log_dir / f"thinwire-{port}.log"
-    command = [sys.executable, "-m", "thinwire.cli", *args, "--port", str(port)]
+    command = [sys.executable, "-m", "thinwire.cli", *args, "--host", HOST, "--port", str(port)]
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(
             command,
@@ -101,10 +158,17 @@ def serve(
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
             cwd=cwd,
+            preexec_fn=dies_with_parent(),
         )
     server = ServerProcess(process, port, log_path)
     try:
         wait_until_ready(server, ready_timeout, health)
-        yield server
+        try:
+            yield server
+        except BaseException as exc:
+            exc.add_note(f"the thinwire server's log: {log_path}")
+            raise
     finally:
         server.stop()
+    if own_dir:
+        shutil.rmtree(log_dir, ignore_errors=True)
