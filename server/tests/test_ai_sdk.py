@@ -422,7 +422,12 @@ def test_a_reload_gives_the_reply_the_stream_built(client: TestClient) -> None:
     assert reply["id"] == asked[0]["messageId"]
     assert reply["metadata"] == {"stopReason": "end"}
     reloaded = [p["toolCallId"] for p in reply["parts"] if p["type"] == "dynamic-tool"]
-    assert reloaded == [live[0], live[2]]  # the answered question is not kept
+    assert reloaded == [live[0], live[2]]
+    # The answered question stays where it was asked, as the page had it when it answered.
+    assert [p for p in reply["parts"] if p["type"] == "tool-interrupt"] == [interrupt]
+    asked_at = reply["parts"].index(interrupt)
+    assert reply["parts"][asked_at - 1]["text"] == text_of(asked)
+    assert reply["parts"][asked_at + 1] == {"type": "step-start"}
     assert [p["text"] for p in reply["parts"] if p["type"] == "text"] == [
         text_of(asked),
         text_of(went_on),

@@ -421,3 +421,80 @@ def test_usage_is_counted_once_across_a_resume() -> None:
         ("asked ", {"inputTokens": 100, "outputTokens": 10}),
         ("went on", {"inputTokens": 1, "outputTokens": 1}),
     ]
+
+
+def asked_turns(transcript: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Each reply's stop reason and what it asked (None when it asked nothing)."""
+    return [(t["stopReason"], t["asked"]) for t in transcript["turns"] if t["role"] == "assistant"]
+
+
+def test_the_transcript_keeps_what_was_asked_and_the_answer(client: TestClient) -> None:
+    frames = ask(client)
+    context_id, request = frames[0]["contextId"], frames[-2]["interrupt"]
+    waiting = client.get(f"/agents/demo/contexts/{context_id}").json()
+    # The question, exactly as its frame carried it: nothing private.
+    assert asked_turns(waiting) == [
+        ("interrupted", {"request": request, "status": "waiting", "decision": None})
+    ]
+    assert waiting["turns"][0]["asked"] is None  # the user's turn asks nothing
+    assert PRIVATE not in str(waiting)
+    decide(client, context_id, request["interruptId"], "approve")
+    answered = client.get(f"/agents/demo/contexts/{context_id}").json()
+    assert asked_turns(answered) == [
+        ("interrupted", {"request": request, "status": "answered", "decision": "approve"}),
+        ("end", None),
+    ]
+    assert PRIVATE not in str(answered)
+
+
+def test_each_of_several_questions_keeps_its_own_answer(client: TestClient) -> None:
+    frames = ask(client, "two")
+    context_id = frames[0]["contextId"]
+    second = parse_sse(
+        decide(client, context_id, frames[-2]["interrupt"]["interruptId"], "blue", "two").text
+    )
+    decide(client, context_id, second[-2]["interrupt"]["interruptId"], {"amount": 3}, "two")
+    transcript = client.get(f"/agents/two/contexts/{context_id}").json()
+    assert [
+        (r, a and (a["request"]["prompt"], a["status"], a["decision"]))
+        for r, a in asked_turns(transcript)
+    ] == [
+        ("interrupted", ("Which color?", "answered", "blue")),
+        ("interrupted", ("How much?", "answered", {"amount": 3})),
+        ("end", None),
+    ]
+
+
+def test_a_stop_while_waiting_leaves_the_question_unanswered(client: TestClient) -> None:
+    frames = ask(client)
+    context_id, request = frames[0]["contextId"], frames[-2]["interrupt"]
+    client.post(f"/agents/demo/contexts/{context_id}/stop")
+    transcript = client.get(f"/agents/demo/contexts/{context_id}").json()
+    assert asked_turns(transcript) == [
+        ("stopped", {"request": request, "status": "stopped", "decision": None})
+    ]
+
+
+def test_what_was_asked_and_answered_survives_a_restart(tmp_path: Path) -> None:
+    Refunder.lookups, Refunder.refunds = [], []
+
+    def app() -> Any:
+        return app_for({"demo": Refunder}, store=SQLiteStore(tmp_path / "db"))
+
+    with TestClient(app()) as first:
+        frames = ask(first)
+    context_id, request = frames[0]["contextId"], frames[-2]["interrupt"]
+    with TestClient(app()) as restarted:
+        waiting = restarted.get(f"/agents/demo/contexts/{context_id}").json()
+        assert asked_turns(waiting)[-1][1] == {
+            "request": request,
+            "status": "waiting",
+            "decision": None,
+        }
+        decide(restarted, context_id, request["interruptId"], "reject")
+    with TestClient(app()) as again:
+        answered = again.get(f"/agents/demo/contexts/{context_id}").json()
+    assert asked_turns(answered) == [
+        ("interrupted", {"request": request, "status": "answered", "decision": "reject"}),
+        ("end", None),
+    ]

@@ -469,6 +469,7 @@ class ContextRecord:
         text: str,
         tool_calls: Sequence[str],
         shown: Shown | None,
+        asked: dict[str, Any] | None = None,
     ) -> None:
         shown = shown or Shown()
         reply_id, _, _ = self.next_turn_ids()
@@ -482,6 +483,7 @@ class ContextRecord:
                 thinking=shown.thinking,
                 activity=shown.activity,
                 meta=shown.meta,
+                asked=asked,
             )
         )
         self._counted_turn(text)
@@ -512,7 +514,10 @@ class ContextRecord:
         exchange.changed = True
         del exchange.messages[rollback_to:]
         self.checkpoint = checkpoint
-        self._add_reply(exchange, "interrupted", text, tool_calls, shown)
+        # The public request only, as its `interrupt` frame carried it: the transcript
+        # keeps the question after it stops being pending.
+        asked = {"request": checkpoint.interrupt, "status": "waiting"}
+        self._add_reply(exchange, "interrupted", text, tool_calls, shown, asked)
         self.active_run = None
 
     def waiting_for(self, interrupt_id: str) -> Checkpoint:
@@ -525,12 +530,25 @@ class ContextRecord:
             raise NotFound("interrupt_not_found", f"no pending interrupt {interrupt_id[:64]}")
         return checkpoint
 
-    def resume(self, interrupt_id: str) -> Checkpoint:
-        """The pending interrupt `interrupt_id` is answered: the checkpoint, to replay."""
+    def resume(self, interrupt_id: str, decision: Any = None) -> Checkpoint:
+        """The pending interrupt `interrupt_id` is answered with `decision`: the
+        checkpoint, to replay. The reply that asked keeps the answer (the user's own
+        input, public to them)."""
         checkpoint = self.waiting_for(interrupt_id)
         self.checkpoint = None
         self.answered = [*self.answered, interrupt_id][-ANSWERED_KEPT:]
+        self._settle_asked(interrupt_id, {"status": "answered", "decision": decision})
         return checkpoint
+
+    def _settle_asked(self, interrupt_id: str, outcome: dict[str, Any]) -> None:
+        """The reply that asked `interrupt_id` learns how that ended."""
+        exchange = self.running_exchange
+        exchange.changed = True
+        for turn in reversed(exchange.turns):
+            asked = turn.get("asked")
+            if asked is not None and asked["request"]["interruptId"] == interrupt_id:
+                asked.update(outcome)
+                return
 
     def end_waiting_run(self) -> Checkpoint:
         """A stop while the run waits for a person: the reply that asked ends there, as
@@ -547,6 +565,7 @@ class ContextRecord:
             exchange.messages.extend(checkpoint.kept["messages"])
         replies = [turn for turn in exchange.turns if turn["role"] == "assistant"]
         replies[-1]["stopReason"] = "stopped"
+        self._settle_asked(checkpoint.interrupt_id, {"status": "stopped"})
         said = "".join(turn["text"] for turn in replies)  # across its earlier resumes too
         exchange.messages.append({"role": "assistant", "content": said, "stopReason": "stopped"})
         return checkpoint

@@ -51,13 +51,14 @@ async def begin_run(
     *,
     run_id: str | None = None,
     answering: str | None = None,
+    decision: Any = None,
     data: dict[str, Any] | None = None,
     message_id: str | None = None,
     request_id: str | None = None,
     fork: Callable[[ContextRecord], Position] | None = None,
 ) -> RunLog:
     """Hold the context and durably record the run's start: the user's `text`, or the
-    answer to the pending interrupt `answering`; after the branch shown, or beside the
+    answer `decision` to the pending interrupt `answering`; after the branch shown, or beside the
     exchange `fork` finds in the record once it is held (a regenerated reply, an edited
     message). `context_busy` if the context is held, `decision_pending` if it waits for
     an answer and this is not one."""
@@ -65,7 +66,7 @@ async def begin_run(
     await registry.acquire(context, "decision" if answering else "run")
     try:
         record = context.record
-        resumed = record.resume(answering) if answering is not None else None
+        resumed = record.resume(answering, decision) if answering is not None else None
         beside = None
         if fork is not None:  # a new branch: the whole of the one it forks from in hand
             await registry.store.load_branch(record)

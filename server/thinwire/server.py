@@ -364,7 +364,12 @@ class AgentServer:
         check_decision(checkpoint.interrupt, value)
         with self._admitted(context.record.owner) as release:
             log = await begin_run(
-                self.contexts, context, None, answering=interrupt_id, request_id=request_id
+                self.contexts,
+                context,
+                None,
+                answering=interrupt_id,
+                decision=value,
+                request_id=request_id,
             )
             work = execute(
                 self.contexts,

@@ -54,6 +54,7 @@ __all__ = [
     "ToolResultFrame",
     "Transcript",
     "TranscriptTurn",
+    "TurnAsked",
 ]
 
 PROTOCOL_VERSION = "1"
@@ -399,6 +400,25 @@ class TurnMeta(WireModel):
     usage: TurnUsage | None = None
 
 
+AskedStatus = Literal["waiting", "answered", "stopped"]
+
+
+class TurnAsked(WireModel):
+    """The decision a reply asked a person for, and how that ended: the record of what
+    the user decided, kept after the question is no longer pending."""
+
+    request: InterruptRequest = Field(
+        description="What the reply asked, as its `interrupt` frame carried it."
+    )
+    status: AskedStatus = Field(
+        description="`waiting`: no answer yet; `answered`: see `decision`; `stopped`: the "
+        "run was stopped while it waited, unanswered."
+    )
+    decision: Any = Field(
+        default=None, description="The person's answer, once `answered`; null otherwise."
+    )
+
+
 class TranscriptTurn(WireModel):
     """One public turn of a conversation: what the user said or what the agent replied,
     with what it showed while it streamed."""
@@ -415,6 +435,11 @@ class TranscriptTurn(WireModel):
         default_factory=list, description="The tools the reply called, in order."
     )
     meta: TurnMeta = Field(default_factory=TurnMeta)
+    asked: TurnAsked | None = Field(
+        default=None,
+        description="On a reply that asked a person for a decision: what it asked "
+        "and how that ended; null on every other turn.",
+    )
     siblings: int = Field(
         default=1,
         description="Alternatives at this point of the conversation (regenerated replies, "

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AgentClient } from "./agent-client.js";
 import { ThinwireError } from "./errors.js";
-import type { Frame, InterruptRequest, Transcript } from "./generated/wire.js";
+import type { Frame, InterruptRequest, Transcript, TurnAsked } from "./generated/wire.js";
 import { channel, fakeWebSocket, MockTransport, newLog, runFrames as run, transcriptTurn } from "./testing/index.js";
 import type { Transport, TransportRunRequest } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
@@ -79,6 +79,7 @@ describe("AgentClient.send", () => {
           thinking: "",
           activity: [],
           meta: { startedAt: null, finishedAt: null, model: null, usage: null },
+          asked: null,
           siblings: 1,
           siblingIndex: 0,
         },
@@ -92,6 +93,7 @@ describe("AgentClient.send", () => {
           thinking: "Checking the sky.",
           activity: [{ callId: "c1", name: "weather", state: "ok" }],
           meta: { startedAt: null, finishedAt: null, model: null, usage: null },
+          asked: null,
           siblings: 1,
           siblingIndex: 0,
         },
@@ -287,6 +289,7 @@ const NO_TURN_DETAIL = {
   thinking: "",
   activity: [],
   meta: { startedAt: null, finishedAt: null, model: null, usage: null },
+  asked: null,
   siblings: 1,
   siblingIndex: 0,
 };
@@ -378,6 +381,7 @@ describe("AgentClient.start (hydration)", () => {
         thinking: "",
         activity: [],
         meta: { ...meta, model: null, usage: null },
+        asked: null,
         siblings: 2,
         siblingIndex: 1,
       },
@@ -395,6 +399,7 @@ describe("AgentClient.start (hydration)", () => {
           { callId: "c3", name: "satellite", state: "running" },
         ],
         meta,
+        asked: null,
         siblings: 2,
         siblingIndex: 1,
       },
@@ -1113,6 +1118,44 @@ describe("AgentClient human in the loop", () => {
     });
     expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null, interrupt: refund });
     expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Let me check.", streaming: false, stopReason: "interrupted" });
+    // The reply that asked carries the question, as the transcript will.
+    expect(client.getSnapshot().turns[1]!.asked).toEqual({ request: refund, status: "waiting", decision: null });
+    expect(client.getSnapshot().turns[0]!.asked).toBeNull();
+  });
+
+  it("reads what each reply asked from the transcript, and shows an answer at once", async () => {
+    const asked = { request: refund, status: "waiting", decision: null } as const;
+    const fetch = vi.fn(async () =>
+      transcriptResponse({
+        turns: [
+          transcriptTurn("user", "Refund order 1234"),
+          transcriptTurn("assistant", "Which one?", {
+            stopReason: "interrupted",
+            asked: { request: { ...followUp, internal: "x" } as InterruptRequest, status: "answered", decision: { pick: 1 } },
+          }),
+          transcriptTurn("assistant", "Let me check.", { stopReason: "interrupted", asked }),
+          transcriptTurn("assistant", "Broken.", { asked: { status: "answered" } as unknown as TurnAsked }),
+        ],
+        pendingInterrupt: refund,
+      }),
+    );
+    const stream = channel();
+    const transport = new MockTransport(() => [], { decide: () => stream.frames() });
+    const client = new AgentClient({ agent: "demo", contextId: CTX_1, fetch, transport });
+    await client.start();
+    const shown = () => client.getSnapshot().turns.map((turn) => turn.asked);
+    // Only the request's public fields; a malformed one is no question at all.
+    expect(shown()).toEqual([null, { request: followUp, status: "answered", decision: { pick: 1 } }, asked, null]);
+
+    const decided = client.decide("approve");
+    // The asking reply shows the answer as soon as it goes out, before the run begins.
+    expect(shown()[2]).toEqual({ request: refund, status: "answered", decision: "approve" });
+    expect(shown()[1]).toEqual({ request: followUp, status: "answered", decision: { pick: 1 } });
+    const r = run("ctx-1", "run-2", 10);
+    stream.push(r.start());
+    stream.push(r.done("Refunded."));
+    await decided;
+    expect(shown()[2]).toEqual({ request: refund, status: "answered", decision: "approve" });
   });
 
   it("hydrates the pending interrupt of a resumed conversation", async () => {
@@ -1164,6 +1207,7 @@ describe("AgentClient human in the loop", () => {
     await client.send("Refund order 1234");
 
     const decided = client.decide("approve");
+    expect(client.getSnapshot().turns[1]!.asked).toEqual({ request: refund, status: "answered", decision: "approve" });
     // Sent at once; the question leaves the view and a fresh reply streams.
     expect(client.getSnapshot()).toMatchObject({ interrupt: null, status: "streaming", thinking: "", activity: [] });
     expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.streaming])).toEqual([
@@ -1203,6 +1247,7 @@ describe("AgentClient human in the loop", () => {
     const second = await client.decide("reject");
     expect(transport.decisions[1]).toMatchObject({ interruptId: "int-2", value: "reject" });
     expect(second).toMatchObject({ text: "Done.", runId: "run-3", stopReason: "end" });
+    expect(client.getSnapshot().turns.map((turn) => turn.asked?.decision ?? null)).toEqual([null, "approve", "reject", null]);
     expect(client.getSnapshot().interrupt).toBeNull();
     expect(client.getSnapshot().turns.map((turn) => [turn.role, turn.text, turn.stopReason])).toEqual([
       ["user", "Refund order 1234", null],
@@ -1284,6 +1329,7 @@ describe("AgentClient human in the loop", () => {
       ["assistant", "Let me check.", "stopped"],
     ];
     expect(said()).toEqual(recorded);
+    expect(client.getSnapshot().turns[1]!.asked).toEqual({ request: refund, status: "stopped", decision: null });
     answer(
       transcriptResponse({
         turns: [

@@ -1,16 +1,18 @@
 /**
  * Decisions: answering the pending interrupt, or ending the run that waits for it.
  *
- * The interrupt leaves the view as soon as the answer goes out. A refusal
- * before the continued run began puts it back, unless the server says it is
- * gone (answered elsewhere, expired): then the transcript is loaded again,
- * since the view no longer matches the server.
+ * The interrupt leaves the view as soon as the answer goes out, and the reply
+ * that asked shows the answer (`Turn.asked`), as the transcript will. A
+ * refusal before the continued run began puts both back, unless the server
+ * says the interrupt is gone (answered elsewhere, expired): then the
+ * transcript is loaded again, since the view no longer matches the server.
  */
 import { aborted, toThinwireError } from "./errors.js";
-import type { InterruptRequest } from "./generated/wire.js";
+import type { InterruptRequest, TurnAsked } from "./generated/wire.js";
 import type { Job } from "./job.js";
 import type { RunReader } from "./run-reader.js";
 import type { SendResult } from "./send-result.js";
+import type { Turn } from "./snapshot.js";
 import type { TranscriptLoader } from "./transcript-loader.js";
 import type { Transport, TransportTarget } from "./transport.js";
 import type { View } from "./view.js";
@@ -43,7 +45,9 @@ export class Decisions {
   async answer(contextId: string, interrupt: InterruptRequest, value: unknown, job: Job): Promise<SendResult> {
     const view = this.#view;
     const signal = job.signal;
-    const reply = view.openReply(view.snapshot.turns, { runId: null, interrupt: null });
+    const before = view.snapshot.turns;
+    const answered = withAsked(before, { request: interrupt, status: "answered", decision: value });
+    const reply = view.openReply(answered, { runId: null, interrupt: null });
     const { interruptId } = interrupt;
     try {
       const frames = () => this.#transport.decide({ ...this.#target(), contextId, interruptId, value, signal });
@@ -57,7 +61,7 @@ export class Decisions {
       }
       // Refused before the continued run began: the question is still open, unless the server says it is gone.
       const gone = error.code === "interrupt_answered" || error.code === "interrupt_not_found";
-      view.failRun(error, reply.id, { interrupt: gone ? null : interrupt });
+      view.failRun(error, reply.id, gone ? { interrupt: null } : { interrupt, restore: before });
       if (gone) await this.#transcripts.refresh(contextId, signal);
       throw error;
     }
@@ -74,10 +78,23 @@ export class Decisions {
     if (signal.aborted || !idle() || view.snapshot.contextId !== contextId) return;
     // Show what the server records at once — the reply that asked is the last, stopped —
     // and the transcript then confirms it.
-    const turns = [...view.snapshot.turns];
+    const pending = view.snapshot.interrupt;
+    let turns = [...view.snapshot.turns];
+    if (pending) turns = withAsked(turns, { request: pending, status: "stopped", decision: null });
     const asked = turns.map((turn) => turn.role).lastIndexOf("assistant");
     if (asked !== -1) turns[asked] = { ...turns[asked]!, stopReason: "stopped" };
     view.show({ turns, interrupt: null, error: null });
     await this.#transcripts.refresh(contextId, signal, idle);
   }
+}
+
+/**
+ * `turns` with the reply that asked `asked.request` showing `asked`: the reply
+ * that carries that question, else (a transcript of an older server) the last reply.
+ */
+function withAsked(turns: readonly Turn[], asked: TurnAsked): Turn[] {
+  const { interruptId } = asked.request;
+  const asking = turns.filter((turn) => turn.asked?.request.interruptId === interruptId).at(-1);
+  const index = asking ? turns.lastIndexOf(asking) : turns.map((turn) => turn.role).lastIndexOf("assistant");
+  return turns.map((turn, at) => (at === index ? { ...turn, asked } : turn));
 }

@@ -57,6 +57,7 @@ export {
   type Ticket,
   type Transcript,
   type TranscriptTurn,
+  type TurnAsked,
   type TurnMeta,
   type TurnUsage,
 } from "./generated/wire.js";

@@ -6,7 +6,7 @@ import { emptySnapshot, NO_META } from "./snapshot.js";
 
 const ids = { contextId: "ctx-1", runId: "run-1" };
 /** The fields of a turn no frame has touched. */
-const blank = { toolCalls: [], streaming: false, stopReason: null, thinking: "", activity: [], meta: NO_META, siblings: 1, siblingIndex: 0 };
+const blank = { toolCalls: [], streaming: false, stopReason: null, thinking: "", activity: [], meta: NO_META, asked: null, siblings: 1, siblingIndex: 0 };
 
 const RUN: Frame[] = [
   { ...ids, seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null },

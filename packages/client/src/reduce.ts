@@ -79,8 +79,11 @@ function applyFrame(snapshot: Snapshot, frame: RunFrame): Snapshot {
       };
     case "interrupt": {
       // The reply keeps its text; the `done` that follows (stop reason `interrupted`) ends it.
+      // It asked, as the transcript will say.
       const interrupt = publicInterrupt(frame.interrupt);
-      return interrupt ? { ...snapshot, interrupt } : snapshot;
+      if (!interrupt) return snapshot;
+      const asked = { request: interrupt, status: "waiting", decision: null } as const;
+      return { ...snapshot, interrupt, turns: updateReply(snapshot.turns, frame.runId, (turn) => ({ ...turn, asked })) };
     }
     case "done":
       return {
@@ -160,6 +163,7 @@ function updateReply(turns: readonly Turn[], runId: string, update: (turn: Turn)
     thinking: "",
     activity: [],
     meta: NO_META,
+    asked: null,
     siblings: 1,
     siblingIndex: 0,
   };

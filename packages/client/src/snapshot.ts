@@ -1,5 +1,5 @@
 /** The view state a UI renders. Every change makes a new object; nothing is mutated. */
-import type { ErrorCode, InterruptRequest, StopReason, TurnMeta } from "./generated/wire.js";
+import type { ErrorCode, InterruptRequest, StopReason, TurnAsked, TurnMeta } from "./generated/wire.js";
 
 /**
  * `reconnecting`: the stream of the run broke and the client is attaching to it
@@ -37,6 +37,13 @@ export interface Turn {
    * null on a turn streamed in this view until the transcript is loaded again.
    */
   meta: TurnMeta;
+  /**
+   * On a reply that asked a person for a decision: what it asked (`request`)
+   * and how that ended — `waiting`, `answered` (with the person's `decision`,
+   * shown as soon as `decide()` sends it) or `stopped` (unanswered). Kept in the
+   * transcript, so it is still there after a reload; null on every other turn.
+   */
+  asked: TurnAsked | null;
   /** How many alternatives exist at this exchange (regenerated replies, edited messages); 1 when none. */
   siblings: number;
   /** Which alternative this branch shows, from 0; both turns of an exchange carry the same numbers. */

@@ -30,6 +30,7 @@ import {
   STOP_REASONS,
   type Transcript,
   type TranscriptTurn,
+  type TurnAsked,
   type TurnMeta,
 } from "./generated/wire.js";
 import { type JsonRequests, requestJson } from "./http.js";
@@ -305,6 +306,7 @@ function publicTurns(turns: readonly TranscriptTurn[]): TranscriptTurn[] {
         thinking: typeof turn.thinking === "string" ? turn.thinking : "",
         activity: Array.isArray(turn.activity) ? turn.activity.filter(isActivity) : [],
         meta: metaOf(turn.meta),
+        asked: askedOf(turn.asked),
         siblings,
         siblingIndex: Math.min(count(turn.siblingIndex, 0, 0), siblings - 1),
       };
@@ -333,6 +335,18 @@ function isActivity(value: unknown): value is WireActivity {
 /** A tool call of a past reply, as the view shows it: `ok` null means it never reported a result. */
 function activityOf({ callId, name, ok }: WireActivity): Activity {
   return { callId, name, state: ok === true ? "ok" : ok === false ? "error" : "running" };
+}
+
+const ASKED_STATUSES: ReadonlySet<unknown> = new Set<TurnAsked["status"]>(["waiting", "answered", "stopped"]);
+
+/** What a reply asked; null when it asked nothing (or an older server does not say). */
+function askedOf(value: unknown): TurnAsked | null {
+  if (typeof value !== "object" || value === null) return null;
+  const asked = value as Partial<Record<keyof TurnAsked, unknown>>;
+  const request = publicInterrupt(asked.request);
+  if (request === null || !ASKED_STATUSES.has(asked.status)) return null;
+  const status = asked.status as TurnAsked["status"];
+  return { request, status, decision: status === "answered" ? (asked.decision ?? null) : null };
 }
 
 function metaOf(value: unknown): TurnMeta {

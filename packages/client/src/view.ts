@@ -74,6 +74,7 @@ export class View {
       thinking: "",
       activity: [],
       meta: NO_META,
+      asked: null,
       siblings: 1,
       siblingIndex: 0,
       ...fields,

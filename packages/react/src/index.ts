@@ -18,6 +18,7 @@ export type {
   Status,
   Transport,
   Turn,
+  TurnAsked,
   TurnMeta,
 } from "@thinwire/client";
 export { AgentClient, ThinwireError } from "@thinwire/client";

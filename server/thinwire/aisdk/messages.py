@@ -6,9 +6,11 @@ live (its stream named no message of its own), so a page's list is the same afte
 reload and `regenerate()` cuts what the server replaces. A turn's parts: a step start, its
 thinking (one reasoning part: the transcript keeps a reply's thinking as one text, and
 its text as another), its tools (dynamic tool parts run by the server, with the name and
-state only, as the stream shows them) and its text. A decision the conversation waits
-for is an `interrupt` tool part awaiting its output, in the reply that asked; one already
-answered is not kept. A run in progress is not here: resuming its stream brings it.
+state only, as the stream shows them), its text, and the decision it asked for, if any:
+the `interrupt` tool part the stream showed, awaiting its output while the conversation
+waits, with the person's answer as its output once answered (one the run was stopped
+waiting for is left out: nothing answers it any more). A run in progress is not here:
+resuming its stream brings it.
 """
 
 from __future__ import annotations
@@ -32,18 +34,16 @@ def ui_messages(transcript: dict[str, Any]) -> list[dict[str, Any]]:
         else:
             messages.append(message)
     pending = transcript.get("pendingInterrupt")
-    if pending is not None:
+    if pending is not None and not shown(messages, pending["interruptId"]):
+        # A turn stored before turns kept what they asked.
         if not messages or messages[-1]["role"] != "assistant":
             messages.append({"id": pending["interruptId"], "role": "assistant", "parts": []})
-        messages[-1]["parts"].append(
-            {
-                "type": f"tool-{INTERRUPT_TOOL}",
-                "toolCallId": pending["interruptId"],
-                "state": "input-available",
-                "input": pending,
-            }
-        )
+        messages[-1]["parts"].append(interrupt_part({"request": pending, "status": "waiting"}))
     return messages
+
+
+def shown(messages: list[dict[str, Any]], interrupt_id: str) -> bool:
+    return any(part.get("toolCallId") == interrupt_id for m in messages for part in m["parts"])
 
 
 def goes_on(before: dict[str, Any] | None, message: dict[str, Any]) -> bool:
@@ -65,6 +65,9 @@ def ui_message(turn: dict[str, Any]) -> dict[str, Any]:
     parts += [tool_part(turn["id"], call) for call in turn["activity"]]
     if turn["text"]:
         parts.append(text_part(turn["text"]))
+    asked = turn.get("asked")  # absent from a turn stored before turns kept it
+    if asked is not None and asked["status"] != "stopped":
+        parts.append(interrupt_part(asked))
     return {
         "id": turn["id"],
         "role": "assistant",
@@ -75,6 +78,21 @@ def ui_message(turn: dict[str, Any]) -> dict[str, Any]:
 
 def text_part(text: str) -> Part:
     return {"type": "text", "text": text, "state": "done"}
+
+
+def interrupt_part(asked: dict[str, Any]) -> Part:
+    """The `interrupt` tool part as the stream showed it (the request is its input, its
+    id the call's), with the person's answer as its output once answered."""
+    request = asked["request"]
+    part: Part = {
+        "type": f"tool-{INTERRUPT_TOOL}",
+        "toolCallId": request["interruptId"],
+        "state": "input-available",
+        "input": request,
+    }
+    if asked["status"] == "answered":
+        return {**part, "state": "output-available", "output": asked["decision"]}
+    return part
 
 
 def tool_part(turn_id: str, call: dict[str, Any]) -> Part:

@@ -346,10 +346,22 @@ export interface TranscriptTurn {
   /** The tools the reply called, in order. */
   activity: Activity[];
   meta: TurnMeta;
+  /** On a reply that asked a person for a decision: what it asked and how that ended; null on every other turn. */
+  asked: TurnAsked | null;
   /** Alternatives at this point of the conversation (regenerated replies, edited messages); 1 when there are none. */
   siblings: number;
   /** Which of them this branch shows. */
   siblingIndex: number;
+}
+
+/** The decision a reply asked a person for, and how that ended: the record of what the user decided, kept after the question is no longer pending. */
+export interface TurnAsked {
+  /** What the reply asked, as its `interrupt` frame carried it. */
+  request: InterruptRequest;
+  /** `waiting`: no answer yet; `answered`: see `decision`; `stopped`: the run was stopped while it waited, unanswered. */
+  status: "waiting" | "answered" | "stopped";
+  /** The person's answer, once `answered`; null otherwise. */
+  decision: unknown;
 }
 
 /** When a turn started and finished; the model and its tokens only when the agent made them public. */

@@ -166,7 +166,7 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
     const id = `turn-${conversation.contextId.slice(-12)}-${role === "user" ? "u" : "a"}${conversation.turns}`;
     const meta: TurnMeta = { startedAt: now(), finishedAt: null, model: null, usage: null };
     const stopReason = role === "user" ? null : "end";
-    return { id, role, text, toolCalls: [], stopReason, thinking: "", activity: [], meta, siblings: 1, siblingIndex: 0 };
+    return { id, role, text, toolCalls: [], stopReason, thinking: "", activity: [], meta, asked: null, siblings: 1, siblingIndex: 0 };
   }
 
   /** Adds an exchange for `text` under `parent`, as the alternative the branch shows, and runs its reply. */

@@ -111,6 +111,7 @@ export function transcriptTurn(role: TranscriptTurn["role"], text: string, field
     thinking: "",
     activity: [],
     meta: { startedAt: null, finishedAt: null, model: null, usage: null },
+    asked: null,
     siblings: 1,
     siblingIndex: 0,
     ...fields,
