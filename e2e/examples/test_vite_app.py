@@ -103,6 +103,8 @@ def test_stop_a_waiting_run_and_dismiss_an_error(page: Page, server: ServerProce
     send(page, "x" * 40_000)  # over the server's 32 KiB limit: refused with 413
     alert = page.get_by_role("alert")
     expect(alert).to_contain_text("exceeds")
+    # Refused, so the text comes back to the box to fix.
+    expect(page.get_by_label("Message")).to_have_value("x" * 40_000)
     expect_status(page, "error")
     alert.get_by_role("button", name="Dismiss").click()
     expect(alert).to_have_count(0)

@@ -33,7 +33,7 @@ from thinwire.errors import AgentFailed, Conflict, DecisionPending, NotFound, St
 from thinwire.exchanges import History
 from thinwire.ids import new_context_id
 from thinwire.records import ContextRecord
-from thinwire.runlog import calls_shown, encode_frame, shown
+from thinwire.runlog import encode_frame, shown
 from thinwire.state import AgentState
 from thinwire.stores import AuditEntry, Event, Store
 
@@ -301,9 +301,9 @@ class ContextRegistry:
         after = last.first_seq - 1 if last is not None and last.run_id == run_id else 0
         events = await self.store.read_events(context.id, after)
         frames = [e.data for e in events if e.run_id == run_id]
-        text, tool_calls = shown(frames)
+        text, calls = shown(frames)
         now = time.time()
-        killed = record.end_killed_run(text, tool_calls, at=now, calls=calls_shown(frames))
+        killed = record.end_killed_run(text, calls, at=now)
         if killed.kept is not None:  # what the run it resumed wrote before it asked
             context.state.restore_with_writes(killed.kept)
         done = encode_frame(
@@ -312,7 +312,7 @@ class ContextRegistry:
             run_id,
             record.last_seq,
             text=text,
-            tool_calls=tool_calls,
+            tool_calls=[call["name"] for call in calls],
             stop_reason="interrupted",
         )
         await self.save(context, events=[Event(record.last_seq, run_id, done, now)])

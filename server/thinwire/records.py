@@ -571,15 +571,10 @@ class ContextRecord:
         return checkpoint
 
     def end_killed_run(
-        self,
-        text: str = "",
-        tool_calls: Sequence[str] = (),
-        *,
-        at: float | None = None,
-        calls: Sequence[Mapping[str, Any]] = (),
+        self, text: str = "", calls: Sequence[Mapping[str, Any]] = (), *, at: float | None = None
     ) -> ActiveRun:
         """The process running the active run died: its turn ends as interrupted, with
-        what it had shown (`text`, `tool_calls`), finished `at` (when that was found),
+        what it had shown (`text`, `calls`), finished `at` (when that was found),
         and frame numbering resumes past anything it could have sent. A run resuming
         after a decision keeps what the run that asked had done by then, as a stop while
         it waited would (its AgentState is the caller's to bring back, from `kept`).
@@ -597,7 +592,7 @@ class ContextRecord:
         self.end_turn(
             "interrupted",
             text,
-            tool_calls,
+            [call["name"] for call in calls],
             said_before=said_before,
             shown=Shown(activity=[dict(call) for call in calls], meta={"finishedAt": at}),
         )

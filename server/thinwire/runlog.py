@@ -637,31 +637,22 @@ _DISPATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Dispatch] = (
 )
 
 
-def shown(frames: Sequence[str]) -> tuple[str, list[str]]:
-    """The reply text and the tool names a run's frames showed, in order: what the
-    client saw of a run that never got to save its end."""
+def shown(frames: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
+    """What a run's frames showed the client of a run that never got to save its end:
+    the reply text, and the tool calls in call order, each with how it ended as far as
+    they say (`ok`: true, false, or null when no result was shown)."""
     text: list[str] = []
-    tools: list[str] = []
-    for data in frames:
-        frame = json.loads(data)
-        if frame.get("type") == "token":
-            text.append(frame["delta"])
-        elif frame.get("type") == "tool_call":
-            tools.append(frame["name"])
-    return "".join(text), tools
-
-
-def calls_shown(frames: Sequence[str]) -> list[dict[str, Any]]:
-    """The tool calls a run's frames showed, in call order, each with how it ended as
-    far as they say (`ok`: true, false, or null when no result was shown)."""
     calls: dict[str, dict[str, Any]] = {}
     for data in frames:
         frame = json.loads(data)
-        if frame.get("type") == "tool_call":
+        kind = frame.get("type")
+        if kind == "token":
+            text.append(frame["delta"])
+        elif kind == "tool_call":
             calls[frame["callId"]] = {"callId": frame["callId"], "name": frame["name"], "ok": None}
-        elif frame.get("type") == "tool_result" and frame["callId"] in calls:
+        elif kind == "tool_result" and frame["callId"] in calls:
             calls[frame["callId"]]["ok"] = frame["ok"]
-    return list(calls.values())
+    return "".join(text), list(calls.values())
 
 
 class Retagged:

@@ -349,12 +349,12 @@ async def taken_over(store: Store, log: RunLog) -> Event:
         if recorded:
             return recorded[-1]
         frames = [event.data for event in mine]
-    text, tool_calls = shown(frames)
+    text, calls = shown(frames)
     return log.encode(
         wire.DoneFrame,
         log.reserve_seq(),
         text=text,
-        tool_calls=tool_calls,
+        tool_calls=[call["name"] for call in calls],
         stop_reason="interrupted",
     )
 

@@ -76,6 +76,10 @@ def to_chat_messages(history: Sequence[dict[str, Any]], window: int) -> list[dic
     return [*system, *shown]
 
 
+#: How a tool call ended, as the model is told of one whose result it is not shown.
+ENDED: dict[bool | None, str] = {True: "finished", False: "failed", None: "did not finish"}
+
+
 def in_brief(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """A turn in two messages: its user message, and its reply as the user saw it with
     the tools it called named, but not their arguments or results."""
@@ -86,10 +90,9 @@ def in_brief(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         if reply is not None
         else "".join(m.get("content") or "" for m in rest if m.get("role") == "assistant")
     )
-    ended = {True: "finished", False: "failed", None: "did not finish"}
     results = {m["callId"]: m.get("ok") for m in rest if m.get("role") == "tool" and "callId" in m}
     calls = Counter(
-        (call["name"], ended.get(results.get(call["id"]), "did not finish"))
+        (call["name"], ENDED.get(results.get(call["id"]), ENDED[None]))
         for m in rest
         if m.get("role") == "assistant"
         for call in m.get("toolCalls") or ()
@@ -132,8 +135,9 @@ def cut_off(calls: list[dict[str, Any]] | None) -> str:
     reply's history message names them; what they returned was never saved)."""
     if not calls:
         return ""
-    ended = {True: "finished", False: "failed", None: "did not finish"}
-    named = ", ".join(f"{call['name']} ({ended[call.get('ok')]})" for call in calls)
+    named = ", ".join(
+        f"{call['name']} ({ENDED.get(call.get('ok'), ENDED[None])})" for call in calls
+    )
     return (
         f"\n\n[The server went down during this reply. It had called: {named}; what they "
         "returned was not kept.]"
