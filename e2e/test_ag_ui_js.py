@@ -1,9 +1,10 @@
 """AG-UI's own client (`HttpAgent` of `@ag-ui/client` 1.0.0 from npm, run by Node) against
 the demo served for real: it streams replies in one thread that the agent remembers,
-answers an interrupt, opens the thread again as a reloaded page would, and nothing
-server-only is in anything it received. The docs' `ThinwireAgent` and `stop()` (which
-`run.mjs` mirrors) stop a run as the caller the agent's headers name, reconnect after
-`abortRun()`, and leave the agent usable after a question is stopped.
+answers an interrupt, opens the thread again as a reloaded page would (each question
+still on the reply that asked it, with how it ended), and nothing server-only is in
+anything it received. The docs' `ThinwireAgent` and `stop()` (which `run.mjs` mirrors)
+stop a run as the caller the agent's headers name, reconnect after `abortRun()`, and
+leave the agent usable after a question is stopped.
 
 The client checks every event against the protocol's schema (a field it does not
 describe is stripped with a warning, a malformed one fails the run) and every run's order
@@ -80,7 +81,7 @@ def test_the_ag_ui_client_streams_a_thread_answers_an_interrupt_and_reconnects(
     ]
     text, printed = run(node_client, own_demo.url, steps)
     assert printed["warnings"] == []
-    hello, again, refund, approved, _, cancelled, failed, reloaded = printed["steps"]
+    hello, again, refund, approved, asked_again, cancelled, failed, reloaded = printed["steps"]
     assert [step["error"] for step in printed["steps"]] == [None] * len(steps)
 
     assert kinds(hello["events"]) == [
@@ -127,9 +128,27 @@ def test_the_ag_ui_client_streams_a_thread_answers_an_interrupt_and_reconnects(
     assert failed["events"][-1]["type"] == "RUN_ERROR"
     assert failed["events"][-1]["code"] == "agent_error"
 
-    # A new agent on the thread gets the conversation as the live one built it.
+    # A new agent on the thread gets the conversation as the live one built it...
     assert kinds(reloaded["events"]) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
     assert shown(reloaded["messages"]) == shown(failed["messages"])
+    # ...each question on the reply that asked it, with the resume entry that ended it.
+    [abandoned] = asked_again["pendingInterrupts"]
+    assert [
+        m["metadata"]["thinwire"]
+        for m in reloaded["messages"]
+        if "interrupt" in m.get("metadata", {}).get("thinwire", {})
+    ] == [
+        {
+            "stopReason": "interrupted",
+            "interrupt": interrupt,
+            "resume": {"interruptId": interrupt["id"], "status": "resolved", "payload": "approve"},
+        },
+        {
+            "stopReason": "stopped",
+            "interrupt": abandoned,
+            "resume": {"interruptId": abandoned["id"], "status": "cancelled"},
+        },
+    ]
     for canary in own_demo.canaries.values():
         assert canary not in text
 

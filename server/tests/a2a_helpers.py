@@ -1,7 +1,8 @@
 """The A2A tests' server app (`thinwire serve a2a_helpers:app`) and client helpers.
 
 The app authenticates with a bearer token that names the user (`Bearer alice`), says so
-on its cards, and serves the demo agent, a paced one, a pondering one and an asking one.
+on its cards, and serves the demo agent, a paced one, a pondering one, an asking one and
+a counting one (it asks for an answer of a schema: a data part).
 The paced
 agent says five words, waits at a gate the test opens (`POST /test/release`, which
 answers how many runs were waiting there), records a side effect (`GET /test/effects`),
@@ -24,6 +25,7 @@ from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.helpers import new_text_message
 from a2a.types import Message, Role, SendMessageRequest, StreamResponse, Task
 from google.protobuf.json_format import MessageToDict
+from pydantic import BaseModel
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -104,6 +106,18 @@ class Asking(Agent):
         await run.say("Went on.")
 
 
+class Amount(BaseModel):
+    amount: int
+
+
+class Counting(Agent):
+    """Asks how many, an answer of its schema, and says it."""
+
+    async def run(self, run: Run, text: str) -> None:
+        picked = await run.interrupt("How many?", schema=Amount)
+        await run.say(f"{picked.amount} it is.")
+
+
 async def release(request: Request) -> Response:
     """Open the gate for the runs waiting at it: how many there were."""
     waiting = len(Gate.waiting)
@@ -117,7 +131,13 @@ async def effects(request: Request) -> Response:
 
 
 app = create_app(
-    {"demo": DemoAgent, "paced": Paced, "pondering": Pondering, "asking": Asking},
+    {
+        "demo": DemoAgent,
+        "paced": Paced,
+        "pondering": Pondering,
+        "asking": Asking,
+        "counting": Counting,
+    },
     identify=bearer_user,
     store=MemoryStore(),
     heartbeat_interval=0.2,

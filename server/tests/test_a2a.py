@@ -18,10 +18,13 @@ import anyio
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, A2AClientError
+from a2a.helpers import new_data_part, new_message
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
+    Role,
+    SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
 )
@@ -349,6 +352,84 @@ async def test_an_interrupt_asks_for_input_and_the_next_message_answers_it(
     )
 
 
+def answer_of(task: dict[str, Any], *parts: dict[str, Any]) -> dict[str, Any]:
+    """The person's answer to the question `task` asked, as the task's history shows it."""
+    interrupt_id = task["status"]["message"]["parts"][1]["data"]["interruptId"]
+    return {
+        "messageId": f"{task['id']}.{interrupt_id}.answer",
+        "contextId": task["contextId"],
+        "taskId": task["id"],
+        "role": "ROLE_USER",
+        "parts": list(parts),
+    }
+
+
+@pytest.mark.anyio
+async def test_a_task_read_later_shows_the_question_it_asked_and_the_answer(
+    server: ServerProcess,
+) -> None:
+    async with http_client("alice") as http:
+        client = await a2a_client(server.url, "demo", http, streaming=False)
+        [asked] = await collect(client.send_message(user_message("a refund, please")))
+        task = asked["task"]
+        get = GetTaskRequest(id=task["id"])
+        waiting = as_json(await client.get_task(get))
+        answer = user_message("approve", task_id=task["id"], context_id=task["contextId"])
+        [done] = await collect(client.send_message(answer))
+        read = as_json(await client.get_task(get))
+        listing = ListTasksRequest(context_id=task["contextId"])
+        [listed] = as_json(await client.list_tasks(listing))["tasks"]
+        newest = as_json(await client.get_task(GetTaskRequest(id=task["id"], history_length=1)))
+        none = as_json(await client.get_task(GetTaskRequest(id=task["id"], history_length=0)))
+    # While it waits, the question is the task's status, as the stream showed it...
+    assert "history" not in task and "history" not in waiting
+    assert waiting["status"]["message"] == task["status"]["message"]
+    # ...and once answered, the history keeps it, then the answer, however the task is read.
+    history = [task["status"]["message"], answer_of(task, {"text": "approve"})]
+    assert read["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert read["history"] == done["task"]["history"] == listed["history"] == history
+    assert newest["history"] == history[1:]  # historyLength: the newest messages
+    assert "history" not in none
+
+
+@pytest.mark.anyio
+async def test_an_answer_given_as_data_is_kept_as_data(server: ServerProcess) -> None:
+    async with http_client("alice") as http:
+        streaming = await a2a_client(server.url, "counting", http)
+        blocking = await a2a_client(server.url, "counting", http, streaming=False)
+        [asked] = await collect(blocking.send_message(user_message("some")))
+        task = asked["task"]
+        data = [new_data_part({"amount": 3})]
+        message = new_message(
+            data, context_id=task["contextId"], task_id=task["id"], role=Role.ROLE_USER
+        )
+        events = await collect(streaming.send_message(SendMessageRequest(message=message)))
+        read = as_json(await blocking.get_task(GetTaskRequest(id=task["id"])))
+    history = [
+        task["status"]["message"],
+        answer_of(task, {"data": {"amount": 3.0}, "mediaType": "application/json"}),
+    ]
+    assert events[0]["task"]["history"] == history  # the stream of the answer starts with it
+    assert (read["status"]["state"], read["history"]) == ("TASK_STATE_COMPLETED", history)
+    assert reply_of(read) == "3 it is."
+
+
+@pytest.mark.anyio
+async def test_a_task_canceled_while_it_asked_keeps_the_question_unanswered(
+    server: ServerProcess,
+) -> None:
+    async with http_client("alice") as http:
+        client = await a2a_client(server.url, "demo", http, streaming=False)
+        [asked] = await collect(client.send_message(user_message("a refund, please")))
+        task = asked["task"]
+        canceled = as_json(await client.cancel_task(CancelTaskRequest(id=task["id"])))
+        read = as_json(await client.get_task(GetTaskRequest(id=task["id"])))
+    for seen in (canceled, read):
+        assert seen["status"]["state"] == "TASK_STATE_CANCELED"
+        assert "message" not in seen["status"]
+        assert seen["history"] == [task["status"]["message"]]
+
+
 @pytest.mark.anyio
 async def test_a_failed_task_reads_as_its_stream_ended(server: ServerProcess) -> None:
     async with http_client("alice") as http:
@@ -423,6 +504,31 @@ async def test_a_task_whose_server_was_killed_keeps_the_time_it_was_found_so(
     assert found > killed  # when the run was found dead: the task failed then...
     assert again["status"] == status  # ...however often it is read...
     assert listed.get("tasks", []) == []  # ...so it has not changed since
+
+
+@pytest.mark.anyio
+async def test_what_a_task_asked_and_the_answer_survive_restarts(
+    durable: Callable[[], AbstractContextManager[ServerProcess]],
+) -> None:
+    with durable() as server:
+        async with http_client(None) as http:
+            client = await a2a_client(server.url, "demo", http, streaming=False)
+            [asked] = await collect(client.send_message(user_message("a refund, please")))
+    task = asked["task"]
+    get = GetTaskRequest(id=task["id"])
+    with durable() as server:
+        async with http_client(None) as http:
+            client = await a2a_client(server.url, "demo", http, streaming=False)
+            waiting = as_json(await client.get_task(get))
+            answer = user_message("reject", task_id=task["id"], context_id=task["contextId"])
+            await collect(client.send_message(answer))
+    with durable() as server:
+        async with http_client(None) as http:
+            client = await a2a_client(server.url, "demo", http, streaming=False)
+            read = as_json(await client.get_task(get))
+    assert waiting["status"]["message"] == task["status"]["message"]
+    assert "history" not in waiting
+    assert read["history"] == [task["status"]["message"], answer_of(task, {"text": "reject"})]
 
 
 def stamp_of(read: dict[str, Any]) -> str:
@@ -647,6 +753,7 @@ async def test_bad_input_gets_a_typed_json_rpc_error_never_a_500(server: ServerP
         ({"json": call("GetTask", ["x"])}, -32602, "invalid_request"),  # by position
         ({"json": call("GetTask", {"id": 7})}, -32602, "invalid_request"),
         ({"json": call("GetTask", {"id": "ctx-1.turn-2"})}, -32602, "invalid_request"),
+        ({"json": call("ListTasks", {"historyLength": -1})}, -32602, "invalid_request"),
         ({"json": send(parts=[])}, -32602, "invalid_request"),
         ({"json": send(parts=[{"url": "http://x/y"}])}, -32005, "invalid_request"),
         ({"json": send(parts=[{"text": " "}])}, -32602, "invalid_request"),

@@ -17,8 +17,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from conftest import app_for, assert_no_canary, server_context
-from faces import EVE, START_OF_CONVERSATION, Paced, face_client, open_gate
-from thinwire import Agent, Run
+from faces import ADA, EVE, START_OF_CONVERSATION, Paced, by_header, face_client, open_gate
+from thinwire import Agent, Run, SQLiteStore
+from thinwire.demo import DemoAgent
 
 URL = "/ag-ui/demo"
 
@@ -30,9 +31,17 @@ class Props(Agent):
         await run.say(json.dumps(run.data, sort_keys=True))
 
 
+class AsksAtOnce(Agent):
+    """Asks before it says anything; answered, goes on."""
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.interrupt("Go on?", options=["yes"])
+        await run.say("Went on.")
+
+
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
-    with face_client(tmp_path, props=Props) as test_client:
+    with face_client(tmp_path, props=Props, asks=AsksAtOnce) as test_client:
         yield test_client
 
 
@@ -520,6 +529,91 @@ def test_a_cancel_of_an_interrupt_no_longer_pending_changes_nothing_and_succeeds
     assert (refused.status_code, refused.json()["error"]["code"]) == (404, "interrupt_not_found")
     connected = run(client, body("thread-n", "x"), f"{URL}/connect")
     assert connected[-1]["outcome"] == waiting[-1]["outcome"]  # it waits still
+
+
+def snapshot(client: TestClient, thread_id: str, url: str = URL) -> list[dict[str, Any]]:
+    """The messages `connect` gives a reloaded client of the thread."""
+    connected = run(client, body(thread_id, "x"), f"{url}/connect")
+    assert connected[1]["type"] == "MESSAGES_SNAPSHOT"
+    messages: list[dict[str, Any]] = connected[1]["messages"]
+    return messages
+
+
+def test_a_reload_shows_the_question_and_the_answer_where_it_was_asked(
+    client: TestClient,
+) -> None:
+    asked = run(client, body("thread-q", "please refund"))
+    [interrupt] = asked[-1]["outcome"]["interrupts"]
+    turn_id = asked[0]["metadata"]["thinwire"]["turnId"]
+    waiting = snapshot(client, "thread-q")
+    # The reply that asked carries the question as its run's RUN_FINISHED did: no answer yet.
+    [asker] = [m for m in waiting if m["id"] == turn_id]
+    assert asker["content"] == text_of(asked)
+    assert asker["metadata"] == {"thinwire": {"stopReason": "interrupted", "interrupt": interrupt}}
+
+    answer = resume("thread-q", interrupt["id"], payload="approve")
+    approved = run(client, answer)
+    answered = snapshot(client, "thread-q")
+    # The same message, now with the resume entry the client sent...
+    shown = {"stopReason": "interrupted", "interrupt": interrupt, "resume": answer["resume"][0]}
+    assert answered[waiting.index(asker)] == {**asker, "metadata": {"thinwire": shown}}
+    # ...the rest as it was, and the reply that went on after it.
+    assert [m for m in answered[: len(waiting)] if m is not answered[waiting.index(asker)]] == [
+        m for m in waiting if m is not asker
+    ]
+    went_on = [m for m in answered[len(waiting) :] if m["role"] == "assistant"]
+    assert [m["id"] for m in went_on] == [approved[0]["metadata"]["thinwire"]["turnId"]]
+    assert went_on[0]["metadata"] == {"thinwire": {"stopReason": "end"}}
+
+
+@pytest.mark.parametrize("how", ["cancel", "stop"])
+def test_a_reload_shows_a_question_the_run_was_stopped_waiting_for(
+    client: TestClient, how: str
+) -> None:
+    path = "/ag-ui/asks"  # a reply that asked before saying a word is a message all the same
+    asked = run(client, body("thread-s", "go"), path)
+    [interrupt] = asked[-1]["outcome"]["interrupts"]
+    if how == "cancel":
+        run(client, resume("thread-s", interrupt["id"], status="cancelled"), path)
+    else:
+        assert client.post(f"{path}/threads/thread-s/stop").json()["stopping"] is True
+    [user, asker] = snapshot(client, "thread-s", path)
+    assert user["role"] == "user"
+    assert asker == {
+        "id": asked[0]["metadata"]["thinwire"]["turnId"],
+        "role": "assistant",
+        "content": "",
+        "metadata": {
+            "thinwire": {
+                "stopReason": "stopped",
+                "interrupt": interrupt,
+                "resume": {"interruptId": interrupt["id"], "status": "cancelled"},
+            }
+        },
+    }
+
+
+def test_what_was_asked_and_answered_survives_a_restart(tmp_path: Path) -> None:
+    def app() -> Any:
+        demo = lambda: DemoAgent(ledger=tmp_path / "ledger")  # noqa: E731
+        store = SQLiteStore(tmp_path / "db")
+        return app_for({"demo": demo}, identify=by_header, store=store, heartbeat_interval=None)
+
+    with TestClient(app(), headers=ADA) as first:
+        asked = run(first, body("thread-r", "please refund"))
+    [interrupt] = asked[-1]["outcome"]["interrupts"]
+    turn_id = asked[0]["metadata"]["thinwire"]["turnId"]
+    with TestClient(app(), headers=ADA) as restarted:
+        [waiting] = [m for m in snapshot(restarted, "thread-r") if m["id"] == turn_id]
+        assert waiting["metadata"]["thinwire"]["interrupt"] == interrupt
+        run(restarted, resume("thread-r", interrupt["id"], payload="reject"))
+    with TestClient(app(), headers=ADA) as again:
+        [answered] = [m for m in snapshot(again, "thread-r") if m["id"] == turn_id]
+    assert answered["metadata"]["thinwire"] == {
+        "stopReason": "interrupted",
+        "interrupt": interrupt,
+        "resume": {"interruptId": interrupt["id"], "status": "resolved", "payload": "reject"},
+    }
 
 
 def test_connect_ends_as_the_threads_latest_reply_ended(client: TestClient) -> None:

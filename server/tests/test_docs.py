@@ -7,6 +7,7 @@ namespace, as a reader copying them would; a block that is not meant to run on i
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
 from pathlib import Path
@@ -163,12 +164,83 @@ def test_the_proxys_body_limit_is_above_the_servers() -> None:
 
 
 def test_the_protocol_doc_lists_every_close_code() -> None:
-    """Those thinwire closes a socket with, and uvicorn's 1012 as it shuts down."""
+    """Those thinwire closes a socket with, uvicorn's 1012 as it shuts down among them."""
     from thinwire.codes import CLOSE_CODES
 
     text = (ROOT / "docs/protocol.md").read_text(encoding="utf-8").split("| close code |")[1]
     listed = {int(code) for code in re.findall(r"^\| (\d{4}) \|", text, re.MULTILINE)}
-    assert listed == {*CLOSE_CODES, 1012}
+    assert listed == set(CLOSE_CODES)
+
+
+def test_the_hook_doc_lists_every_client_error_code() -> None:
+    """Each code the client raises by itself has its row, saying when, in hook.md's table."""
+    from thinwire.codes import CLIENT_ERROR_CODES
+
+    text = (ROOT / "docs/hook.md").read_text(encoding="utf-8")
+    table = text.split("the\ngenerated `ClientErrorCode`:")[1].split("\n\n")[1]
+    rows = re.findall(r"^\| `(\w+)` \| (.*) \|$", table, re.MULTILINE)
+    assert sorted(code for code, _ in rows) == sorted(CLIENT_ERROR_CODES)
+    assert all(when.strip() for _, when in rows)
+
+
+def console_example(page: str, command: str) -> str:
+    """The ```console block of a page that runs `command` (its first line)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    blocks = re.findall(r"```console\n(.*?)```", text, flags=re.DOTALL)
+    return next(block for block in blocks if block.startswith(command))
+
+
+def shown_frames(block: str) -> list[tuple[str, dict[str, Any]]]:
+    """The SSE events a console example shows, as (id, frame); `…` lines skip some."""
+    return [
+        (sse_id, json.loads(data))
+        for sse_id, data in re.findall(r"^id: (\d+)\ndata: (.*)$", block, re.M)
+    ]
+
+
+def assert_frame_shown(shown: dict[str, Any], real: dict[str, Any]) -> None:
+    """The frame the docs show is the real one, but for the ids they cut short: `ctx-2f77…`
+    stands for any `ctx-` id."""
+    real = {key: value for key, value in real.items() if key != "_id"}
+    assert shown.keys() == real.keys(), (shown, real)
+    for key, value in shown.items():
+        if isinstance(value, str) and value.endswith("…"):
+            prefix = value.rsplit("-", 1)[0] + "-"
+            assert str(real[key]).startswith(prefix), (key, value, real[key])
+        else:
+            assert value == real[key], (key, value, real[key])
+
+
+def test_the_protocol_docs_streams_are_the_demos(client: TestClient) -> None:
+    """protocol.md's first run and its reattach show what `thinwire demo` sends: the same
+    frames under the same ids, the run ending with the last one shown."""
+    run = console_example("docs/protocol.md", "$ curl -N -X POST localhost:8000/agents/demo/runs")
+    body = re.search(r"-d '([^']*)'", run)
+    assert body is not None
+    response = client.post(
+        "/agents/demo/runs", content=body[1], headers={"content-type": "application/json"}
+    )
+    frames = parse_sse(response.text)
+    by_seq = {frame["seq"]: frame for frame in frames}
+    shown = shown_frames(run)
+    assert shown[-1][0] == frames[-1]["_id"], "the example ends where the run does"
+    for sse_id, frame in shown:
+        assert by_seq[int(sse_id)]["_id"] == sse_id
+        assert_frame_shown(frame, by_seq[int(sse_id)])
+
+    command = "$ curl -N localhost:8000/agents/demo/contexts/ctx-2f77…/events -H 'Last-Event-ID: "
+    attach = console_example("docs/protocol.md", command)
+    after = re.match(r".*Last-Event-ID: (\d+)'", attach)
+    assert after is not None
+    context_id = frames[0]["contextId"]
+    response = client.get(
+        f"/agents/demo/contexts/{context_id}/events", headers={"Last-Event-ID": after[1]}
+    )
+    output = attach.split("\n", 1)[1]
+    assert response.text.startswith(output.split("\n\n", 1)[0] + "\n\n")  # the retry line
+    resent = {frame["seq"]: frame for frame in parse_sse(response.text)}
+    for sse_id, frame in shown_frames(attach):
+        assert_frame_shown(frame, resent[int(sse_id)])
 
 
 def test_the_server_doc_names_every_create_app_option() -> None:

@@ -17,7 +17,7 @@ import httpx2 as httpx
 import pytest
 
 from conftest import assert_no_canary, parse_sse
-from thinwire.codes import ERROR_CODES
+from thinwire.codes import CLOSE_CODES, ERROR_CODES, RETRYABLE_CODES
 from thinwire.testing import ServerProcess, serve
 
 HERE = Path(__file__).resolve().parent
@@ -320,6 +320,8 @@ def test_sigterm_mid_run_closes_a_websocket_after_its_done_with_1012(tmp_path: P
         server.process.wait(10)
     assert frames[-1]["type"] == "done" and frames[-1]["stopReason"] == "interrupted"
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
+    # A close code of the protocol's: a client takes it for a dropped socket, to open again.
+    assert CLOSE_CODES[1012] == "network_error" and "network_error" in RETRYABLE_CODES
 
 
 def test_serve_finds_a_module_in_the_working_directory(tmp_path: Path) -> None:

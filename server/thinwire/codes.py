@@ -158,13 +158,15 @@ RETRYABLE_CODES: frozenset[ErrorCode] = frozenset(
     }
 )
 
-#: The WebSocket close codes the server uses, with the error a client reports for each.
+#: The WebSocket close codes the server uses, with the error a client reports for each
+#: (1012 is uvicorn's, as `thinwire serve` shuts down).
 CLOSE_CODES: dict[int, ErrorCode] = {
     1002: "protocol_mismatch",
     1003: "binary_not_supported",
     1007: "invalid_json",
     1009: "body_too_large",
     1011: "internal_error",
+    1012: "network_error",  # the server is restarting (uvicorn, on SIGTERM): connect again
     1013: "network_error",  # a slow consumer was dropped: attach again
     4401: "unauthenticated",
     4403: "origin_not_allowed",

@@ -40,7 +40,10 @@
  * Every run the client reads — a send's, a decision's, a regeneration's, an
  * edit's, the one `start()` found in progress — ends in `onFinish` (its
  * result) or `onError` (its failure), and a run that failed on the server in
- * both. An error is shown until `clearError()` or the next send.
+ * both. An error is shown until `clearError()` or the next send. The client
+ * is free as soon as the snapshot says the run is over (idle or error): a
+ * send from a listener, `onFinish` or `onError` is taken, and what the ended
+ * run's job still does (a refresh of the transcript) yields to it.
  *
  * This file is the store, its commands and the lifecycle of their jobs; the
  * work lives beside it, each job in one place: `view.ts` (the state and its
@@ -75,7 +78,7 @@ import { initialReducerState, type ReducerState } from "./reduce.js";
 import { RunReader } from "./run-reader.js";
 import { requestData, type SendOptions } from "./send-options.js";
 import type { SendResult } from "./send-result.js";
-import { emptySnapshot, type Snapshot } from "./snapshot.js";
+import { emptySnapshot, type Snapshot, type Status } from "./snapshot.js";
 import { SseTransport } from "./sse-transport.js";
 import { type ActiveRun, TranscriptLoader } from "./transcript-loader.js";
 import { requestTarget, type Transport, type TransportTarget } from "./transport.js";
@@ -112,10 +115,12 @@ export class AgentClient {
   readonly #reader: RunReader;
   readonly #decisions: Decisions;
   readonly #messages: Messages;
-  /** The send, decision, regeneration, edit or branch switch in flight. */
+  /** The send, decision, regeneration, edit or branch switch in flight, until its run ends (see `#announce`). */
   #run: Job | null = null;
-  /** The run found in progress by `start()`. */
+  /** The run found in progress by `start()`, until it ends. */
   #following: Job | null = null;
+  /** Every job not over yet, those finishing up after their run ended included: what `reset()` cancels. */
+  readonly #jobs = new Set<Job>();
   #hydration: { controller: AbortController; promise: Promise<void> } | null = null;
   /** Requests outside any job (ending a waiting run, earlier pages), cancelled by `reset()`. */
   readonly #sideRequests = new Set<AbortController>();
@@ -258,7 +263,9 @@ export class AgentClient {
    * text and `data`, status `reconnecting`, with the `reconnect` backoff and
    * limit: the server streams the run the first try started, or starts it now.
    *
-   * A send is allowed after an error (status `error`), and clears it.
+   * A send is allowed after an error (status `error`), and clears it; and as
+   * soon as the snapshot says the run before it is over — from `onFinish`, or
+   * a listener that sees status `idle`.
    *
    * ```ts
    * await client.send("What is in my cart?", { data: { page: "/cart" } }); // the agent reads run.data
@@ -546,7 +553,7 @@ export class AgentClient {
   /**
    * Does `work` as the job in flight once the guards pass: not disposed, no
    * `refusal`, nothing else running, the hydration over, then `guard` (which
-   * throws a refusal). It is `#run` until it ends.
+   * throws a refusal). It is `#run` until it ends, or until its run does.
    */
   async #exclusive<T>(refusal: ThinwireError | null, guard: () => void, work: (job: Job) => Promise<T>): Promise<T> {
     if (this.#disposed) throw disposed();
@@ -554,14 +561,17 @@ export class AgentClient {
     if (this.#running()) throw busy();
     const job = new Job();
     this.#run = job;
+    this.#jobs.add(job);
     try {
       if (this.#hydration) await this.#hydration.promise;
       if (job.signal.aborted) throw aborted();
       if (this.#following) throw busy();
       guard();
+      this.#supersedeOthers(job);
       return await work(job);
     } finally {
       if (this.#run === job) this.#run = null;
+      this.#jobs.delete(job);
       job.finish();
     }
   }
@@ -614,15 +624,23 @@ export class AgentClient {
     const job = new Job();
     job.runStarted(() => this.#transport.stop({ ...this.#target(), contextId }));
     this.#following = job;
+    this.#jobs.add(job);
+    this.#supersedeOthers(job);
     void this.#reported(this.#reader.resume(job, contextId, active))
       .catch(() => undefined) // shown in the view, and reported
       .finally(() => {
         if (this.#following === job) this.#following = null;
+        this.#jobs.delete(job);
         job.finish();
       });
   }
 
-  /** The job being read: the run found on resume, else the send or decision in flight. */
+  /** `job` begins: what a job whose run ended still shows (a refresh) would undo its view. */
+  #supersedeOthers(job: Job): void {
+    for (const other of this.#jobs) if (other !== job) other.supersede();
+  }
+
+  /** The job whose run is being read: the run found on resume, else the send or decision in flight. */
   #running(): Job | null {
     return this.#following ?? this.#run;
   }
@@ -637,13 +655,20 @@ export class AgentClient {
     const contextId = next.snapshot.contextId;
     if (announceContext && contextId !== previous.snapshot.contextId) this.#options.onContext?.(contextId);
     if (next.snapshot === previous.snapshot) return;
+    if (readsRun(previous.snapshot.status) && !readsRun(next.snapshot.status)) {
+      // The run is over (idle or error): the client is free before anyone hears of it, so a
+      // send from a listener or from `onFinish` is taken. The job only finishes up: a refresh
+      // that yields to the next job, then its callbacks.
+      this.#run = null;
+      this.#following = null;
+    }
     // A status change (the end of a run, above all) is never deferred.
     this.#notifier.changed(batch && next.snapshot.status === previous.snapshot.status);
   }
 
   #abortAll(): void {
-    this.#run?.abort();
-    this.#following?.abort();
+    for (const job of this.#jobs) job.abort();
+    this.#jobs.clear();
     this.#run = null;
     this.#following = null;
     this.#hydration?.controller.abort();
@@ -667,6 +692,11 @@ export class AgentClient {
   }
 }
 
+
+/** A run is being read: streaming, or attaching again after a break. */
+function readsRun(status: Status): boolean {
+  return status === "streaming" || status === "reconnecting";
+}
 
 /** Exchanges per page of a transcript, unless `pageSize` says otherwise. */
 const DEFAULT_PAGE_SIZE = 50;

@@ -62,7 +62,7 @@ export class Decisions {
       // Refused before the continued run began: the question is still open, unless the server says it is gone.
       const gone = error.code === "interrupt_answered" || error.code === "interrupt_not_found";
       view.failRun(error, reply.id, gone ? { interrupt: null } : { interrupt, restore: before });
-      if (gone) await this.#transcripts.refresh(contextId, signal);
+      if (gone) await this.#transcripts.refresh(contextId, signal, () => !job.superseded);
       throw error;
     }
   }

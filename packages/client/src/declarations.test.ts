@@ -31,6 +31,20 @@ describe("the declarations @thinwire/client ships", () => {
     expect(await nodeProjectErrors(`${root}node-consumer.ts`, consumer, declarations)).toEqual([]);
   });
 
+  it("type the frames runFrames builds as RunFrames, each with its seq (no WebSocket-only rejected)", { timeout: 30_000 }, async () => {
+    const consumer = `
+      import type { RunFrame } from "./dist/index.js";
+      import { runFrames } from "./dist/testing/index.js";
+      const r = runFrames("ctx-1", "run-1");
+      const frames = [r.start(), r.title("Hi"), r.thinking("Hm"), r.call("c1", "f"), r.result("c1", "f"), r.token("Hi"), r.done("Hi")];
+      const after: number = 2;
+      const resent: RunFrame[] = frames.filter((frame) => frame.seq > after);
+      const ids: string[] = [r.interrupt({ interruptId: "i", prompt: "?", options: null, payload: null, decisionSchema: null }), r.error("e", "m")].map((frame) => frame.runId + frame.contextId);
+      void [resent, ids];
+    `;
+    expect(await nodeProjectErrors(`${root}node-consumer.ts`, consumer, declarations)).toEqual([]);
+  });
+
   it("take undefined for an option not given, under exactOptionalPropertyTypes", { timeout: 30_000 }, async () => {
     const consumer = `
       import { AgentClient, ConversationList, SseTransport, ThinwireError, WebSocketTransport } from "./dist/index.js";

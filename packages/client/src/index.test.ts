@@ -24,7 +24,12 @@ describe("the package's exports", () => {
       "WEBSOCKET_SUBPROTOCOL",
       "WEBSOCKET_SUBPROTOCOL_LINES",
       "WebSocketTransport",
+      "contextStorageKey",
     ]);
+  });
+
+  it("exports contextStorageKey, the key @thinwire/react's persist stores the id under, for code without React", () => {
+    expect(client.contextStorageKey("demo", "ada@example.com")).toBe("thinwire:demo:ada%40example.com:contextId");
   });
 
   it("@thinwire/client/testing exports the test helpers", () => {

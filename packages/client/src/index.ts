@@ -3,6 +3,7 @@
  * live in `@thinwire/client/testing`; everything else is internal.
  */
 export { AgentClient, type AgentClientOptions, type SendOptions, type SendResult } from "./agent-client.js";
+export { contextStorageKey } from "./context-storage-key.js";
 export {
   ConversationList,
   type ConversationListOptions,
@@ -15,6 +16,7 @@ export type { ReconnectOptions } from "./reconnect.js";
 export type { Activity, AgentErrorInfo, Snapshot, Status, Turn } from "./snapshot.js";
 export { SseTransport, type SseTransportOptions } from "./sse-transport.js";
 export type {
+  RunFrame,
   Transport,
   TransportAttachRequest,
   TransportDecideRequest,

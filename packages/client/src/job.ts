@@ -2,15 +2,27 @@
  * A job: one send, one decision, or the run `start()` found in progress. It is
  * cancelled as a whole (`abort`, by `reset()` and `dispose()`), and it knows
  * how to stop its run once the server has announced it: a `stop()` asked for
- * before that waits, and goes out as soon as the run is known.
+ * before that waits, and goes out as soon as the run is known. Once its run
+ * is over the client may start the next job while this one finishes up;
+ * from then on (`superseded`) the view is the next one's.
  */
 export class Job {
   readonly #controller = new AbortController();
   #stopRun: (() => Promise<void>) | null = null;
   #waiting: Array<{ resolve: () => void; reject: (error: unknown) => void }> = [];
+  #superseded = false;
 
   get signal(): AbortSignal {
     return this.#controller.signal;
+  }
+
+  /** A later job began: this one changes the view no more (a refresh after its run is dropped). */
+  get superseded(): boolean {
+    return this.#superseded;
+  }
+
+  supersede(): void {
+    this.#superseded = true;
   }
 
   /** The server has announced the run, so a stop can name it. */

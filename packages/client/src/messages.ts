@@ -57,7 +57,7 @@ export class Messages {
   readonly #view: View;
   readonly #reader: RunReader;
   readonly #transcripts: TranscriptLoader;
-  /** The conversation whose transcript was loaded for want of a title (see `#untitled`). */
+  /** The conversation whose transcript was shown for want of a title (see `#untitled`). */
   #askedTitleOf: string | null = null;
 
   constructor(options: MessagesOptions) {
@@ -164,17 +164,19 @@ export class Messages {
       view.failRun(error, reply.id, job.runKnown ? {} : { restore: before });
       if (error.code === "decision_pending" && plan.contextId !== null) {
         // The conversation waits for a decision this client did not know of (another tab, say): show it.
-        const interrupt = await this.#transcripts.refresh(plan.contextId, signal);
+        const interrupt = await this.#transcripts.refresh(plan.contextId, signal, () => !job.superseded);
         if (signal.aborted) throw aborted(caught);
         if (error.interruptId === undefined && interrupt) error = withInterruptId(error, interrupt.interruptId);
       }
       throw error;
     }
-    if (plan.forks || behind || this.#untitled(result.contextId, shown)) {
+    const untitled = this.#untitled(result.contextId, shown);
+    if (plan.forks || behind || untitled) {
       // The server's numbering of the alternatives, the turns' meta, the turns missed, the
-      // title; best effort.
-      await this.#transcripts.refresh(result.contextId, signal);
+      // title; best effort, and dropped once a job that began since changes the view.
+      const refreshed = await this.#transcripts.refresh(result.contextId, signal, () => !job.superseded);
       if (signal.aborted) throw aborted();
+      if (untitled && refreshed !== undefined) this.#askedTitleOf = result.contextId;
     }
     return result;
   }
@@ -183,14 +185,13 @@ export class Messages {
    * The view has no title, and no transcript showed one since the run began
    * (the `shown` count then): the server names an untitled conversation after
    * the message that starts a run, without a `title` frame, so the view learns
-   * that title only from the transcript. Asked once per conversation, for a
-   * server that names none.
+   * that title only from the transcript. Shown once per conversation, for a
+   * server that names none; asked again while it was not (the request failed,
+   * or a job that began meanwhile dropped it).
    */
   #untitled(contextId: string, shown: number): boolean {
     if (this.#view.snapshot.title !== null || this.#transcripts.shown !== shown) return false;
-    if (this.#askedTitleOf === contextId) return false;
-    this.#askedTitleOf = contextId;
-    return true;
+    return this.#askedTitleOf !== contextId;
   }
 }
 

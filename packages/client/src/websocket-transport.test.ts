@@ -1,8 +1,9 @@
-/** WebSocketTransport over a fake socket: commands with requestIds, routing by requestId, close codes, aborts. */
+/** WebSocketTransport over a fake socket: commands with requestIds, routing by requestId, close codes, aborts; AgentClient across a server restart. */
 import { describe, expect, it, vi } from "vitest";
 import { ThinwireError } from "./errors.js";
 import { CLOSE_CODES, type Frame, RETRYABLE_CODES } from "./generated/wire.js";
 import { channel, fakeFetch, fakeWebSocket, newLog, runFrames, type Script } from "./testing/index.js";
+import { AgentClient } from "./agent-client.js";
 import { WebSocketTransport, webSocketUrl } from "./websocket-transport.js";
 
 const target = { baseUrl: "https://chat.test/tw", agent: "demo bot", headers: { "Thinwire-Protocol": "1" } };
@@ -491,5 +492,49 @@ describe("WebSocketTransport handshake", () => {
     expect(error.message).toContain("handshake failed");
     expect(error.message).toContain("HTTP 403");
     expect(error.message).not.toContain("4403"); // no client sees the close code the server refuses with
+  });
+});
+
+describe("AgentClient over a WebSocket the server closes as it restarts", () => {
+  it("takes 1012 (service restart) for a dropped socket: attaches again on its first try, then opens a new socket for the next send", async () => {
+    expect(CLOSE_CODES[1012]).toBe("network_error");
+    const r = runFrames("ctx-1", "run-1");
+    const [start, hel, lo, done] = [r.start(), r.token("Hel"), r.token("lo"), r.done("Hello")];
+    const next = runFrames("ctx-1", "run-2", 10);
+    let sends = 0;
+    const script: Script = {
+      // The first run's socket stays open mid-run until the test closes it.
+      run: () => (++sends === 1 ? { frames: [start!, hel!] } : { frames: [next.start(), next.done("Again")] }),
+      attach: () => ({ frames: [lo!, done!] }),
+    };
+    const log = newLog();
+    const { WebSocket, sockets } = fakeWebSocket(script, log);
+    const transport = new WebSocketTransport({ WebSocket });
+    // One try only: a close the client took for a refusal, or waited out, would fail the send.
+    const client = new AgentClient({
+      agent: "demo",
+      baseUrl: target.baseUrl,
+      transport,
+      fetch: fakeFetch(script, log),
+      reconnect: { attempts: 1, baseDelayMs: 1 },
+    });
+    const statuses: string[] = [];
+    client.subscribe(() => {
+      const status = client.getSnapshot().status;
+      if (statuses[statuses.length - 1] !== status) statuses.push(status);
+    });
+    const sent = client.send("hi");
+    await vi.waitFor(() => expect(client.getSnapshot().turns[1]?.text).toBe("Hel"));
+    sockets[0]!.drop(1012, "service restart");
+    expect((await sent).text).toBe("Hello");
+    expect(statuses).toEqual(["streaming", "reconnecting", "streaming", "idle"]);
+    expect(sockets).toHaveLength(2);
+    expect(sockets[1]!.sent.map((command) => [command.type, command.contextId])).toEqual([["attach", "ctx-1"]]);
+    // Closed while idle, the socket is opened again by the next send, with no error shown.
+    sockets[1]!.drop(1012, "service restart");
+    expect((await client.send("again")).text).toBe("Again");
+    expect(sockets).toHaveLength(3);
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+    client.dispose();
   });
 });

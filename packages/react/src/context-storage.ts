@@ -1,13 +1,12 @@
 /**
  * Where `persist` keeps a user's conversation id: one entry of a `Storage`
  * (`localStorage` by default), and nothing else. A storage that is missing,
- * disabled or full only costs the resume after a reload.
+ * disabled or full only costs the resume after a reload. The key is
+ * `@thinwire/client`'s `contextStorageKey`, which server code imports from there.
  */
+import { contextStorageKey } from "@thinwire/client";
 
-/** Where `persist` keeps a user's conversation id for an agent. */
-export function contextStorageKey(agent: string, userId: string): string {
-  return `thinwire:${agent}:${encodeURIComponent(userId)}:contextId`;
-}
+export { contextStorageKey };
 
 /**
  * What `persist` needs of a storage: `localStorage`, `sessionStorage`, or any

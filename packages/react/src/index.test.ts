@@ -2,6 +2,7 @@
 /** The public names of `@thinwire/react`, locked: a new export is a deliberate change to this list. */
 import { describe, expect, it } from "vitest";
 import { expectRequireResolvesAsImport } from "../../client/src/test-helpers.js";
+import * as client from "@thinwire/client";
 import * as react from "./index.js";
 
 describe("the package's exports", () => {
@@ -14,6 +15,10 @@ describe("the package's exports", () => {
       "useAgent",
       "useConversations",
     ]);
+  });
+
+  it("re-exports @thinwire/client's contextStorageKey: one key, whichever package names it", () => {
+    expect(react.contextStorageKey).toBe(client.contextStorageKey);
   });
 
   it("@thinwire/react resolves for require() as for import: every entry has a default condition, the same ESM file", () => {

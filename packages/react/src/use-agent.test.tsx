@@ -713,6 +713,36 @@ describe("useAgent after an error", () => {
   });
 });
 
+describe("useAgent once a reply is over", () => {
+  afterEach(() => cleanup());
+
+  it("takes a send from onFinish: a queue of messages, each sent as the reply before it ends", async () => {
+    const { fetch, transport } = fakeServer();
+    const queued = ["two", "three"];
+    const sends: Array<Promise<SendResult>> = [];
+    const { result } = renderHook(() =>
+      useAgent({
+        agent: "demo",
+        fetch,
+        transport,
+        onFinish: () => {
+          const next = queued.shift();
+          if (next !== undefined) sends.push(result.current.send(next));
+        },
+      }),
+    );
+    await act(async () => {
+      await result.current.send("one");
+    });
+    await waitFor(() => expect(sends).toHaveLength(2));
+    await act(async () => {
+      await Promise.all(sends);
+    });
+    expect(result.current.turns.map((turn) => turn.text)).toEqual(["one", "echo: one", "two", "echo: two", "three", "echo: three"]);
+    expect(result.current.status).toBe("idle");
+  });
+});
+
 describe("useAgent requests", () => {
   it("sends data with the message", async () => {
     const transport = new MockTransport(() => {

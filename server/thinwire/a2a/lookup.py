@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from thinwire.a2a.tasks import TaskView, parse_task_id, run_end, run_start
+from thinwire.a2a.tasks import TaskView, parse_task_id, questions_over, run_end, run_start
 from thinwire.errors import NotFound
 from thinwire.server import AgentServer
 
@@ -60,6 +60,11 @@ class Found:
         return "".join(turn["text"] for turn in self.turns if turn["role"] == "assistant")
 
     @property
+    def asked(self) -> list[dict[str, Any]]:
+        """The questions the task's runs asked a person that are over, in order."""
+        return questions_over(self.turns)
+
+    @property
     def exchange(self) -> str:
         """The id its exchange's turns share (`turn-…`)."""
         return self.task_id.rpartition(".")[2].rpartition("-")[0]
@@ -79,7 +84,7 @@ class Found:
         """The task, without the live reply of a run in progress."""
         if self.running is None:
             return self.settled(failure)
-        return TaskView(self.context_id, self.task_id, self.said, self.started)
+        return TaskView(self.context_id, self.task_id, self.said, self.started, self.asked)
 
 
 async def transcript(caller: Caller, context_id: str) -> dict[str, Any]:

@@ -112,7 +112,10 @@ async def answer(caller: Caller, message: models.IncomingMessage) -> tuple[TaskV
     context = await server.context(caller.agent, found.context_id, caller.principal)
     decision = data if data is not None else text.strip()
     frames = await server.decide(context, found.waiting_for["interruptId"], decision)
-    return TaskView(found.context_id, found.task_id, found.said), frames
+    # The task's history keeps the question and this answer, as the record now does.
+    answered = {"request": found.waiting_for, "status": "answered", "decision": decision}
+    view = TaskView(found.context_id, found.task_id, found.said, asked=[*found.asked, answered])
+    return view, frames
 
 
 async def watch(caller: Caller, task_id: str) -> tuple[TaskView, FrameSource | None]:
@@ -126,7 +129,7 @@ async def watch(caller: Caller, task_id: str) -> tuple[TaskView, FrameSource | N
         context = await server.context(caller.agent, found.context_id, caller.principal)
         frames = await server.follow(context, 0, run_id=found.running)
         if frames is not None:
-            return TaskView(found.context_id, found.task_id, found.said, found.started), frames
+            return found.view(), frames
         # That run ended and another began meanwhile: look again.
 
 
@@ -134,25 +137,28 @@ async def send_message(caller: Caller, params: dict[str, Any]) -> dict[str, Any]
     """Blocking unless `returnImmediately`: the task once it is over or asks a person."""
     request = validated(models.SendMessageRequest, params)
     view, frames = await start(caller, request)
-    if request.configuration.return_immediately:
+    configuration = request.configuration
+    if configuration.return_immediately:
         view.fold(await first_frames(frames))
     else:
         await until_done(view, frames, None)
     await stamp(caller, view)
-    return {"task": view.task().json_body()}
+    return {"task": view.task(history_length=configuration.history_length).json_body()}
 
 
 async def send_streaming_message(caller: Caller, params: dict[str, Any]) -> FrameSource:
-    view, frames = await start(caller, validated(models.SendMessageRequest, params))
-    return TaskEvents(frames, view, caller)
+    request = validated(models.SendMessageRequest, params)
+    view, frames = await start(caller, request)
+    return TaskEvents(frames, view, caller, request.configuration.history_length)
 
 
 async def get_task(caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
-    view, frames = await watch(caller, validated(models.TaskRequest, params).id)
+    request = validated(models.TaskRequest, params)
+    view, frames = await watch(caller, request.id)
     if frames is not None:
         view.fold(await first_frames(frames))
         await stamp(caller, view)  # if its run ended meanwhile: when
-    return view.task().json_body()
+    return view.task(history_length=request.history_length).json_body()
 
 
 async def subscribe_to_task(caller: Caller, params: dict[str, Any]) -> FrameSource:
@@ -218,7 +224,12 @@ async def list_tasks(caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
         page = [view for view in latest if view is not None and wanted(view)]
         total, next_token = len(page), listed["nextCursor"] or ""
     return {
-        "tasks": [view.task(artifacts=request.include_artifacts).json_body() for view in page],
+        "tasks": [
+            view.task(
+                artifacts=request.include_artifacts, history_length=request.history_length
+            ).json_body()
+            for view in page
+        ],
         "nextPageToken": next_token,
         "pageSize": size,
         "totalSize": total,

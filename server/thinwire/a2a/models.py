@@ -9,9 +9,17 @@ and its proto name are accepted.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -80,12 +88,20 @@ class Part(Outbound):
     media_type: str | None = None
     metadata: dict[str, Any] | None = None
 
+    @model_serializer(mode="wrap")
+    def _null_data(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A data part whose value is JSON null (a person's answer may be) keeps it."""
+        body: dict[str, Any] = handler(self)
+        if "data" in self.model_fields_set and self.data is None:
+            body["data"] = None
+        return body
+
 
 class Message(Outbound):
     message_id: str
     context_id: str
     task_id: str
-    role: Literal["ROLE_AGENT"] = "ROLE_AGENT"
+    role: Literal["ROLE_AGENT", "ROLE_USER"] = "ROLE_AGENT"
     parts: list[Part]
     metadata: dict[str, Any] | None = None
 
@@ -107,6 +123,7 @@ class Task(Outbound):
     context_id: str
     status: TaskStatus
     artifacts: list[Artifact] | None = None
+    history: list[Message] | None = None
 
 
 class TaskStatusUpdateEvent(Outbound):
@@ -189,8 +206,14 @@ class IncomingMessage(Inbound):
     _empty = field_validator("context_id", "task_id", mode="before")(absent_if_empty)
 
 
+#: `historyLength`: at most this many of the newest messages of a task's history (0: none);
+#: absent, all of them.
+HistoryLength = Annotated[int | None, Field(ge=0)]
+
+
 class SendMessageConfiguration(Inbound):
     return_immediately: bool = False
+    history_length: HistoryLength = None
 
 
 class SendMessageRequest(Inbound):
@@ -199,9 +222,11 @@ class SendMessageRequest(Inbound):
 
 
 class TaskRequest(Inbound):
-    """`GetTask`, `CancelTask` and `SubscribeToTask`: which task."""
+    """`GetTask`, `CancelTask` and `SubscribeToTask`: which task (and, for `GetTask`, how
+    much of its history)."""
 
     id: str = Field(min_length=1, max_length=256)
+    history_length: HistoryLength = None
 
 
 class ListTasksRequest(Inbound):
@@ -209,6 +234,7 @@ class ListTasksRequest(Inbound):
     status: AnyTaskState | None = None
     page_size: int = Field(default=50, ge=1, le=100)
     page_token: str | None = None
+    history_length: HistoryLength = None
     status_timestamp_after: AwareDatetime | None = None
     include_artifacts: bool = False
 

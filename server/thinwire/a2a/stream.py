@@ -46,11 +46,19 @@ SHOWN_IN_TASK = frozenset({"run_start", "token", "title", "tool_result"})
 class TaskEvents:
     """The A2A stream of a task whose run sends `frames` (a FrameSource)."""
 
-    def __init__(self, frames: FrameSource, view: TaskView, caller: Caller) -> None:
+    def __init__(
+        self,
+        frames: FrameSource,
+        view: TaskView,
+        caller: Caller,
+        history_length: int | None = None,
+    ) -> None:
         self.frames = frames
         self.view = view
         self.caller = caller
         self.rpc_id = caller.rpc_id
+        #: How much of its history the task that opens the stream shows (None: all).
+        self.history_length = history_length
 
     async def batches(self) -> AsyncIterator[Batch | None]:
         started = False
@@ -72,8 +80,8 @@ class TaskEvents:
         self.view.fold(batch[:shown])
         await stamp(self.caller, self.view)  # when the run started, if not known yet
         seq = batch[shown - 1][0] if shown else batch[0][0] - 1  # nothing: the seq before
-        task = envelope(self.rpc_id, {"task": self.view.task().json_body()})
-        return [(seq, task), *await self.events(batch[shown:])]
+        task = self.view.task(history_length=self.history_length).json_body()
+        return [(seq, envelope(self.rpc_id, {"task": task})), *await self.events(batch[shown:])]
 
     async def events(self, batch: Batch) -> Batch:
         sent = []

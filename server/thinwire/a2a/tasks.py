@@ -26,6 +26,14 @@ its earlier runs said, which the public transcript keeps.
 A task no run works on is read from its exchange's public turns instead, with the same
 status: a failed one's message is its run's `error` frame, while the event log keeps it.
 
+A task's `history` is what its questions to a person exchanged, once each is over (the
+one it waits for is its status message, as A2A moves a status message into the history
+when the next status replaces it): the agent message its input-required status carried,
+then, if answered, the person's answer as a user message (a text part for a decision that
+is a string, else a data part). It is read from the transcript's `asked`, which keeps the
+public request and the person's own answer only. The user's messages and the reply are
+not in it: the client sent the one, and the artifact is the other.
+
 A status's `timestamp` is when the status was set, as the record says, never when it is
 read: while a run works, when the run started; once it ended or asked, its reply turn's
 end. Frames carry no time, so a view made of them is told (`since`, `lookup.stamp`).
@@ -45,7 +53,15 @@ from thinwire.a2a.errors import INVALID_PARAMS, RpcError
 from thinwire.branches import TURN_ID
 from thinwire.ids import CONTEXT_ID
 
-__all__ = ["TaskView", "parse_task_id", "run_end", "run_start", "task_id_of", "timestamp"]
+__all__ = [
+    "TaskView",
+    "parse_task_id",
+    "questions_over",
+    "run_end",
+    "run_start",
+    "task_id_of",
+    "timestamp",
+]
 
 TASK_ID = re.compile(rf"({CONTEXT_ID.pattern})\.(turn-[0-9a-f]{{12}}-u0)")
 #: The artifact that holds the reply.
@@ -118,6 +134,14 @@ def run_end(turns: Sequence[dict[str, Any]], reply_turn: str | None) -> float | 
     return last_change([*before, reply] if reply is not None else before)
 
 
+def questions_over(turns: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What an exchange's replies asked a person and is over (answered, or stopped while
+    it waited), in order: each reply's `asked` (absent from a turn stored before turns
+    kept it)."""
+    asked = (turn.get("asked") for turn in turns if turn["role"] == "assistant")
+    return [question for question in asked if question and question["status"] != "waiting"]
+
+
 def timestamp(seconds: float | None = None) -> str:
     moment = datetime.fromtimestamp(time.time() if seconds is None else seconds, UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -127,10 +151,17 @@ class TaskView:
     """One task as its A2A client sees it, kept current frame by frame (`apply`)."""
 
     def __init__(
-        self, context_id: str = "", task_id: str = "", said: str = "", since: float | None = None
+        self,
+        context_id: str = "",
+        task_id: str = "",
+        said: str = "",
+        since: float | None = None,
+        asked: Sequence[dict[str, Any]] = (),
     ) -> None:
         self.context_id = context_id
         self.task_id = task_id
+        #: The questions its earlier runs asked that are over (`questions_over`).
+        self.asked = list(asked)
         #: The run the frames come from, and the reply turn it writes (its `run_start`'s).
         self.run_id: str | None = None
         self.reply_turn: str | None = None
@@ -158,7 +189,8 @@ class TaskView:
         the pending interrupt if the task waits for it, `failure` the `error` frame its
         last run ended with, if known."""
         replies = [turn for turn in turns if turn["role"] == "assistant"]
-        view = cls(context_id, task_id, "".join(turn["text"] for turn in replies))
+        said = "".join(turn["text"] for turn in replies)
+        view = cls(context_id, task_id, said, asked=questions_over(turns))
         view.since = last_change(turns)
         if waiting_for is not None:
             view.ask(waiting_for)
@@ -172,13 +204,27 @@ class TaskView:
             view.state = "TASK_STATE_COMPLETED"  # the agent said nothing
         return view
 
-    def task(self, *, artifacts: bool = True) -> models.Task:
+    def task(self, *, artifacts: bool = True, history_length: int | None = None) -> models.Task:
+        """The task; with at most `history_length` messages of its history (None: all)."""
+        history = self.history()
+        if history_length is not None:
+            history = history[-history_length:] if history_length else []
         return models.Task(
             id=self.task_id,
             context_id=self.context_id,
             status=self.status(),
             artifacts=[self.artifact(self.text)] if artifacts and self.text else None,
+            history=history or None,
         )
+
+    def history(self) -> list[models.Message]:
+        """Each question that is over, as its status showed it, and the answer it got."""
+        messages = []
+        for asked in self.asked:
+            messages.append(self.question(asked["request"]))
+            if asked["status"] == "answered":
+                messages.append(self.answer(asked["request"], asked["decision"]))
+        return messages
 
     @property
     def updated(self) -> str:
@@ -205,13 +251,33 @@ class TaskView:
         """The task waits for a person: the public request is its status message."""
         self.state = "TASK_STATE_INPUT_REQUIRED"
         self.interrupt = request
+        self.message = self.question(request)
+
+    def question(self, request: dict[str, Any]) -> models.Message:
+        """The agent message that asks a person: the prompt as text, the rest of the
+        public request as data."""
         asked = {k: v for k, v in request.items() if k != "prompt" and v is not None}
-        self.message = self.agent_message(
+        return self.agent_message(
             str(request["interruptId"]),
             [
                 models.Part(text=request["prompt"]),
                 models.Part(data=asked, media_type="application/json"),
             ],
+        )
+
+    def answer(self, request: dict[str, Any], decision: Any) -> models.Message:
+        """The person's answer to `request`, as a message that gives it (`methods.answer`
+        reads a data part's value, else the text)."""
+        if isinstance(decision, str):
+            part = models.Part(text=decision)
+        else:
+            part = models.Part(data=decision, media_type="application/json")
+        return models.Message(
+            message_id=f"{self.task_id}.{request['interruptId']}.answer",
+            context_id=self.context_id,
+            task_id=self.task_id,
+            role="ROLE_USER",
+            parts=[part],
         )
 
     # --- frames in, events out ---------------------------------------------------------

@@ -45,6 +45,7 @@ __all__ = [
     "TOOL_FAILED",
     "Event",
     "Events",
+    "interrupt_of",
 ]
 
 #: The protocol version this face speaks, declared on every RUN_STARTED.

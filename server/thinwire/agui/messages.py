@@ -7,13 +7,20 @@ assistant message with its text and its tool calls (the name only, arguments `{}
 a tool message per finished call (empty, or "The tool failed."); a reply that showed
 nothing is no message, as it was none live. A run in progress is not here: its events
 follow the snapshot.
+
+A reply that asked a person keeps the question on its assistant message (one even if it
+said nothing), under `metadata.thinwire`, in the protocol's own shapes: `interrupt`, the
+`Interrupt` its run finished with, and once the question is over, `resume`, the entry
+that ended it as a client sends one (`resolved` with the decision as its `payload`, or
+`cancelled` for a run stopped while it waited). Live, a client holds them as its
+`pendingInterrupts` and the `resume` it sent; reloaded, they stay where they were asked.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from thinwire.agui.events import TOOL_FAILED
+from thinwire.agui.events import TOOL_FAILED, Event, interrupt_of
 
 __all__ = ["ag_ui_messages"]
 
@@ -31,19 +38,23 @@ def ag_ui_messages(transcript: dict[str, Any]) -> list[Message]:
 
 
 def reply(turn: dict[str, Any]) -> list[Message]:
-    if not (turn["text"] or turn["thinking"] or turn["activity"]):
-        return []  # it showed nothing live (a run stopped at once, a question abandoned)
+    asked = turn.get("asked")  # absent from a turn stored before turns kept it
+    if not (turn["text"] or turn["thinking"] or turn["activity"] or asked):
+        return []  # it showed nothing live (a run stopped at once)
     turn_id = turn["id"]
     messages: list[Message] = []
     if turn["thinking"]:
         messages.append(
             {"id": f"{turn_id}-reasoning", "role": "reasoning", "content": turn["thinking"]}
         )
+    thinwire: dict[str, Any] = {"stopReason": turn["stopReason"]}
+    if asked is not None:
+        thinwire |= question(asked)
     said: Message = {
         "id": turn_id,
         "role": "assistant",
         "content": turn["text"],
-        "metadata": {"thinwire": {"stopReason": turn["stopReason"]}},
+        "metadata": {"thinwire": thinwire},
     }
     calls = turn["activity"]
     if calls:
@@ -69,3 +80,17 @@ def reply(turn: dict[str, Any]) -> list[Message]:
                 }
             )
     return messages
+
+
+def question(asked: dict[str, Any]) -> dict[str, Event]:
+    """What a reply asked, as the run's `RUN_FINISHED` carried it, and the resume entry
+    that ended it, if it is over: the public request and the person's own answer only."""
+    request = asked["request"]
+    shown = {"interrupt": interrupt_of(request)}
+    if asked["status"] == "answered":
+        resume = {"status": "resolved", "payload": asked["decision"]}
+    elif asked["status"] == "stopped":
+        resume = {"status": "cancelled"}
+    else:  # it waits: the run's end at `connect` asks it again
+        return shown
+    return {**shown, "resume": {"interruptId": request["interruptId"], **resume}}

@@ -547,6 +547,7 @@ export const CLOSE_CODES: Readonly<Record<number, ErrorCode>> = {
   1007: "invalid_json",
   1009: "body_too_large",
   1011: "internal_error",
+  1012: "network_error",
   1013: "network_error",
   4401: "unauthenticated",
   4403: "origin_not_allowed",

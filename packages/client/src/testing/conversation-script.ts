@@ -20,11 +20,11 @@ import type {
   Activity,
   ConversationPage,
   ConversationSummary,
-  Frame,
   Transcript,
   TranscriptTurn,
   TurnMeta,
 } from "../generated/wire.js";
+import type { RunFrame } from "../transport.js";
 import type { ConversationQuery, Refusal, Reply, Script, TranscriptQuery } from "./fake-server.js";
 import { runFrames } from "./frames.js";
 
@@ -82,7 +82,7 @@ interface Conversation extends Node {
   seq: number;
   runs: number;
   turns: number;
-  lastRun: Frame[];
+  lastRun: RunFrame[];
 }
 
 const refusal = (status: number, code: string, message: string): Refusal => ({ error: { status, code, message } });
@@ -259,7 +259,7 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       return transcript(conversation, query);
     },
     attach(contextId, after) {
-      const frames = conversations.get(contextId)?.lastRun.filter((frame) => "seq" in frame && frame.seq > after) ?? [];
+      const frames = conversations.get(contextId)?.lastRun.filter((frame) => frame.seq > after) ?? [];
       return frames.length > 0 ? { frames } : { nothing: true };
     },
     transcript(contextId, query) {

@@ -1,6 +1,8 @@
 /**
  * Builders for tests: the frames of one run with consecutive seqs, a stream
- * the test pushes frames into by hand, and a transcript turn.
+ * the test pushes frames into by hand, and a transcript turn. A run's frames
+ * are `RunFrame`s — every `Frame` but the WebSocket-only `rejected` — so each
+ * has its `contextId`, `runId` and `seq`.
  *
  * ```ts
  * const r = runFrames("ctx-1", "run-1");
@@ -8,6 +10,7 @@
  * ```
  */
 import type { Frame, InterruptRequest, StopReason, TranscriptTurn } from "../generated/wire.js";
+import type { RunFrame } from "../transport.js";
 
 /** The ids a run_start announces. */
 export interface StartIds {
@@ -32,7 +35,7 @@ export function runFrames(contextId: string, runId: string, firstSeq = 1) {
      * `userTurnId` the user turn it answers, `afterTurnId` the turn before it;
      * `requestId` is what a WebSocket server echoes of the command that started it.
      */
-    start: ({ turnId = null, userTurnId = null, requestId = null, afterTurnId = null }: StartIds = {}): Frame => ({
+    start: ({ turnId = null, userTurnId = null, requestId = null, afterTurnId = null }: StartIds = {}): RunFrame => ({
       ...base(),
       type: "run_start",
       agent: "demo",
@@ -42,20 +45,20 @@ export function runFrames(contextId: string, runId: string, firstSeq = 1) {
       afterTurnId,
     }),
     /** The agent named the conversation. */
-    title: (title: string): Frame => ({ ...base(), type: "title", title }),
-    thinking: (delta: string): Frame => ({ ...base(), type: "thinking", delta }),
-    call: (callId: string, name: string): Frame => ({ ...base(), type: "tool_call", callId, name }),
-    result: (callId: string, name: string, ok = true): Frame => ({ ...base(), type: "tool_result", callId, name, ok }),
-    token: (delta: string): Frame => ({ ...base(), type: "token", delta }),
-    interrupt: (interrupt: InterruptRequest): Frame => ({ ...base(), type: "interrupt", interrupt }),
-    done: (text: string, toolCalls: string[] = [], stopReason: StopReason = "end"): Frame => ({
+    title: (title: string): RunFrame => ({ ...base(), type: "title", title }),
+    thinking: (delta: string): RunFrame => ({ ...base(), type: "thinking", delta }),
+    call: (callId: string, name: string): RunFrame => ({ ...base(), type: "tool_call", callId, name }),
+    result: (callId: string, name: string, ok = true): RunFrame => ({ ...base(), type: "tool_result", callId, name, ok }),
+    token: (delta: string): RunFrame => ({ ...base(), type: "token", delta }),
+    interrupt: (interrupt: InterruptRequest): RunFrame => ({ ...base(), type: "interrupt", interrupt }),
+    done: (text: string, toolCalls: string[] = [], stopReason: StopReason = "end"): RunFrame => ({
       ...base(),
       type: "done",
       text,
       toolCalls,
       stopReason,
     }),
-    error: (code: string, message: string, retryable = false): Frame => ({
+    error: (code: string, message: string, retryable = false): RunFrame => ({
       ...base(),
       type: "error",
       code,
