@@ -167,6 +167,27 @@ def test_titles_come_from_the_first_message_the_agent_and_the_user(client: TestC
     assert listed(client)["conversations"][0]["title"] == "Mine"
 
 
+def test_editing_the_first_message_keeps_the_title(client: TestClient) -> None:
+    """A title is taken from a message only while there is none: an edit of the first
+    message and a branch switch keep it. An agent that names the conversation in the
+    edit's run renames it, as in any run."""
+    context_id = conversation(client, "one", "two")
+    first = turns(client, context_id)[0]
+    edit = {"turnId": first["id"], "message": {"text": "uno"}}
+    client.post(url(context_id, "/edits"), json=edit, headers=ADA)
+    assert texts(client, context_id)[0] == "uno"
+    assert client.get(url(context_id), headers=ADA).json()["title"] == "one"
+    assert listed(client)["conversations"][0]["title"] == "one"
+    edited = turns(client, context_id)[0]
+    back = {"turnId": edited["id"], "index": 0}
+    assert client.post(url(context_id, "/branch"), json=back, headers=ADA).json()["title"] == "one"
+
+    edit = {"turnId": first["id"], "message": {"text": "name it Numbers"}}
+    frames = parse_sse(client.post(url(context_id, "/edits"), json=edit, headers=ADA).text)
+    assert [f["title"] for f in frames if f["type"] == "title"] == ["Numbers"]
+    assert listed(client)["conversations"][0]["title"] == "Numbers"
+
+
 def test_a_title_cut_short_keeps_whole_characters(client: TestClient) -> None:
     family = "\U0001f469\u200d\U0001f469\u200d\U0001f467"  # one emoji, five code points
     for start in range(55, 60):

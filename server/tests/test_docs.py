@@ -211,22 +211,32 @@ def assert_frame_shown(shown: dict[str, Any], real: dict[str, Any]) -> None:
             assert value == real[key], (key, value, real[key])
 
 
-def test_the_protocol_docs_streams_are_the_demos(client: TestClient) -> None:
-    """protocol.md's first run and its reattach show what `thinwire demo` sends: the same
-    frames under the same ids, the run ending with the last one shown."""
+def assert_stream_shown(example: str, frames: list[dict[str, Any]]) -> None:
+    """A console example shows these frames under their ids, ending with the last one."""
+    by_seq = {frame["seq"]: frame for frame in frames}
+    shown = shown_frames(example)
+    assert shown[-1][0] == frames[-1]["_id"], "the example ends where the run does"
+    for sse_id, frame in shown:
+        assert by_seq[int(sse_id)]["_id"] == sse_id
+        assert_frame_shown(frame, by_seq[int(sse_id)])
+
+
+def protocol_first_run(client: TestClient) -> tuple[str, list[dict[str, Any]]]:
+    """protocol.md's first run, made as it shows it: its example, and its frames."""
     run = console_example("docs/protocol.md", "$ curl -N -X POST localhost:8000/agents/demo/runs")
     body = re.search(r"-d '([^']*)'", run)
     assert body is not None
     response = client.post(
         "/agents/demo/runs", content=body[1], headers={"content-type": "application/json"}
     )
-    frames = parse_sse(response.text)
-    by_seq = {frame["seq"]: frame for frame in frames}
-    shown = shown_frames(run)
-    assert shown[-1][0] == frames[-1]["_id"], "the example ends where the run does"
-    for sse_id, frame in shown:
-        assert by_seq[int(sse_id)]["_id"] == sse_id
-        assert_frame_shown(frame, by_seq[int(sse_id)])
+    return run, parse_sse(response.text)
+
+
+def test_the_protocol_docs_streams_are_the_demos(client: TestClient) -> None:
+    """protocol.md's first run and its reattach show what `thinwire demo` sends: the same
+    frames under the same ids, the run ending with the last one shown."""
+    run, frames = protocol_first_run(client)
+    assert_stream_shown(run, frames)
 
     command = "$ curl -N localhost:8000/agents/demo/contexts/ctx-2f77…/events -H 'Last-Event-ID: "
     attach = console_example("docs/protocol.md", command)
@@ -241,6 +251,32 @@ def test_the_protocol_docs_streams_are_the_demos(client: TestClient) -> None:
     resent = {frame["seq"]: frame for frame in parse_sse(response.text)}
     for sse_id, frame in shown_frames(attach):
         assert_frame_shown(frame, resent[int(sse_id)])
+
+
+def test_the_protocol_docs_decision_is_the_demos(client: TestClient) -> None:
+    """protocol.md's answer to an interrupt shows what `thinwire demo` sends once its first
+    run went on with the refund it names: the continued run's frames under their ids."""
+    _, first = protocol_first_run(client)
+    context_id = first[0]["contextId"]
+    section = (ROOT / "docs/protocol.md").read_text(encoding="utf-8")
+    section = section.split("## Answer an interrupt")[1].split("\n## ")[0]
+    message = re.search(r"goes on with `([^`]+)`", section)
+    assert message is not None
+    asked = send(client, message[1], context_id)
+    assert [frame["type"] for frame in asked[-2:]] == ["interrupt", "done"]
+    interrupt_id = asked[-2]["interrupt"]["interruptId"]
+    command = "$ curl -N -X POST localhost:8000/agents/demo/contexts/ctx-2f77…/decisions"
+    example = console_example("docs/protocol.md", command)
+    body = re.search(r"-d '([^']*)'", example)
+    assert body is not None
+    request = json.loads(body[1])
+    shortened = request["interruptId"]
+    assert shortened.endswith("…") and interrupt_id.startswith(shortened[:-1].rsplit("-", 1)[0])
+    assert f'"interruptId":"{shortened}"' in section  # the one the prose says the run asked
+    request["interruptId"] = interrupt_id
+    response = client.post(f"/agents/demo/contexts/{context_id}/decisions", json=request)
+    assert response.status_code == 200, response.text
+    assert_stream_shown(example, parse_sse(response.text))
 
 
 def test_the_server_doc_names_every_create_app_option() -> None:

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { AgentClient, type AgentClientOptions } from "./agent-client.js";
-import type { Frame, InterruptRequest } from "./generated/wire.js";
+import type { Frame } from "./generated/wire.js";
 import type { Snapshot } from "./snapshot.js";
 import { SseTransport } from "./sse-transport.js";
 import {
@@ -22,7 +22,7 @@ import {
 } from "./testing/index.js";
 import type { Transport } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
-import { rejection } from "./test-helpers.js";
+import { refund, rejection } from "./test-helpers.js";
 
 type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
 
@@ -215,6 +215,32 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     expect(log.branches).toEqual([{ contextId: after.contextId, turnId: after.turns[1]!.id, index: 0 }]);
   });
 
+  it("shows no run's thinking or activity after a branch switch, as after open(): each reply keeps its own", async () => {
+    const { client } = setup();
+    await client.send("alpha beta");
+    await client.regenerate();
+    const ran = { thinking: "Counting words.", activity: [{ callId: "call-1", name: "count_words", state: "ok" }] };
+    expect(client.getSnapshot()).toMatchObject(ran);
+    await client.switchBranch(client.getSnapshot().turns[1]!.id, 0);
+    expect(client.getSnapshot()).toMatchObject({ thinking: "", activity: [] });
+    expect(client.getSnapshot().turns[1]).toMatchObject(ran);
+  });
+
+  it("takes the server's title with every transcript it loads again: a rename made elsewhere", async () => {
+    const { client, script, log } = setup(conversationScript({ autoTitle: true }));
+    await client.send("one");
+    const contextId = client.getSnapshot().contextId!;
+    script.rename!(contextId, { title: "Renamed elsewhere" });
+    await client.send("two");
+    expect(client.getSnapshot().title).toBe("one"); // no transcript loaded: the view shows a title
+    await client.regenerate();
+    expect(client.getSnapshot().title).toBe("Renamed elsewhere");
+    script.rename!(contextId, { title: "Renamed again" });
+    await client.switchBranch(client.getSnapshot().turns[2]!.id, 0);
+    expect(client.getSnapshot().title).toBe("Renamed again");
+    expect(log.transcripts).toHaveLength(2); // the first send's (for the title), the regeneration's
+  });
+
   it("edits a message on a new branch: the turns after it leave, and switching brings them back", async () => {
     const { client, log } = setup();
     await client.send("alpha one");
@@ -248,6 +274,35 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     expect(shown(client.getSnapshot()).map(([, , position]) => position)).toEqual(["1/2", "1/2", "1/1", "1/1"]);
     await client.switchBranch(original[1]!.id, 1);
     expect(client.getSnapshot().turns.map((turn) => turn.id)).toEqual(after.turns.map((turn) => turn.id));
+  });
+
+  it("takes a send while a branch switch is on its way, whose answer then yields to the send's view", async () => {
+    const { make, fetch, log } = setup();
+    let release: (() => void) | null = null;
+    const client = make({
+      fetch: async (input, init) => {
+        if (String(input).includes("/branch")) await new Promise<void>((resolve) => (release = resolve));
+        return fetch(input, init);
+      },
+    });
+    await client.send("one");
+    await client.regenerate();
+    const [user, reply] = client.getSnapshot().turns;
+    const switching = client.switchBranch(user!.id, 0);
+    await expect.poll(() => release).not.toBeNull(); // the switch, on its way
+    expect(client.getSnapshot().status).toBe("idle");
+    // The status says the client is free: a send is taken.
+    expect((await client.send("two")).text).toBe("“two”, 1 words; first: “one”.");
+    release!();
+    await expect(switching).resolves.toBeUndefined();
+    expect(log.branches).toHaveLength(1);
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+    expect(shown(client.getSnapshot())).toEqual([
+      ["user", "one", "2/2"],
+      ["assistant", reply!.text, "2/2"],
+      ["user", "two", "1/1"],
+      ["assistant", "“two”, 1 words; first: “one”.", "1/1"],
+    ]);
   });
 
   it("tells onFinish of a regeneration and an edit, and the pending results carry the run", async () => {
@@ -349,7 +404,6 @@ describe.each(wires)("branches over %s", (_name, wire) => {
   });
 
   it("guards regenerate, edit and switchBranch like send: busy, decision pending, disposed", async () => {
-    const refund: InterruptRequest = { interruptId: "int-1", prompt: "Refund?", options: ["approve"], payload: null, decisionSchema: null };
     const stream = channel();
     const base = conversationScript({ answer });
     let asking = false;
@@ -398,7 +452,6 @@ describe.each(wires)("branches over %s", (_name, wire) => {
   it("numbers a reply it follows, not started, as its exchange: a regeneration found on load, then a decision", async () => {
     // A reload while a regeneration streams: the exchange is the second of two, its reply not written yet.
     const contextId = "ctx-" + "0".repeat(35) + "1";
-    const refund: InterruptRequest = { interruptId: "int-1", prompt: "Refund?", options: ["approve"], payload: null, decisionSchema: null };
     const numbers = { siblings: 2, siblingIndex: 1 };
     const user = transcriptTurn("user", "Refund please", { id: "turn-000100000000-u0", ...numbers });
     const regenerating = runFrames(contextId, "run-2", 10);

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AgentClient, type AgentClientOptions } from "./agent-client.js";
 import { ThinwireError } from "./errors.js";
-import type { InterruptRequest } from "./generated/wire.js";
+import { refund } from "./test-helpers.js";
 import { channel, MockTransport, runFrames as run } from "./testing/index.js";
 
 /** Well-formed conversation ids: the client forgets any other without asking the server. */
@@ -195,13 +195,6 @@ describe("AgentClient onFinish and onError", () => {
   });
 
   it("reports decisions: a refused one to onError, the continued run to onFinish", async () => {
-    const refund: InterruptRequest = {
-      interruptId: "int-1",
-      prompt: "Refund?",
-      options: ["approve", "reject"],
-      payload: null,
-      decisionSchema: null,
-    };
     const r = run("ctx-1", "run-1");
     let decisions = 0;
     const transport = new MockTransport(

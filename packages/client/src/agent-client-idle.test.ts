@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentClient, type AgentClientOptions } from "./agent-client.js";
 import { ThinwireError } from "./errors.js";
-import type { Frame, InterruptRequest } from "./generated/wire.js";
+import type { Frame } from "./generated/wire.js";
 import type { SendResult } from "./send-result.js";
 import {
   channel,
@@ -18,6 +18,7 @@ import {
   transcriptTurn,
 } from "./testing/index.js";
 import { SseTransport } from "./sse-transport.js";
+import { refund } from "./test-helpers.js";
 
 /** Well-formed conversation ids: the client forgets any other without asking the server. */
 const CTX_1 = "ctx-" + "1".repeat(36);
@@ -132,14 +133,6 @@ describe.each(moments)("a send from %s", (_name, moment) => {
 });
 
 describe("AgentClient once a run is over", () => {
-  const refund: InterruptRequest = {
-    interruptId: "int-1",
-    prompt: "Refund?",
-    options: ["approve", "reject"],
-    payload: null,
-    decisionSchema: null,
-  };
-
   it("takes a decision from the onFinish of the run that asked, and a send from the onFinish of the decision's run", async () => {
     const r = run(CTX_1, "run-1");
     const transport = new MockTransport(

@@ -71,8 +71,7 @@ function messages(snapshot: Snapshot): string[] {
 }
 
 /** A conversation script whose reads of an earlier page (`before`) are refused with `code`. */
-function refusingEarlier(status: number, code: string): Script {
-  const base = conversationScript({ answer });
+function refusingEarlier(status: number, code: string, base: Script = conversationScript({ answer })): Script {
   return {
     ...base,
     transcript: (contextId, query) =>
@@ -204,6 +203,35 @@ describe("AgentClient pages of a transcript", () => {
     ]);
     expect(messages(client.getSnapshot())).toEqual(["m4", "m5", "m6"]);
     expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null, hasEarlier: true });
+  });
+
+  it("drops the latest page it read instead, once a send taken meanwhile shows its run", async () => {
+    const { fetch } = server(refusingEarlier(404, "turn_not_found", conversationScript({ answer, autoTitle: true })));
+    const contextId = await conversation(fetch, 5);
+    let holding = false;
+    let release: (() => void) | null = null;
+    const client = new AgentClient({
+      agent: "demo",
+      contextId,
+      pageSize: 2,
+      fetch: async (input, init) => {
+        const response = await fetch(input, init); // the page as the server has it now
+        if (holding && String(input).endsWith(`/contexts/${contextId}?limit=2`)) {
+          holding = false;
+          await new Promise<void>((resolve) => (release = resolve));
+        }
+        return response;
+      },
+    });
+    await client.start();
+    holding = true;
+    const earlier = client.loadEarlier();
+    await expect.poll(() => release).not.toBeNull(); // the latest page, read before the send
+    expect((await client.send("m6")).text).toBe("Re: m6");
+    release!();
+    await expect(earlier).resolves.toBeUndefined();
+    expect(messages(client.getSnapshot())).toEqual(["m4", "m5", "m6"]);
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
   });
 
   it("rejects on any other failure, leaving the view as it was and onError untold", async () => {

@@ -1347,6 +1347,35 @@ describe("AgentClient human in the loop", () => {
     expect((await rejection(client.decide("approve"))).code).toBe("no_pending_interrupt");
   });
 
+  it("drops the transcript a stop of the waiting run asked for, once a send taken meanwhile shows its run", async () => {
+    let last: string | null = null;
+    const transport = new MockTransport(({ body }) => {
+      if (body.message.text !== "thanks") return asking();
+      const r = run("ctx-1", "run-2", 10);
+      return [r.start({ afterTurnId: last }), r.token("You're welcome."), r.done("You're welcome.")];
+    });
+    let answer: (response: Response) => void = () => {};
+    const fetch = vi.fn(() => new Promise<Response>((resolve) => (answer = resolve)));
+    const client = new AgentClient({ agent: "demo", transport, fetch });
+    await client.send("Refund order 1234");
+    const stopped = client.stop();
+    await vi.waitFor(() => expect(fetch).toHaveBeenCalledTimes(1)); // the transcript, as it is before the send
+    last = client.getSnapshot().turns.at(-1)!.id;
+    expect((await client.send("thanks")).text).toBe("You're welcome.");
+    answer(
+      transcriptResponse({
+        turns: [
+          transcriptTurn("user", "Refund order 1234"),
+          transcriptTurn("assistant", "Let me check.", { toolCalls: ["lookup"], stopReason: "stopped" }),
+        ],
+      }),
+    );
+    await stopped;
+    expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["Refund order 1234", "Let me check.", "thanks", "You're welcome."]);
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: null });
+    expect(fetch).toHaveBeenCalledTimes(1);
+  });
+
   it("reset forgets the pending interrupt", async () => {
     const client = new AgentClient({ agent: "demo", transport: new MockTransport(asking) });
     await client.send("Refund order 1234");

@@ -21,7 +21,8 @@
  *
  * A conversation branches: `regenerate()` answers the last message again and
  * `edit()` sends a message in place of an earlier one, each on a new branch
- * (the server keeps the old one as a sibling); `switchBranch()` shows another.
+ * (the server keeps the old one as a sibling); `switchBranch()` shows another
+ * (reading no run, it holds nothing: a job begun meanwhile drops its answer).
  * Turns carry the server's ids, so a view keys them the same before and
  * after a reload. `open()` switches the client to another conversation.
  *
@@ -37,8 +38,15 @@
  * remembers that the conversation shown was never loaded: `clearError()` and
  * `open()` of the same id load it again, until a transcript of it is shown.
  *
+ * Another tab may act on the conversation shown. A transcript loaded again
+ * (a decision refused as answered elsewhere, a run that ended unseen, a
+ * fork's sibling counts) may name a run in progress this view did not read:
+ * it is followed, as `start()` follows one. A request refused because the
+ * conversation is gone (`context_not_found`: deleted elsewhere) forgets it,
+ * as a load does, and shows the error: the next send starts a new one.
+ *
  * Every run the client reads — a send's, a decision's, a regeneration's, an
- * edit's, the one `start()` found in progress — ends in `onFinish` (its
+ * edit's, the one `start()` or a reload found in progress — ends in `onFinish` (its
  * result) or `onError` (its failure), and a run that failed on the server in
  * both. An error is shown until `clearError()` or the next send. The client
  * is free as soon as the snapshot says the run is over (idle or error): a
@@ -60,7 +68,6 @@ import {
   busy,
   decisionPending,
   disposed,
-  errorInfo,
   invalidRequest,
   notAUserTurn,
   nothingToRegenerate,
@@ -101,8 +108,23 @@ export function showTitle(client: AgentClient, contextId: string, title: string 
   titleShower(client, contextId, title);
 }
 
+/**
+ * The title a page of a `ConversationList` gives a conversation, for the
+ * client that shows it — unless the page may be older than the client's
+ * title. Called as the page is asked for, it returns what to call with the
+ * title the page lists once it is loaded (see `#listedTitle` for the rule).
+ * Internal to the package, as `showTitle` is.
+ *
+ * @internal
+ */
+export function listedTitle(client: AgentClient): (contextId: string, title: string | null) => void {
+  return titleLister(client);
+}
+
 /** The way in to a client's private `#showTitle`, set once by its class (so declared before it). */
 let titleShower: (client: AgentClient, contextId: string, title: string | null) => void;
+/** The way in to a client's private `#listedTitle`, likewise. */
+let titleLister: (client: AgentClient) => (contextId: string, title: string | null) => void;
 
 export class AgentClient {
   readonly #options: AgentClientOptions;
@@ -115,17 +137,19 @@ export class AgentClient {
   readonly #reader: RunReader;
   readonly #decisions: Decisions;
   readonly #messages: Messages;
-  /** The send, decision, regeneration, edit or branch switch in flight, until its run ends (see `#announce`). */
+  /** The send, decision, regeneration or edit in flight, until its run ends (see `#announce`); a branch switch until its guards passed. */
   #run: Job | null = null;
   /** The run found in progress by `start()`, until it ends. */
   #following: Job | null = null;
-  /** Every job not over yet, those finishing up after their run ended included: what `reset()` cancels. */
+  /**
+   * Every job not over yet — those finishing up after their run ended, and the
+   * side jobs (`#side`) included: what `reset()` cancels, and what a job that
+   * begins supersedes.
+   */
   readonly #jobs = new Set<Job>();
   #hydration: { controller: AbortController; promise: Promise<void> } | null = null;
-  /** Requests outside any job (ending a waiting run, earlier pages), cancelled by `reset()`. */
-  readonly #sideRequests = new Set<AbortController>();
   /** The `loadEarlier()` in flight. */
-  #earlier: { controller: AbortController; promise: Promise<void> } | null = null;
+  #earlier: { job: Job; promise: Promise<void> } | null = null;
   #started = false;
   #disposed = false;
 
@@ -146,7 +170,8 @@ export class AgentClient {
     const view = this.#view;
     const reconnect = reconnectLimits(options.reconnect);
     const requests = { fetch: fetchImpl, credentials };
-    this.#transcripts = new TranscriptLoader(requests, target, view, pageSizeOf(options.pageSize), reconnect);
+    const follow = (contextId: string, active: ActiveRun) => this.#followFound(contextId, active);
+    this.#transcripts = new TranscriptLoader(requests, target, view, pageSizeOf(options.pageSize), reconnect, follow);
     this.#reader = new RunReader({
       transport: this.#transport,
       target,
@@ -254,7 +279,9 @@ export class AgentClient {
    * for empty text, `context_busy` while another run is being read,
    * `decision_pending` with its `interruptId` while a decision is pending,
    * the server's error code, `network_error` or `stream_interrupted` once
-   * reconnecting gave up, `aborted`).
+   * reconnecting gave up, `aborted`). A `context_not_found` (the conversation
+   * was deleted elsewhere) also forgets the conversation: an empty view under
+   * no id, the error shown, `onContext(null)`; the next send starts a new one.
    *
    * Every send carries a fresh `messageId`. When it fails before any frame of
    * its run arrived in a way that leaves open whether the server took it (the
@@ -366,6 +393,11 @@ export class AgentClient {
    * or another refusal of the server — then `error` shows it, and `onError`
    * hears of it.
    *
+   * It reads no run, so it holds nothing while its answer is on its way: the
+   * status stays as it is, and a send, a regeneration, an edit or another
+   * switch is taken meanwhile. That job then owns the view: this switch's
+   * answer is dropped (the promise resolves), its failure only rejects.
+   *
    * ```tsx
    * <button onClick={() => client.switchBranch(turn.id, turn.siblingIndex - 1)}>‹</button>
    * ```
@@ -381,12 +413,17 @@ export class AgentClient {
         if (contextId === null) throw branchNotFound();
       },
       async (job) => {
+        // No run to read: the client is free at once (the status stays as it is), and a job
+        // that begins meanwhile — a send, another switch — owns the view from then on.
+        if (this.#run === job) this.#run = null;
+        const current = () => !job.superseded;
         try {
-          await this.#transcripts.branch(contextId!, { turnId, index }, job.signal);
+          await this.#transcripts.branch(contextId!, { turnId, index }, job.signal, current);
         } catch (caught) {
           if (job.signal.aborted) throw aborted(caught);
           const error = toThinwireError(caught);
-          this.#view.show({ status: "error", error: errorInfo(error) });
+          if (!current()) throw error;
+          this.#view.fail(error);
           this.#failed(error);
           throw error;
         }
@@ -404,7 +441,8 @@ export class AgentClient {
    * The answer is dropped, and the promise resolves, when the conversation
    * shown changed meanwhile (`open()`, `reset()`, another branch). A
    * `turn_not_found` (the history changed on the server: cleared, say)
-   * loads the latest page again instead, unless a run is being read. Any
+   * loads the latest page again instead, unless a run is being read, or one
+   * began since (the page, read before it, is dropped then). Any
    * other failure rejects with its ThinwireError and changes nothing in the
    * view: no `error`, no status `error`, and no `onError`.
    *
@@ -413,16 +451,14 @@ export class AgentClient {
    * ```
    */
   loadEarlier(): Promise<void> {
-    if (this.#earlier && !this.#earlier.controller.signal.aborted) return this.#earlier.promise;
+    if (this.#earlier && !this.#earlier.job.signal.aborted) return this.#earlier.promise;
     const { contextId, turns, hasEarlier } = this.#view.snapshot;
     const first = turns[0];
     if (this.#disposed || !hasEarlier || contextId === null || !first) return Promise.resolve();
-    const controller = new AbortController();
-    this.#sideRequests.add(controller);
+    const { job, promise } = this.#side((side) => this.#showEarlier(contextId, first.id, side));
     const earlier = {
-      controller,
-      promise: this.#showEarlier(contextId, first.id, controller.signal).finally(() => {
-        this.#sideRequests.delete(controller);
+      job,
+      promise: promise.finally(() => {
         if (this.#earlier === earlier) this.#earlier = null;
       }),
     };
@@ -431,14 +467,16 @@ export class AgentClient {
   }
 
   /** The page before the turn `before`; a vanished turn shows the latest page instead. */
-  async #showEarlier(contextId: string, before: string, signal: AbortSignal): Promise<void> {
+  async #showEarlier(contextId: string, before: string, job: Job): Promise<void> {
+    const signal = job.signal;
     try {
       await this.#transcripts.earlier(contextId, before, signal);
     } catch (caught) {
       if (signal.aborted) return;
       const error = toThinwireError(caught);
       if (error.code !== "turn_not_found") throw error;
-      await this.#transcripts.refresh(contextId, signal, () => this.#running() === null);
+      // Not over a run being read, nor over the view of one begun since (and over, maybe).
+      await this.#transcripts.refresh(contextId, signal, () => !job.superseded && this.#running() === null);
     }
   }
 
@@ -453,7 +491,10 @@ export class AgentClient {
    * with `no_pending_interrupt` (no request made), `context_busy`, the
    * server's refusal — `invalid_decision`: the interrupt is pending again and
    * the error shown; `interrupt_answered` / `interrupt_not_found`: it is gone,
-   * and the transcript is loaded again — or as `send()` does.
+   * and the transcript is loaded again — or as `send()` does. When another
+   * tab's answer continued a run that still goes on, that transcript names it,
+   * and the client follows it as `start()` follows one (status `streaming`,
+   * its end to `onFinish`); this promise still rejects with the refusal.
    *
    * ```ts
    * const { interrupt } = client.getSnapshot();
@@ -483,7 +524,7 @@ export class AgentClient {
    *
    * While a decision is pending it ends the waiting run instead: the
    * interrupt is cleared, the reply ends as `stopped`, and the transcript is
-   * loaded again.
+   * loaded again — dropped if a send taken meanwhile shows its run.
    *
    * Rejects when the stop request fails: `network_error` (the server cannot
    * be reached), the server's refusal (over HTTP; a WebSocket does not answer
@@ -497,13 +538,11 @@ export class AgentClient {
     if (job) return job.stop();
     const { interrupt, contextId } = this.#view.snapshot;
     if (!interrupt || contextId === null) return;
-    const controller = new AbortController();
-    this.#sideRequests.add(controller);
-    try {
-      await this.#decisions.endWaitingRun(contextId, controller.signal, () => this.#running() === null);
-    } finally {
-      this.#sideRequests.delete(controller);
-    }
+    // The view is this stop's until a job begins (a send, once the interrupt is cleared).
+    const { promise } = this.#side((job) =>
+      this.#decisions.endWaitingRun(contextId, job.signal, () => !job.superseded && this.#running() === null),
+    );
+    await promise;
   }
 
   /**
@@ -576,6 +615,21 @@ export class AgentClient {
     }
   }
 
+  /**
+   * Does `work` as a side job, outside the run being read and beside it: ending
+   * a waiting run, an earlier page. `reset()` cancels it, and a job that begins
+   * supersedes it — its view is then the new job's.
+   */
+  #side(work: (job: Job) => Promise<void>): { job: Job; promise: Promise<void> } {
+    const job = new Job();
+    this.#jobs.add(job);
+    const promise = work(job).finally(() => {
+      this.#jobs.delete(job);
+      job.finish();
+    });
+    return { job, promise };
+  }
+
   /** A job that reads a run (a send, a decision, a regeneration, an edit); how it ends is reported. */
   #job(refusal: ThinwireError | null, guard: () => void, work: (job: Job) => Promise<SendResult>): Promise<SendResult> {
     return this.#exclusive(refusal, guard, (job) => this.#reported(work(job)));
@@ -635,6 +689,17 @@ export class AgentClient {
       });
   }
 
+  /**
+   * Follows a run a reload of the transcript found in progress — another tab's,
+   * or the one its answer to the question shown continued — unless something
+   * else is in flight (it owns the view). Says whether it did.
+   */
+  #followFound(contextId: string, active: ActiveRun): boolean {
+    if (this.#disposed || this.#busy()) return false;
+    this.#resume(contextId, active);
+    return true;
+  }
+
   /** `job` begins: what a job whose run ended still shows (a refresh) would undo its view. */
   #supersedeOthers(job: Job): void {
     for (const other of this.#jobs) if (other !== job) other.supersede();
@@ -672,8 +737,6 @@ export class AgentClient {
     this.#run = null;
     this.#following = null;
     this.#hydration?.controller.abort();
-    for (const controller of this.#sideRequests) controller.abort();
-    this.#sideRequests.clear();
   }
 
   #target(): TransportTarget {
@@ -687,8 +750,28 @@ export class AgentClient {
     this.#view.show({ title });
   }
 
+  /**
+   * What shows the title a page of the list asked for now gives, once it is
+   * loaded — if the page is no older than the title shown by then. The server
+   * records a title before the client can learn it, but for a `title` frame
+   * (recorded when its run ends). So the page's title is taken when, as the
+   * page was asked for, the client read no run, and since then it learned
+   * nothing of the title: no title changed (a frame, a rename, a transcript),
+   * no transcript was shown, and the conversation is the same. Otherwise it
+   * is dropped: the list's next page brings it.
+   */
+  #listedTitle(): (contextId: string, title: string | null) => void {
+    if (readsRun(this.#view.snapshot.status)) return () => undefined;
+    const learned = () => [this.#view.snapshot.contextId, this.#view.titleChanges, this.#transcripts.shown];
+    const asked = learned();
+    return (listed, title) => {
+      if (learned().every((value, index) => value === asked[index])) this.#showTitle(listed, title);
+    };
+  }
+
   static {
     titleShower = (client, contextId, title) => client.#showTitle(contextId, title);
+    titleLister = (client) => client.#listedTitle();
   }
 }
 

@@ -8,7 +8,7 @@ import { AgentClient } from "./agent-client.js";
 import { ConversationList, type ConversationListOptions } from "./conversation-list.js";
 import type { ConversationSummary } from "./generated/wire.js";
 import { SseTransport } from "./sse-transport.js";
-import { conversationScript, fakeFetch, fakeWebSocket, newLog, type Script, type ServerLog } from "./testing/index.js";
+import { conversationScript, fakeFetch, fakeWebSocket, newLog, type Reply, type Script, type ServerLog } from "./testing/index.js";
 import type { Transport } from "./transport.js";
 import { WebSocketTransport } from "./websocket-transport.js";
 import { rejection } from "./test-helpers.js";
@@ -220,7 +220,7 @@ describe.each(wires)("ConversationList sharing a client over %s", (_name, wire) 
     const onContext = vi.fn();
     const client = new AgentClient({ agent: "demo", baseUrl: "http://server.test", transport, fetch, onContext });
     const list = new ConversationList({ agent: "demo", baseUrl: "http://server.test", fetch, client, ...options });
-    return { client, list, log, onContext };
+    return { client, list, log, onContext, script, fetch };
   }
 
   it("refreshes after every run the client finishes, and selects the conversation the client shows", async () => {
@@ -274,6 +274,94 @@ describe.each(wires)("ConversationList sharing a client over %s", (_name, wire) 
     expect(list.getSnapshot().conversations[0]!.title).toBe("Renamed");
   });
 
+  it("shows in the client the title a page lists for its conversation: a rename made elsewhere", async () => {
+    const { client, list, script, fetch } = setup();
+    await list.start();
+    await client.send("first");
+    const first = client.getSnapshot().contextId!;
+    await vi.waitFor(() => expect(list.getSnapshot()).toMatchObject({ loading: false, conversations: [{ title: "FIRST" }] }));
+    script.rename!(first, { title: "Named in another tab" });
+    await list.refresh();
+    expect(client.getSnapshot().title).toBe("Named in another tab");
+    expect(list.getSnapshot().conversations[0]!.title).toBe("Named in another tab");
+
+    // A page further down holds it too; a page without it changes nothing.
+    list.create();
+    await client.send("second");
+    await list.select(first);
+    script.rename!(first, { title: "Renamed again" });
+    const paged = new ConversationList({ agent: "demo", baseUrl: "http://server.test", fetch, client, pageSize: 1 });
+    await paged.start();
+    expect(client.getSnapshot().title).toBe("Named in another tab");
+    await paged.loadMore();
+    expect(client.getSnapshot().title).toBe("Renamed again");
+    paged.dispose();
+  });
+
+  it("keeps a title the client learned after the page was read, or from a run whose end the server had not recorded", async () => {
+    const base = conversationScript({
+      autoTitle: true,
+      answer: (text) => (text.startsWith("name it ") ? { text: "Named.", title: text.slice(8) } : `Re: ${text}`),
+    });
+    let opened = () => {};
+    const gate = new Promise<void>((resolve) => (opened = resolve));
+    /** The title the server lists while the run goes: it records the agent's once the run is over. */
+    let lagging: string | null = null;
+    const script: Script = {
+      ...base,
+      run: (body) => heldAfterTitle(base.run(body), gate),
+      conversations: (query) => {
+        const page = base.conversations!(query);
+        if (lagging === null || "error" in page) return page;
+        return { ...page, conversations: page.conversations.map((item) => ({ ...item, title: lagging })) };
+      },
+    };
+    const log = newLog();
+    const { transport, fetch } = wire(script, log);
+    const client = new AgentClient({ agent: "demo", baseUrl: "http://server.test", transport, fetch });
+    const { held, hold, waiting } = holdingPages(fetch);
+    const list = new ConversationList({ agent: "demo", baseUrl: "http://server.test", fetch: held, client });
+    await list.start();
+    await client.send("hello there");
+    expect(client.getSnapshot().title).toBe("hello there"); // the server's, from the transcript
+    const id = client.getSnapshot().contextId!;
+    await vi.waitFor(() => expect(list.getSnapshot()).toMatchObject({ loading: false, conversations: [{ title: "hello there" }] }));
+
+    // A page read before a title frame arrives after it.
+    hold.on = true;
+    const older = list.refresh();
+    await vi.waitFor(() => expect(waiting).toHaveLength(1));
+    const named = client.send("name it Trip");
+    await vi.waitFor(() => expect(client.getSnapshot().title).toBe("Trip"));
+    waiting.shift()!();
+    await older;
+    expect(client.getSnapshot().title).toBe("Trip");
+    expect(list.getSnapshot().conversations[0]!.title).toBe("Trip"); // the list agrees
+
+    // A page read while the run goes lists the title from before it.
+    hold.on = false;
+    lagging = "hello there";
+    await list.refresh();
+    expect(client.getSnapshot().title).toBe("Trip");
+    expect(list.getSnapshot().conversations[0]!.title).toBe("Trip");
+    lagging = null;
+    opened();
+    await named;
+    await vi.waitFor(() => expect(list.getSnapshot().loading).toBe(false));
+
+    // A page read before a rename made through this list arrives after it.
+    hold.on = true;
+    const stale = list.refresh();
+    await vi.waitFor(() => expect(waiting).toHaveLength(1));
+    await list.rename(id, "Mine");
+    waiting.shift()!();
+    await stale;
+    expect(client.getSnapshot().title).toBe("Mine");
+    expect(list.getSnapshot().conversations[0]!.title).toBe("Mine");
+    list.dispose();
+    client.dispose();
+  });
+
   it("resets the client when the conversation it shows is removed, and only then", async () => {
     const { client, list } = setup();
     await list.start();
@@ -300,6 +388,33 @@ describe.each(wires)("ConversationList sharing a client over %s", (_name, wire) 
     expect(list.getSnapshot().selected).toBeNull();
   });
 });
+
+/** `reply`, its frames held after its `title` frame until `gate` opens. */
+function heldAfterTitle(reply: Reply, gate: Promise<void>): Reply {
+  if (!("frames" in reply)) return reply;
+  const { frames } = reply;
+  return {
+    ...reply,
+    frames: (async function* () {
+      for await (const frame of frames) {
+        yield frame;
+        if (frame.type === "title") await gate;
+      }
+    })(),
+  };
+}
+
+/** A fetch whose pages of the list (read by the server at once) wait, while `hold.on`, until the test releases them. */
+function holdingPages(fetch: typeof globalThis.fetch) {
+  const waiting: Array<() => void> = [];
+  const hold = { on: false };
+  const held: typeof globalThis.fetch = async (input, init) => {
+    const response = await fetch(input, init);
+    if (hold.on && String(input).includes("/contexts?")) await new Promise<void>((resolve) => waiting.push(resolve));
+    return response;
+  };
+  return { held, hold, waiting };
+}
 
 describe("ConversationList summaries", () => {
   it("keeps only what has an id, from a tolerant reading of the page", async () => {

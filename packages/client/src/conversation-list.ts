@@ -9,17 +9,19 @@
  * share one selection: it *is* the client's `contextId` (so `persist` keeps
  * it, and nothing else), `select()` opens a conversation in the client,
  * `create()` resets it, forgetting the conversation it shows resets it, and a
- * title the client learns shows in the list. The list follows the client's
- * snapshot: when a run ends, or the client starts a conversation the list
- * does not show, the list is loaded again. Without a client, the selection is
- * the list's own.
+ * title the client learns shows in the list — and one a page lists for it, in
+ * the client, unless the page may be older than the client's title (the rule
+ * is the client's): then the list shows the client's. The list follows the
+ * client's snapshot: when a run ends, or the client starts a conversation the
+ * list does not show, the list is loaded again. Without a client, the
+ * selection is the list's own.
  *
  * The server owns the list; the store holds the pages it loaded and the
  * cursor of the next. A refresh loads from the top as many conversations as
  * are shown (at most 100), so a scrolled list keeps its length; an answer that
  * a later refresh made stale is dropped, never cancelled.
  */
-import { type AgentClient, showTitle } from "./agent-client.js";
+import { type AgentClient, listedTitle, showTitle } from "./agent-client.js";
 import { disposed, errorInfo, invalidRequest, ThinwireError, toThinwireError } from "./errors.js";
 import type { ConversationPage, ConversationSummary, RenameRequest } from "./generated/wire.js";
 import { type CredentialsMode, type JsonRequests, requestJson } from "./http.js";
@@ -118,12 +120,14 @@ export class ConversationList {
     const generation = this.#generation;
     this.#loadingMore = null;
     const limit = Math.min(MAX_PAGE, Math.max(this.#pageSize, this.#snapshot.conversations.length));
+    const titles = this.#titles();
     const refreshing = this.#page(limit, null).then(
       (page) => {
         if (generation !== this.#generation) return;
         this.#refreshing = null;
         this.#cursor = page.nextCursor;
         this.#show({ conversations: page.conversations, hasMore: page.nextCursor !== null, error: null });
+        titles(page.conversations);
       },
       (error: unknown) => this.#failed(error, generation, () => (this.#refreshing = null)),
     );
@@ -143,6 +147,7 @@ export class ConversationList {
     const cursor = this.#cursor;
     if (cursor === null) return Promise.resolve();
     const generation = this.#generation;
+    const titles = this.#titles();
     const loading = this.#page(this.#pageSize, cursor).then(
       (page) => {
         if (generation !== this.#generation) return;
@@ -152,6 +157,7 @@ export class ConversationList {
         const added = page.conversations.filter((item) => !shown.has(item.contextId));
         const conversations = [...this.#snapshot.conversations, ...added];
         this.#show({ conversations, hasMore: page.nextCursor !== null, error: null });
+        titles(added);
       },
       (error: unknown) => this.#failed(error, generation, () => (this.#loadingMore = null)),
     );
@@ -256,6 +262,25 @@ export class ConversationList {
 
   #shows(contextId: string): boolean {
     return this.#snapshot.conversations.some((item) => item.contextId === contextId);
+  }
+
+  /**
+   * For a page asked for now: what keeps the title of the conversation the
+   * client shows one in the page and in the client, once the page is loaded.
+   * The client takes the page's title, unless the page may be older than the
+   * client's (see `listedTitle`); then the list shows the client's.
+   */
+  #titles(): (conversations: readonly ConversationSummary[]) => void {
+    const client = this.#client;
+    if (!client) return () => undefined;
+    const show = listedTitle(client);
+    return (conversations) => {
+      const item = conversations.find((summary) => summary.contextId === client.getSnapshot().contextId);
+      if (!item || (typeof item.title !== "string" && item.title !== null)) return;
+      show(item.contextId, item.title);
+      const { contextId, title } = client.getSnapshot();
+      if (contextId === item.contextId && title !== null) this.#retitle(contextId, title);
+    };
   }
 
   #retitle(contextId: string, title: string): void {

@@ -5,7 +5,9 @@
  * that asked shows the answer (`Turn.asked`), as the transcript will. A
  * refusal before the continued run began puts both back, unless the server
  * says the interrupt is gone (answered elsewhere, expired): then the
- * transcript is loaded again, since the view no longer matches the server.
+ * transcript is loaded again, since the view no longer matches the server —
+ * and the run another tab's answer continued, when it still goes on, is
+ * followed (see `TranscriptLoader.refresh`).
  */
 import { aborted, toThinwireError } from "./errors.js";
 import type { InterruptRequest, TurnAsked } from "./generated/wire.js";

@@ -1,5 +1,7 @@
 /**
- * A job: one send, one decision, or the run `start()` found in progress. It is
+ * A job: one send, decision, regeneration, edit or branch switch, a run found
+ * in progress (by `start()`, or a transcript loaded again), or a side request
+ * beside them (a stop of a waiting run, an earlier page). It is
  * cancelled as a whole (`abort`, by `reset()` and `dispose()`), and it knows
  * how to stop its run once the server has announced it: a `stop()` asked for
  * before that waits, and goes out as soon as the run is known. Once its run

@@ -51,7 +51,7 @@ export interface Turn {
 }
 
 /**
- * A tool call: of the current run (`Snapshot.activity`) or of one reply
+ * A tool call: of the latest run (`Snapshot.activity`) or of one reply
  * (`Turn.activity`). `running`: started, no result yet — in a reply that
  * ended, a tool whose run never saw it finish.
  */
@@ -70,8 +70,14 @@ export interface AgentErrorInfo {
 
 export interface Snapshot {
   turns: readonly Turn[];
-  /** The public reasoning of the current run. */
+  /**
+   * The public reasoning of the latest run this view read, live while it
+   * streams; kept once it ends, for a live panel. A new conversation (`open()`,
+   * `reset()`) and a branch switch show none: the run may be off the branch
+   * shown, and each reply keeps its own (`Turn.thinking`).
+   */
   thinking: string;
+  /** The tool calls of that run, likewise (`Turn.activity` keeps each reply's). */
   activity: readonly Activity[];
   status: Status;
   error: AgentErrorInfo | null;
@@ -81,9 +87,11 @@ export interface Snapshot {
   interrupt: InterruptRequest | null;
   /**
    * The conversation's title: from the transcript, a `title` frame (the agent
-   * named it) or a rename; null when it has none. The title the server takes
-   * from a message comes with no frame: a run that ends without a title shown
-   * loads the transcript for it.
+   * named it), a rename, or a page of a `ConversationList` that follows this
+   * client (a rename made elsewhere); null when it has none. The title the
+   * server takes from a message comes with no frame: a run that ends without a
+   * title shown loads the transcript for it. Editing the first message keeps
+   * the title (the server takes one from a message only when there is none).
    */
   title: string | null;
   /**

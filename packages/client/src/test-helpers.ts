@@ -3,6 +3,16 @@ import { readFileSync } from "node:fs";
 import type { CompilerOptions } from "typescript";
 import { expect } from "vitest";
 import { ThinwireError } from "./errors.js";
+import type { InterruptRequest } from "./generated/wire.js";
+
+/** The question the tests' runs ask a person: "Refund?", approve or reject. */
+export const refund: InterruptRequest = {
+  interruptId: "int-1",
+  prompt: "Refund?",
+  options: ["approve", "reject"],
+  payload: null,
+  decisionSchema: null,
+};
 
 /** The ThinwireError `promise` rejects with; fails the test if it resolves. */
 export async function rejection(promise: Promise<unknown>): Promise<ThinwireError> {

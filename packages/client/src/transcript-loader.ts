@@ -17,6 +17,12 @@
  * announced, so React keys stay stable. A transcript without ids (an older
  * server) keeps the ids shown at the same places where the role matches.
  *
+ * A transcript may say a run is in progress that the view did not read: one
+ * another tab started, or that its answer to a question continued. `hydrate`
+ * returns it for the caller to follow; `refresh` and `settle` hand it to
+ * `follow`, the client's, which reads it into a fresh reply — so a tab
+ * refused because another acted first shows what that one started.
+ *
  * `hydrate` tries again after a transient failure (the server briefly down),
  * with the `reconnect` backoff: a GET is safe to repeat. When it gives up, the
  * view shows the conversation without its transcript, and the loader says so
@@ -41,13 +47,19 @@ import { type Activity, NO_META, runEnded, type Snapshot, type Turn } from "./sn
 import { agentUrl, type TransportTarget } from "./transport.js";
 import type { View } from "./view.js";
 
-/** A run `hydrate` found in progress, with the transcript's turns before it; not shown yet. */
+/** A run a transcript showed in progress, with the transcript's turns before it; not shown yet. */
 export interface ActiveRun {
   runId: string;
-  turns: Turn[];
+  turns: readonly Turn[];
   interrupt: InterruptRequest | null;
   hasEarlier: boolean;
 }
+
+/**
+ * Follows a run a reload of the transcript found in progress, after `run.turns`;
+ * false when the client is busy with something else, which then owns the view.
+ */
+export type FollowRun = (contextId: string, run: ActiveRun) => boolean;
 
 export class TranscriptLoader {
   readonly #requests: JsonRequests;
@@ -55,6 +67,7 @@ export class TranscriptLoader {
   readonly #view: View;
   readonly #pageSize: number;
   readonly #limits: Required<ReconnectOptions>;
+  readonly #follow: FollowRun;
   /** See `shown`. */
   #shown = 0;
   /** See `unloaded`. */
@@ -62,7 +75,8 @@ export class TranscriptLoader {
 
   /**
    * `target` is read at each request, so changed headers are picked up;
-   * `pageSize` may be Infinity (no pages); `limits` bound the tries of `hydrate`.
+   * `pageSize` may be Infinity (no pages); `limits` bound the tries of `hydrate`;
+   * `follow` reads a run that `refresh` or `settle` found in progress.
    */
   constructor(
     requests: JsonRequests,
@@ -70,12 +84,14 @@ export class TranscriptLoader {
     view: View,
     pageSize: number,
     limits: Required<ReconnectOptions>,
+    follow: FollowRun,
   ) {
     this.#requests = requests;
     this.#target = target;
     this.#view = view;
     this.#pageSize = pageSize;
     this.#limits = limits;
+    this.#follow = follow;
   }
 
   /**
@@ -137,7 +153,9 @@ export class TranscriptLoader {
   /**
    * Shows the server's transcript and pending interrupt again, keeping turn ids;
    * best effort, and only while `current()` says the caller is still what runs.
-   * Resolves with the pending interrupt, or undefined when nothing was shown.
+   * A run in progress there that the view did not read (another tab's) is
+   * followed (`follow`). Resolves with the pending interrupt, or undefined when
+   * nothing was shown.
    */
   async refresh(
     contextId: string,
@@ -152,29 +170,46 @@ export class TranscriptLoader {
     }
     if (signal.aborted || !current() || this.#view.snapshot.contextId !== contextId) return undefined;
     const interrupt = publicInterrupt(transcript.pendingInterrupt);
-    this.#show({ ...this.#replacePage(transcript), interrupt, title: titleOf(transcript) });
+    const page = this.#replacePage(transcript);
+    const runId = this.#unread(transcript);
+    if (runId !== null) {
+      if (!this.#follow(contextId, { runId, interrupt, ...page })) return undefined;
+      this.#show({ title: titleOf(transcript) });
+      return interrupt;
+    }
+    this.#show({ ...page, interrupt, title: titleOf(transcript) });
     return interrupt;
   }
 
   /**
    * Shows the branch where the exchange of `turnId` is replaced by its
-   * alternative `index` (`POST …/branch`). Throws the server's refusal
-   * (`branch_not_found`, …); shows nothing once `signal` fired.
+   * alternative `index` (`POST …/branch`), with no run's thinking or activity
+   * (the latest run's may be on another branch; each reply keeps its own).
+   * Throws the server's refusal (`branch_not_found`, …), or `aborted` once
+   * `signal` fired; shows nothing unless `current()` says the caller still
+   * owns the view.
    */
-  async branch(contextId: string, request: BranchRequest, signal: AbortSignal): Promise<void> {
+  async branch(contextId: string, request: BranchRequest, signal: AbortSignal, current: () => boolean): Promise<void> {
     const path = `/contexts/${encodeURIComponent(contextId)}/branch${this.#query()}`;
     const transcript = await this.#request("POST", path, signal, request);
-    if (signal.aborted || this.#view.snapshot.contextId !== contextId) throw aborted();
+    if (signal.aborted) throw aborted();
+    if (!current() || this.#view.snapshot.contextId !== contextId) return;
     this.#show({
       ...this.#replacePage(transcript),
       interrupt: publicInterrupt(transcript.pendingInterrupt),
       title: titleOf(transcript),
       status: "idle",
       error: null,
+      thinking: "",
+      activity: [],
     });
   }
 
-  /** The run ended unseen: its reply is the transcript's last assistant turn. Null if it still runs. */
+  /**
+   * The run ended unseen: its reply is the transcript's last assistant turn.
+   * Null if it still runs. A later run in progress there (another tab's) is
+   * followed once the reply is shown (`follow`).
+   */
   async settle(contextId: string, runId: string, signal: AbortSignal): Promise<SendResult | null> {
     const transcript = await this.#load(contextId, signal);
     if (signal.aborted) throw aborted();
@@ -191,6 +226,11 @@ export class TranscriptLoader {
       title: titleOf(transcript),
       ...runEnded(this.#view.snapshot, stopReason),
     });
+    const later = this.#unread(transcript);
+    if (later !== null) {
+      const { turns: shown, interrupt, hasEarlier } = this.#view.snapshot;
+      this.#follow(contextId, { runId: later, turns: shown, interrupt, hasEarlier });
+    }
     return { text: reply.text, toolCalls: [...reply.toolCalls], contextId, runId, stopReason };
   }
 
@@ -207,6 +247,15 @@ export class TranscriptLoader {
     if (signal.aborted || shown !== contextId || turns[0]?.id !== before) return;
     const page = publicTurns(transcript.turns).map((turn) => this.#turn(turn));
     this.#view.show({ turns: [...page, ...turns], hasEarlier: hasEarlierOf(transcript) });
+  }
+
+  /**
+   * The run in progress the transcript names, unless the view read it (to its
+   * `done`, a moment before the server let go of it): null when there is none.
+   */
+  #unread(transcript: Transcript): string | null {
+    const runId = transcript.activeRunId;
+    return typeof runId === "string" && runId !== "" && runId !== this.#view.state.runId ? runId : null;
   }
 
   /** Shows what a transcript says of the branch shown: its turns, interrupt and title. */

@@ -22,6 +22,7 @@ export type ViewListener = (previous: ReducerState, next: ReducerState, options:
 export class View {
   #state: ReducerState;
   #turnCount = 0;
+  #titleChanges = 0;
   #closed = false;
   readonly #listener: ViewListener;
 
@@ -38,10 +39,16 @@ export class View {
     return this.#state.snapshot;
   }
 
+  /** How many times the title shown changed: a caller compares it to tell whether it did meanwhile. */
+  get titleChanges(): number {
+    return this.#titleChanges;
+  }
+
   /** Makes `next` the state, unless it is the current one or the view is closed. */
   commit(next: ReducerState, { announceContext = true, batch = false }: CommitOptions = {}): void {
     const previous = this.#state;
     if (next === previous || this.#closed) return;
+    if (next.snapshot.title !== previous.snapshot.title) this.#titleChanges += 1;
     this.#state = next;
     this.#listener(previous, next, { announceContext, batch });
   }
@@ -119,7 +126,7 @@ export class View {
    * when empty). `restore`: the request produced no frame, so it leaves no
    * trace but the error — these turns, shown before it, come back, after the
    * earlier ones loaded meanwhile. `interrupt`, when given, becomes the
-   * pending one.
+   * pending one. A conversation gone from the server is forgotten instead (see `fail`).
    */
   failRun(
     error: ThinwireError,
@@ -132,7 +139,22 @@ export class View {
           if (turn.id !== replyId) return [turn];
           return turn.text === "" ? [] : [{ ...turn, streaming: false }];
         });
-    this.show({ turns, interrupt, status: "error", error: errorInfo(error) });
+    this.fail(error, { turns, interrupt });
+  }
+
+  /**
+   * Shows `error` (status `error`) with `changes`. A request refused because
+   * the conversation is gone from the server (`context_not_found`: deleted in
+   * another tab, say) forgets it instead, as a load of an id the server does
+   * not know does — an empty view under no id (`onContext` hears of it), the
+   * error shown — so the next send starts a new conversation.
+   */
+  fail(error: ThinwireError, changes: Partial<Snapshot> = {}): void {
+    if (error.code === "context_not_found") {
+      this.commit(initialReducerState({ ...emptySnapshot(null), status: "error", error: errorInfo(error) }));
+      return;
+    }
+    this.show({ ...changes, status: "error", error: errorInfo(error) });
   }
 
   /** `turns`, after those shown before its first one: the earlier pages `loadEarlier()` added since they were shown. */

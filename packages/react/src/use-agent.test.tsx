@@ -14,6 +14,7 @@ import {
 } from "@thinwire/client/testing";
 import { Activity, Profiler } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { refund } from "../../client/src/test-helpers.js";
 import { contextStorageKey, useAgent, type UseAgentOptions, type UseAgentResult } from "./use-agent.js";
 
 /** Well-formed conversation ids: the client forgets any other without asking the server. */
@@ -247,6 +248,30 @@ describe("useAgent", () => {
     await waitFor(() => expect(storageContents()).toEqual({}));
     expect(result.current.status).toBe("idle");
     expect(result.current.error).toBeNull();
+  });
+
+  it("forgets the stored id once a send finds the conversation deleted elsewhere, and sends the next in a new one", async () => {
+    localStorage.setItem(contextStorageKey("demo", "alice"), ALICES);
+    const server = fakeServer({ [ALICES]: transcript(ALICES, "Hi", "Hello") });
+    const transport = new MockTransport((request) => {
+      if (request.body.contextId === ALICES) throw new ThinwireError("context_not_found", "Unknown.", { status: 404 });
+      return server.transport.run(request);
+    });
+    const { result } = renderHook(() => useAgent({ agent: "demo", transport, fetch: server.fetch, persist: { userId: "alice" } }));
+    await waitFor(() => expect(result.current.turns).toHaveLength(2));
+    let refused: unknown = null;
+    await act(async () => {
+      refused = await result.current.send("still there?").catch((error: unknown) => error);
+    });
+    expect(refused).toMatchObject({ code: "context_not_found" });
+    expect(storageContents()).toEqual({});
+    expect(result.current.contextRef.current).toBeNull();
+    expect(result.current).toMatchObject({ turns: [], status: "error", error: { code: "context_not_found" } });
+    await act(async () => {
+      await result.current.send("hi");
+    });
+    expect(transport.requests[1]!.body.contextId).toBeUndefined();
+    expect(storageContents()).toEqual({ "thinwire:demo:alice:contextId": NEW_1 });
   });
 
   it("forgets a malformed stored id without a request, and sends in a new conversation", async () => {
@@ -575,8 +600,7 @@ describe("useAgent decisions", () => {
 
   it("ends a reply that asked before saying anything as an empty turn, and answers in a new one (as hook.md says)", async () => {
     const [asking, answering] = [runFrames("ctx-1", "run-1"), runFrames("ctx-1", "run-2", 10)];
-    const interrupt = { interruptId: "int-1", prompt: "Refund?", options: ["approve"], payload: null, decisionSchema: null };
-    const transport = new MockTransport(() => [asking.start(), asking.interrupt(interrupt), asking.done("", [], "interrupted")], {
+    const transport = new MockTransport(() => [asking.start(), asking.interrupt(refund), asking.done("", [], "interrupted")], {
       decide: () => [answering.start(), answering.token("Refunded."), answering.done("Refunded.")],
     });
     const { result } = renderHook(() => useAgent({ agent: "demo", transport }));

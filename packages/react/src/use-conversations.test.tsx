@@ -239,6 +239,24 @@ describe("useConversations", () => {
     seed.dispose();
   });
 
+  it("shows in the chat's title a rename made elsewhere, once a refresh lists it", async () => {
+    const { fetch, script } = server();
+    const { result } = renderHook(() => ({ chat: useAgent(), list: useConversations() }), {
+      wrapper: ({ children }) => (
+        <AgentProvider agent="demo" fetch={fetch}>
+          {children}
+        </AgentProvider>
+      ),
+    });
+    await act(() => result.current.chat.send("hello"));
+    expect(result.current.chat.title).toBe("On hello");
+    await waitFor(() => expect(result.current.list).toMatchObject({ loading: false, conversations: [{ title: "On hello" }] }));
+    script.rename!(result.current.chat.contextRef.current!, { title: "Renamed in another tab" });
+    await act(() => result.current.list.refresh());
+    expect(result.current.chat.title).toBe("Renamed in another tab");
+    expect(result.current.list.conversations[0]!.title).toBe("Renamed in another tab");
+  });
+
   it("needs options outside an AgentProvider made from options", () => {
     vi.spyOn(console, "error").mockImplementation(() => undefined);
     expect(() => renderHook(() => useConversations())).toThrow(/AgentProvider/);
