@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thinwire.branches import Lines, Page, Position, parse_turn_id, turn_id
-from thinwire.errors import NotFound, StateValueError
+from thinwire.errors import Conflict, NotFound, StateValueError
 from thinwire.exchanges import Exchange, History
 from thinwire.records import ContextRecord, branch_turns, json_array
 
@@ -121,6 +121,16 @@ def test_a_record_shows_what_a_plain_tree_would(operations: list[tuple[int | str
             assert earlier == (len(ancestors) > limit)
         gone = Position(record.lines.next_line, 0)
         assert record.lines.window(Page(1, gone)) is None
+        # A message after an exchange goes on its branch while nothing follows it.
+        for node in everything:
+            if node.children:
+                with pytest.raises(Conflict, match="moved on"):
+                    record.lines.check_ends_branch(node.position)
+            else:
+                record.lines.check_ends_branch(node.position)
+        for never in (gone, Position(0, len(everything) + 1)):
+            with pytest.raises(NotFound):
+                record.lines.check_ends_branch(never)
 
 
 def walk(node: Node) -> list[Node]:

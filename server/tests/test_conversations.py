@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -508,6 +509,225 @@ def test_turns_keep_their_thinking_and_public_usage_only_when_marked(client: Tes
     assert public["meta"]["usage"] == {"inputTokens": 7, "outputTokens": 3}
 
 
+# --- a tab behind another: a send names the last turn it shows -------------------------
+
+
+def post_run(
+    client: TestClient, text: str, context_id: str, after: str | None, headers: Any = ADA
+) -> Any:
+    body: dict[str, Any] = {"contextId": context_id, "message": {"text": text}}
+    if after is not None:
+        body["afterTurnId"] = after
+    return client.post("/agents/chat/runs", json=body, headers=headers)
+
+
+def regenerate(client: TestClient, context_id: str, turn_id: str | None = None) -> Any:
+    body = {} if turn_id is None else {"turnId": turn_id}
+    return client.post(url(context_id, "/regenerate"), json=body, headers=ADA)
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def stored_client(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[TestClient]:
+    """A client of an app over each kind of store."""
+    from thinwire import MemoryStore, SQLiteStore
+    from thinwire.stores.redis import RedisStore
+
+    store: Any
+    if request.param == "memory":
+        store = MemoryStore()
+    elif request.param == "sqlite":
+        store = SQLiteStore(tmp_path / "t.db")
+    else:
+        prefix = f"test-{secrets.token_hex(4)}"
+        store = RedisStore.from_url(request.getfixturevalue("redis_url"), prefix=prefix)
+    Numbered.runs, Numbered.seen = 0, []
+    app = app_for({"chat": Numbered}, identify=by_header, store=store)
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def cool(client: TestClient, context_id: str) -> None:
+    """Drop the server's cached copy: the next use reads the store."""
+    registry = client.app.state.thinwire.contexts  # type: ignore[attr-defined]
+    registry.forget_cached(server_context(client, context_id, "chat"))
+
+
+@pytest.mark.parametrize("cold", [False, True], ids=["live", "cold"])
+def test_a_send_continues_the_branch_its_tab_shows_though_another_tab_switched(
+    stored_client: TestClient, cold: bool
+) -> None:
+    client = stored_client
+    context_id = conversation(client, "one", "two")
+    shown_in_b = turns(client, context_id)  # tab B shows this, and stays on it
+    regenerate(client, context_id)  # tab A: "two #3", now the branch shown
+    if cold:
+        cool(client, context_id)
+    response = post_run(client, "three", context_id, after=shown_in_b[-1]["id"])
+    assert response.status_code == 200, response.text
+    frames = parse_sse(response.text)
+    # B's message answers what B's user saw, and says so.
+    assert frames[0]["afterTurnId"] == shown_in_b[-1]["id"]
+    assert Numbered.seen[-1] == ["number the replies", "one", "one #1", "two", "two #2", "three"]
+    after = turns(client, context_id)
+    assert [t["text"] for t in after] == ["one", "one #1", "two", "two #2", "three", "three #4"]
+    assert after[:2] == shown_in_b[:2]
+    assert after[2:4] == [{**t, "siblings": 2} for t in shown_in_b[2:]]  # A's, a sibling
+    assert listed(client)["conversations"][0]["turnCount"] == 6
+    # The branch A made is kept, and a tab that shows it continues it in turn.
+    back = client.post(
+        url(context_id, "/branch"), json={"turnId": after[3]["id"], "index": 1}, headers=ADA
+    )
+    regenerated = back.json()["turns"]
+    assert [t["text"] for t in regenerated] == ["one", "one #1", "two", "two #3"]
+    if cold:
+        cool(client, context_id)
+    response = post_run(client, "three", context_id, after=after[-1]["id"])
+    assert parse_sse(response.text)[-1]["text"] == "three #5"
+    assert texts(client, context_id) == [t["text"] for t in after] + ["three", "three #5"]
+
+
+@pytest.mark.parametrize("cold", [False, True], ids=["live", "cold"])
+def test_a_send_after_a_turn_the_conversation_went_on_from_is_refused(
+    stored_client: TestClient, cold: bool
+) -> None:
+    client = stored_client
+    context_id = conversation(client, "one")
+    shown_in_b = turns(client, context_id)
+    send(client, "two", context_id)  # tab A went on
+    before = turns(client, context_id)
+    runs = Numbered.runs
+    if cold:
+        cool(client, context_id)
+    refused = post_run(client, "also two", context_id, after=shown_in_b[-1]["id"])
+    assert error(refused) == (409, "branch_moved")
+    assert refused.json()["error"]["retryable"] is False
+    # Nothing recorded: no turn, no run, the same list entry.
+    assert turns(client, context_id) == before and Numbered.runs == runs
+    assert listed(client)["conversations"][0]["turnCount"] == 4
+    # The user's turn of an exchange names it as well as its reply does.
+    assert error(post_run(client, "x", context_id, after=shown_in_b[0]["id"])) == (
+        409,
+        "branch_moved",
+    )
+    assert post_run(client, "three", context_id, after=before[-2]["id"]).status_code == 200
+
+
+def test_replicas_on_one_store_agree_on_the_branch_a_send_follows(redis_url: str) -> None:
+    from thinwire.stores.redis import RedisStore
+
+    prefix = f"test-{secrets.token_hex(4)}"
+
+    def replica() -> TestClient:
+        store = RedisStore.from_url(redis_url, prefix=prefix)
+        return TestClient(app_for({"chat": Numbered}, identify=by_header, store=store))
+
+    Numbered.runs, Numbered.seen = 0, []
+    with replica() as a, replica() as b:
+        context_id = conversation(a, "one", "two")
+        shown_in_b = turns(b, context_id)  # held by b, from before a's change
+        regenerate(a, context_id)
+        response = post_run(b, "three", context_id, after=shown_in_b[-1]["id"])
+        assert parse_sse(response.text)[0]["afterTurnId"] == shown_in_b[-1]["id"]
+        assert Numbered.seen[-1][-3:] == ["two", "two #2", "three"]
+        assert texts(a, context_id) == ["one", "one #1", "two", "two #2", "three", "three #4"]
+        refused = post_run(a, "again", context_id, after=shown_in_b[-1]["id"])
+        assert error(refused) == (409, "branch_moved")
+
+
+def test_a_send_after_a_turn_the_conversation_never_had_or_dropped(client: TestClient) -> None:
+    context_id = conversation(client, "one", "two")
+    shown = turns(client, context_id)
+    for unknown in ("turn-00ff00000000-u0", "turn-000000000009-a0"):
+        assert error(post_run(client, "x", context_id, after=unknown)) == (404, "turn_not_found")
+    for malformed in ("turn-1", "", 7):
+        body = {"contextId": context_id, "message": {"text": "x"}, "afterTurnId": malformed}
+        refused = client.post("/agents/chat/runs", json=body, headers=ADA)
+        assert error(refused) == (400, "invalid_request")
+    # No conversation yet: no turn to follow.
+    body = {"message": {"text": "x"}, "afterTurnId": shown[-1]["id"]}
+    assert error(client.post("/agents/chat/runs", json=body, headers=ADA)) == (
+        404,
+        "turn_not_found",
+    )
+    assert listed(client)["conversations"][0]["turnCount"] == 4
+    # Cleared in another tab: what this one shows is gone.
+    client.post(url(context_id, "/clear"), headers=ADA)
+    assert error(post_run(client, "x", context_id, after=shown[-1]["id"])) == (
+        409,
+        "branch_moved",
+    )
+    assert turns(client, context_id) == []
+    # Without the turn, a send goes after the branch shown, whatever a tab shows.
+    assert post_run(client, "fresh", context_id, after=None).status_code == 200
+    assert texts(client, context_id) == ["fresh", "fresh #3"]
+
+
+def test_a_send_after_a_turn_still_waits_for_a_pending_decision(client: TestClient) -> None:
+    context_id = send(client, "hello", agent="demo")[0]["contextId"]
+    first = client.get(url(context_id, agent="demo"), headers=ADA).json()["turns"]
+    send(client, "refund please", context_id, agent="demo")
+    body = {"contextId": context_id, "message": {"text": "x"}, "afterTurnId": first[-1]["id"]}
+    refused = client.post("/agents/demo/runs", json=body, headers=ADA)
+    assert error(refused) == (409, "decision_pending")
+
+
+def test_a_send_without_the_turn_follows_the_branch_shown(client: TestClient) -> None:
+    context_id = conversation(client, "one", "two")
+    regenerate(client, context_id)  # "two #3", shown
+    assert post_run(client, "three", context_id, after=None).status_code == 200
+    assert Numbered.seen[-1][-3:] == ["two", "two #3", "three"]
+
+
+def test_regenerate_names_the_reply_its_tab_shows(client: TestClient) -> None:
+    context_id = conversation(client, "one", "two")
+    shown_in_b = turns(client, context_id)
+    body = {"turnId": shown_in_b[2]["id"], "message": {"text": "TWO"}}
+    client.post(url(context_id, "/edits"), json=body, headers=ADA)  # tab A: "TWO #3"
+    again = regenerate(client, context_id, shown_in_b[-1]["id"])
+    assert again.status_code == 200, again.text
+    frames = parse_sse(again.text)
+    assert frames[-1]["text"] == "two #4"
+    assert frames[0]["afterTurnId"] == shown_in_b[1]["id"]
+    # The message B showed, answered again with what came before it.
+    assert Numbered.seen[-1] == ["number the replies", "one", "one #1", "two"]
+    after = turns(client, context_id)
+    assert [t["text"] for t in after] == ["one", "one #1", "two", "two #4"]
+    assert [(t["siblings"], t["siblingIndex"]) for t in after[2:]] == [(3, 2)] * 2
+    # Its user turn names the exchange too; one the conversation went on from is refused.
+    assert parse_sse(regenerate(client, context_id, after[2]["id"]).text)[-1]["text"] == "two #5"
+    runs = Numbered.runs
+    refused = regenerate(client, context_id, shown_in_b[1]["id"])
+    assert error(refused) == (409, "branch_moved") and Numbered.runs == runs
+    assert error(regenerate(client, context_id, "turn-00ff00000000-a0")) == (
+        404,
+        "turn_not_found",
+    )
+    assert error(regenerate(client, context_id, "turn-1")) == (400, "invalid_request")
+    # Without it: the last reply of the branch shown, as ever.
+    assert parse_sse(regenerate(client, context_id).text)[-1]["text"] == "two #6"
+
+
+def test_a_windowed_agent_continues_another_branch_with_that_branchs_history() -> None:
+    class Windowed(Recent):  # counts its own runs, from 0
+        pass
+
+    Numbered.runs, Numbered.seen = 0, []
+    app = app_for({"chat": Windowed}, identify=by_header)
+    with TestClient(app) as client:
+        context_id = conversation(client, *(f"m{n}" for n in range(6)))
+        shown_in_b = turns(client, context_id)
+        body = {"turnId": shown_in_b[2]["id"], "message": {"text": "M1"}}
+        client.post(url(context_id, "/edits"), json=body, headers=ADA)
+        cool(client, context_id)  # only the edited branch's window in hand after this
+        send(client, "more on M1", context_id)
+        response = post_run(client, "m6", context_id, after=shown_in_b[-1]["id"])
+        assert parse_sse(response.text)[-1]["text"] == "m6 #9"
+        seen = Numbered.seen[-1]
+        assert seen[-5:] == ["m4", "m4 #5", "m5", "m5 #6", "m6"] and "M1" not in seen
+        assert texts(client, context_id)[-4:] == ["m5", "m5 #6", "m6", "m6 #9"]
+        assert len(turns(client, context_id)) == 14
+
+
 # --- the same over a WebSocket ------------------------------------------------------------
 
 
@@ -561,6 +781,53 @@ def test_edit_and_regenerate_over_a_websocket(client: TestClient) -> None:
         )
         assert rejected["requestId"] == "r-bad"
     assert texts(client, context_id) == ["one", "one #1", "TWO", "TWO #4"]
+
+
+def test_a_send_and_a_regenerate_name_the_turn_they_follow_over_a_websocket(
+    client: TestClient,
+) -> None:
+    context_id = conversation(client, "one", "two")
+    shown_in_b = turns(client, context_id)
+    regenerate(client, context_id)  # tab A: "two #3", shown
+    with client.websocket_connect(
+        "/agents/chat/ws", subprotocols=["thinwire.v1"], headers=ADA
+    ) as socket:
+        command = {
+            "type": "send",
+            "contextId": context_id,
+            "message": {"text": "three"},
+            "afterTurnId": shown_in_b[-1]["id"],
+            "requestId": "r-send",
+        }
+        socket.send_text(json.dumps(command))
+        sent = until_done(socket)
+        assert sent[0]["afterTurnId"] == shown_in_b[-1]["id"]
+        assert Numbered.seen[-1][-3:] == ["two", "two #2", "three"]
+        socket.send_text(json.dumps({**command, "requestId": "r-behind"}))
+        [rejected] = until_done(socket)
+        assert (rejected["code"], rejected["command"], rejected["requestId"]) == (
+            "branch_moved",
+            "send",
+            "r-behind",
+        )
+        assert rejected["retryable"] is False
+        regenerated = turns(client, context_id)[3]["id"]  # not shown in this tab
+        client.post(
+            url(context_id, "/branch"), json={"turnId": regenerated, "index": 1}, headers=ADA
+        )
+        command = {
+            "type": "regenerate",
+            "contextId": context_id,
+            "turnId": sent[0]["turnId"],
+            "requestId": "r-again",
+        }
+        socket.send_text(json.dumps(command))
+        again = until_done(socket)
+        assert again[0]["afterTurnId"] == shown_in_b[-1]["id"] and again[-1]["text"] == "three #5"
+        socket.send_text(json.dumps({**command, "turnId": shown_in_b[-1]["id"]}))
+        [rejected] = until_done(socket)
+        assert (rejected["code"], rejected["command"]) == ("branch_moved", "regenerate")
+    assert texts(client, context_id) == ["one", "one #1", "two", "two #2", "three", "three #5"]
 
 
 # --- long conversations ----------------------------------------------------------------

@@ -13,7 +13,11 @@ the path of a branch is a handful of line segments however long the conversation
     line 1:            └ d2 ─ d3             an edit of the message at depth 2
     line 2:                       └ d4       a regenerated last reply of line 0
 
-The branch shown ends at the tail of one line (`leaf`). Turn ids name their exchange:
+The branch shown ends at the tail of one line (`leaf`); every line's tail ends a branch
+(a fork starts beside an exchange, and the first exchange after one goes on its line, so
+nothing follows a tail). A client names the last turn it shows when it adds to the
+conversation: the addition goes on that branch, shown or not, unless the conversation went
+on from it (`check_ends_branch`). Turn ids name their exchange:
 `turn-{line:04x}{depth:08x}-u0` for the user's turn, `-a0`, `-a1`… for the replies.
 """
 
@@ -24,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from thinwire.errors import BadRequest, NotFound
+from thinwire.errors import BadRequest, Conflict, NotFound
 
 __all__ = [
     "WHOLE",
@@ -34,6 +38,7 @@ __all__ = [
     "Position",
     "Segment",
     "Window",
+    "branch_moved",
     "parse_turn_id",
     "turn_id",
 ]
@@ -116,6 +121,13 @@ def parse_turn_id(value: str) -> tuple[Position, str, int]:
     return Position(int(line, 16), int(depth, 16)), role, int(index)
 
 
+def branch_moved() -> Conflict:
+    return Conflict(
+        "branch_moved",
+        "the conversation moved on from the turn this follows: load the transcript and send again",
+    )
+
+
 class Lines:
     """The lines of one conversation and the branch shown: small, kept in its record."""
 
@@ -168,6 +180,19 @@ class Lines:
         return any(
             s.line == position.line and s.start <= position.depth <= s.end for s in self.path(leaf)
         )
+
+    def check_ends_branch(self, position: Position) -> None:
+        """Refuse to add to the branch ending with the exchange at `position` (the last a
+        client shows) unless it still ends one: `branch_moved` when the conversation went
+        on from it (an exchange follows it) or was cleared since, `turn_not_found` when it
+        never had an exchange there."""
+        spec = self.lines.get(position.line)
+        if spec is None and position.line < self.next_line:  # a line a clear dropped
+            raise branch_moved()
+        if spec is None or not spec.start <= position.depth <= spec.tail:
+            raise NotFound("turn_not_found", "no such turn in this conversation")
+        if position.depth < spec.tail:
+            raise branch_moved()
 
     def parent_line(self, position: Position) -> int | None:
         """The line holding the parent of the exchange at `position`."""

@@ -23,6 +23,7 @@ ServerErrorCode = Literal[
     "agent_not_found",
     "binary_not_supported",
     "body_too_large",
+    "branch_moved",
     "branch_not_found",
     "context_busy",
     "context_not_found",
@@ -86,6 +87,10 @@ ERROR_CODES: dict[ServerErrorCode, str] = {
     "agent_not_found": "No agent of that name is served here.",
     "binary_not_supported": "WebSocket messages must be JSON text.",
     "body_too_large": "The request body or WebSocket message exceeds the size limit.",
+    "branch_moved": (
+        "The conversation moved on from the turn this follows (another tab added to it, or "
+        "cleared it): load the transcript and send again."
+    ),
     "branch_not_found": "No alternative of that index at that turn.",
     "context_busy": "Another run or change holds the conversation; try again.",
     "context_not_found": "No such conversation for this agent and caller.",

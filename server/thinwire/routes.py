@@ -137,6 +137,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
                 body.message.text,
                 data=body.data,
                 message_id=body.message_id,
+                after_turn_id=body.after_turn_id,
             ),
         )
 
@@ -186,7 +187,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         body = await read_model(request, wire.RegenerateRequest, server.max_body_bytes)
         return await stream(
             context.record.owner,
-            lambda: server.regenerate(context, message_id=body.message_id),
+            lambda: server.regenerate(context, turn_id=body.turn_id, message_id=body.message_id),
         )
 
     async def edit(request: Request) -> Response:

@@ -56,17 +56,25 @@ async def begin_run(
     message_id: str | None = None,
     request_id: str | None = None,
     fork: Callable[[ContextRecord], Position] | None = None,
+    after: Position | None = None,
 ) -> RunLog:
     """Hold the context and durably record the run's start: the user's `text`, or the
     answer `decision` to the pending interrupt `answering`; after the branch shown, or beside the
     exchange `fork` finds in the record once it is held (a regenerated reply, an edited
-    message). `context_busy` if the context is held, `decision_pending` if it waits for
+    message). With `after` (the exchange a client's view ends with), on the branch that
+    ends there: shown first if it is another, `branch_moved` if the conversation went on
+    from it. `context_busy` if the context is held, `decision_pending` if it waits for
     an answer and this is not one."""
     run_id = run_id or new_run_id()
     await registry.acquire(context, "decision" if answering else "run")
+    switched = False
     try:
         record = context.record
         resumed = record.resume(answering, decision) if answering is not None else None
+        if after is not None and after != record.lines.leaf:
+            record.lines.check_ends_branch(after)  # refused before anything changes
+            switched = True
+            await show_whole_branch(registry.store, record, after)
         beside = None
         if fork is not None:  # a new branch: the whole of the one it forks from in hand
             await registry.store.load_branch(record)
@@ -83,11 +91,22 @@ async def begin_run(
         # Keep the frames of this run and the one before it; older ones are done with.
         await registry.save(context, trim_before=trim_before, compact=False)  # the run goes on
     except BaseException:
+        if switched:  # the branch shown changed in hand only: the store's stays
+            registry.forget_cached(context)
         await registry.release(context)
         raise
     assert record.active_run is not None
     log = context.log = RunLog(context, run_id, record.active_run.seq_lease, request_id)
     return log
+
+
+async def show_whole_branch(store: Store, record: ContextRecord, position: Position) -> None:
+    """Show the latest branch through the exchange at `position`, as a switch to it does,
+    with the whole of it in hand."""
+    await store.load_branch(record)  # the branch shown, whole: what a switch starts from
+    record.show(position)
+    await store.load_branch(record)
+    record.recount()
 
 
 def failure(

@@ -31,6 +31,7 @@ from thinwire.contexts import (
 )
 from thinwire.coordination import Coordinator
 from thinwire.errors import BadRequest, Conflict, Misconfigured, NotFound, StoreError
+from thinwire.exchanges import Exchange, Message
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
 from thinwire.jsontext import is_unicode
@@ -143,12 +144,15 @@ class AgentServer:
         message_id: str | None = None,
         request_id: str | None = None,
         new_context_id: str | None = None,
+        after_turn_id: str | None = None,
     ) -> FrameSource:
         """A user's message: the frames of the run it starts — or, sent again with the
         same `message_id` (a retry of a send whose answer was lost), of the run the first
         one started, from its `run_start`, which then names this `request_id`. Without a
         `context_id` it starts a conversation, under `new_context_id` when given (an id
-        another protocol derived; taken already, the start is refused)."""
+        another protocol derived; taken already, the start is refused). With
+        `after_turn_id`, the last turn the client shows, it goes on the branch that ends
+        with that turn's exchange (see `begin_run`)."""
         if message_id is not None:
             repeated = await self._repeated(agent_name, principal, context_id, message_id)
             if repeated is not None:
@@ -162,6 +166,7 @@ class AgentServer:
             message_id=message_id,
             request_id=request_id,
             new_context_id=new_context_id,
+            after_turn_id=after_turn_id,
         )
         return log.follow(0, self.heartbeat_interval)
 
@@ -206,14 +211,18 @@ class AgentServer:
         message_id: str | None = None,
         request_id: str | None = None,
         new_context_id: str | None = None,
+        after_turn_id: str | None = None,
     ) -> RunLog:
         """Start a run; it goes on whether or not anyone follows it."""
+        after = None if after_turn_id is None else parse_turn_id(after_turn_id)[0]
         with self._admitted(principal) as release:
             if context_id is None:
                 context = self.contexts.create(agent_name, principal, new_context_id)
             else:
                 context = await self.context(agent_name, context_id, principal)
-            return await self._run(context, text, data, message_id, request_id, release)
+            return await self._run(
+                context, text, data, message_id, request_id, release, after=after
+            )
 
     @contextlib.contextmanager
     def _admitted(self, principal: str) -> Iterator[Callable[[], None]]:
@@ -238,6 +247,8 @@ class AgentServer:
         request_id: str | None,
         release: Callable[[], None],
         fork: Callable[[ContextRecord], Position] | None = None,
+        *,
+        after: Position | None = None,
     ) -> RunLog:
         log = await begin_run(
             self.contexts,
@@ -247,29 +258,52 @@ class AgentServer:
             message_id=message_id,
             request_id=request_id,
             fork=fork,
+            after=after,
         )
         self._spawn(log, execute(self.contexts, context, log, text, data=data), release)
         return log
 
     async def regenerate(
-        self, context: Context, *, message_id: str | None = None, request_id: str | None = None
+        self,
+        context: Context,
+        *,
+        turn_id: str | None = None,
+        message_id: str | None = None,
+        request_id: str | None = None,
     ) -> FrameSource:
         """Answer the last user message of the branch shown again, in a new exchange
-        beside its own: the reply it replaces stays, as the sibling before it."""
+        beside its own: the reply it replaces stays, as the sibling before it. With
+        `turn_id` (the reply the client shows last), of the branch that ends with that
+        turn's exchange, shown first if it is another (see `begin_run`)."""
         if message_id is not None and message_id in context.record.sends:
             return await self._again(context, context.record.sends[message_id], request_id)
-        asked = last_message(context.record)
+        after = None if turn_id is None else parse_turn_id(turn_id)[0]
+        asked = await self._last_message(context.record, after)
 
         def again(record: ContextRecord) -> Position:
-            if last_message(record) != asked:  # another replica sent one meanwhile
+            # Another replica sent one meanwhile.
+            if last_message(record.latest_exchange) != asked:
                 raise Conflict("context_busy", "the conversation changed; try again")
             assert record.lines.leaf is not None
             return record.lines.leaf
 
         text, data = asked["content"], asked.get("data")
         with self._admitted(context.record.owner) as release:
-            log = await self._run(context, text, data, message_id, request_id, release, again)
+            log = await self._run(
+                context, text, data, message_id, request_id, release, again, after=after
+            )
         return log.follow(0, self.heartbeat_interval)
+
+    async def _last_message(self, record: ContextRecord, leaf: Position | None) -> Message:
+        """The user message a regenerate answers again: the last of the branch shown, or
+        of the branch ending with the exchange `leaf`."""
+        if leaf is None or leaf == record.lines.leaf:
+            return last_message(record.latest_exchange)
+        record.lines.check_ends_branch(leaf)
+        exchange = record.exchanges.get(leaf)
+        if exchange is None:  # on another branch: from the store
+            exchange = next(iter(await self.store.load_exchanges(record.id, [leaf])), None)
+        return last_message(exchange)
 
     async def edit(
         self,
@@ -605,9 +639,8 @@ def no_such_turn() -> NotFound:
     return NotFound("turn_not_found", "no such turn in this conversation")
 
 
-def last_message(record: ContextRecord) -> dict[str, Any]:
-    """The user message a regenerate answers again: the last of the branch shown."""
-    exchange = record.latest_exchange
+def last_message(exchange: Exchange | None) -> Message:
+    """The user message a regenerate of the last exchange of a branch answers again."""
     messages = exchange.messages if exchange is not None else []
     if not messages or messages[0].get("role") != "user":
         raise Conflict("nothing_to_regenerate", "the conversation has no message to answer")

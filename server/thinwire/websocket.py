@@ -307,6 +307,7 @@ class Session:
                 data=command.data,
                 message_id=command.message_id,
                 request_id=command.request_id,
+                after_turn_id=command.after_turn_id,
             )
         context = await server.context(agent_name, command.context_id, principal)
         if isinstance(command, wire.DecideCommand):
@@ -326,7 +327,10 @@ class Session:
             )
         if isinstance(command, wire.RegenerateCommand):
             return await server.regenerate(
-                context, message_id=command.message_id, request_id=command.request_id
+                context,
+                turn_id=command.turn_id,
+                message_id=command.message_id,
+                request_id=command.request_id,
             )
         attached = await server.follow(context, command.after)
         if attached is None:

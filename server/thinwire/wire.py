@@ -122,6 +122,21 @@ TurnId = Annotated[
     ),
 ]
 
+AFTER_TURN_ID = (
+    "The last turn the client shows (any turn of that exchange): the message goes on the "
+    "branch that ends there, the branch shown or another, which it then becomes (as if "
+    "switched to), so a tab left on a branch another tab switched away from continues "
+    "what its user sees. `branch_moved` (409, nothing recorded) when the conversation went "
+    "on from that exchange, or was cleared, since. Omitted: after the branch shown."
+)
+
+REGENERATE_TURN_ID = (
+    "The reply to regenerate (or another turn of its exchange), the last the client shows: "
+    "of the branch shown, or of another, which it then becomes (as if switched to). "
+    "`branch_moved` (409, nothing recorded) when the conversation went on from that "
+    "exchange, or was cleared, since. Omitted: the last reply of the branch shown."
+)
+
 
 class RunRequest(WireModel):
     """Body of `POST /agents/{agent}/runs`: start a run, in a new or an existing context."""
@@ -134,6 +149,7 @@ class RunRequest(WireModel):
     message_id: MessageId | None = None
     message: Message
     data: PublicData | None = None
+    after_turn_id: TurnId | None = Field(default=None, description=AFTER_TURN_ID)
 
 
 #: What a `requestId` is, for the schema and for the server's echo of a refused command.
@@ -162,6 +178,7 @@ class SendCommand(CommandBase):
     message_id: MessageId | None = None
     message: Message
     data: PublicData | None = None
+    after_turn_id: TurnId | None = Field(default=None, description=AFTER_TURN_ID)
 
 
 class AttachCommand(CommandBase):
@@ -218,6 +235,7 @@ class RegenerateCommand(CommandBase):
     type: Literal["regenerate"]
     context_id: str
     message_id: MessageId | None = None
+    turn_id: TurnId | None = Field(default=None, description=REGENERATE_TURN_ID)
 
 
 Command = Annotated[
@@ -516,6 +534,7 @@ class RegenerateRequest(WireModel):
     """Body of `POST …/regenerate`: answer the last message again, on a new branch."""
 
     message_id: MessageId | None = None
+    turn_id: TurnId | None = Field(default=None, description=REGENERATE_TURN_ID)
 
 
 class BranchRequest(WireModel):

@@ -61,8 +61,102 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     return { client: make(), make, log, script, fetch };
   }
 
-  it("a tab that missed another tab's exchange shows the whole conversation after its own send", async () => {
+  it("a tab that missed another tab's exchange is refused with branch_moved, shown the conversation, and sends again", async () => {
+    const errors: string[] = [];
     const { client: first, make, log } = setup();
+    await first.send("one");
+    const second = make({ contextId: first.getSnapshot().contextId, onError: (error) => errors.push(error.code) });
+    await second.start();
+    const shownInSecond = second.getSnapshot().turns;
+    await first.send("two"); // the second tab does not see this one
+    const loads = log.transcripts.length;
+    const texts = (snapshot: Snapshot) => snapshot.turns.filter((turn) => turn.role === "user").map((turn) => turn.text);
+    const refused = await rejection(second.send("three"));
+    // Nothing recorded; the view shows what the conversation holds now, the error with it.
+    expect(refused.code).toBe("branch_moved");
+    expect(log.runs.at(-1)).toMatchObject({ message: { text: "three" }, afterTurnId: shownInSecond[1]!.id });
+    expect(log.transcripts.length).toBe(loads + 1);
+    expect(texts(second.getSnapshot())).toEqual(["one", "two"]);
+    expect(second.getSnapshot().turns.map((turn) => turn.id)).toEqual(first.getSnapshot().turns.map((turn) => turn.id));
+    expect(second.getSnapshot()).toMatchObject({ status: "error", error: { code: "branch_moved" } });
+    expect(errors).toEqual(["branch_moved"]);
+    // Sent again, it follows what the tab now shows.
+    await second.send("three");
+    expect(texts(second.getSnapshot())).toEqual(["one", "two", "three"]);
+    expect(log.runs.at(-1)!.afterTurnId).toBe(first.getSnapshot().turns[3]!.id);
+    expect(second.getSnapshot()).toMatchObject({ status: "idle", error: null });
+    // A tab that missed nothing loads no transcript after its send.
+    expect(log.transcripts.length).toBe(loads + 1);
+  });
+
+  it("a tab left on a branch another tab switched away from sends and regenerates on its own branch", async () => {
+    const { client: first, make, log } = setup();
+    await first.send("one");
+    await first.send("two");
+    const second = make({ contextId: first.getSnapshot().contextId });
+    await second.start();
+    const before = second.getSnapshot().turns;
+    await first.regenerate(); // the server's branch is the first tab's now
+    expect(first.getSnapshot().turns[3]!.id).not.toBe(before[3]!.id);
+    const loads = log.transcripts.length;
+    await second.send("three");
+    // The message answers what the second tab's user saw, and its reply reads that branch.
+    expect(log.runs.at(-1)!.afterTurnId).toBe(before[3]!.id);
+    expect(second.getSnapshot().turns.slice(0, 4).map((turn) => turn.id)).toEqual(before.map((turn) => turn.id));
+    expect(shown(second.getSnapshot()).map(([role, text]) => `${role}: ${text}`).slice(-2)).toEqual([
+      "user: three",
+      "assistant: “three”, 1 words; first: “one”.",
+    ]);
+    expect(log.transcripts.length).toBe(loads); // the view missed nothing
+    // A reload shows the branch the second tab went on with.
+    const third = make({ contextId: first.getSnapshot().contextId });
+    await third.start();
+    expect(third.getSnapshot().turns.map((turn) => turn.id)).toEqual(second.getSnapshot().turns.map((turn) => turn.id));
+
+    // The first tab shows its regenerated branch again; the third regenerates the reply it shows.
+    await first.switchBranch(before[3]!.id, 1);
+    await third.regenerate();
+    expect(log.regenerations.at(-1)!.turnId).toBe(second.getSnapshot().turns[5]!.id);
+    expect(third.getSnapshot().turns.slice(0, 4).map((turn) => turn.id)).toEqual(before.map((turn) => turn.id));
+    expect(shown(third.getSnapshot()).slice(-2)).toEqual([
+      ["user", "three", "2/2"],
+      ["assistant", "“three”, 1 words; first: “one”.", "2/2"],
+    ]);
+  });
+
+  it("a regeneration of a reply the conversation went on from is refused with branch_moved, and the view reloaded", async () => {
+    const { client: first, make, log } = setup();
+    await first.send("one");
+    const second = make({ contextId: first.getSnapshot().contextId });
+    await second.start();
+    await first.send("two");
+    const regenerations = log.regenerations.length;
+    const refused = await rejection(second.regenerate());
+    expect(refused.code).toBe("branch_moved");
+    expect(log.regenerations).toHaveLength(regenerations + 1);
+    expect(second.getSnapshot().turns.map((turn) => [turn.id, turn.text])).toEqual(
+      first.getSnapshot().turns.map((turn) => [turn.id, turn.text]),
+    );
+    expect(second.getSnapshot().status).toBe("error");
+  });
+
+  it("a tab showing a later page names its last turn", async () => {
+    const { client: first, make, log } = setup(conversationScript({ answer }), { pageSize: 1 });
+    await first.send("one");
+    await first.send("two");
+    const second = make({ contextId: first.getSnapshot().contextId });
+    await second.start();
+    expect(second.getSnapshot()).toMatchObject({ hasEarlier: true, turns: [{ text: "two" }, expect.anything()] });
+    await second.send("three");
+    expect(log.runs.at(-1)!.afterTurnId).toBe(first.getSnapshot().turns[3]!.id);
+    expect(log.runs[0]).not.toHaveProperty("afterTurnId"); // a new conversation follows nothing
+  });
+
+  it("a tab that missed another tab's exchange, on a server that does not follow the turn named, shows the whole conversation after its send", async () => {
+    const base = conversationScript({ answer });
+    // A server that appends to the branch it shows, whatever the client names (as before `afterTurnId`).
+    const script: Script = { ...base, run: ({ afterTurnId: _, ...body }) => base.run(body) };
+    const { client: first, make, log } = setup(script);
     await first.send("one");
     const second = make({ contextId: first.getSnapshot().contextId });
     await second.start();
@@ -144,7 +238,7 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     expect(log.transcripts).toHaveLength(1);
   });
 
-  it("after a clear made elsewhere, the next send shows only what the server kept, and its new title", async () => {
+  it("after a clear made elsewhere, a send is refused and shows what the server kept; sent again, it shows its new title", async () => {
     const { client, log, fetch } = setup(conversationScript({ autoTitle: true }));
     await client.send("one");
     await client.send("two");
@@ -153,7 +247,11 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     // Another tab clears the conversation: its title, taken from a message, goes too.
     await fetch(`http://server.test/agents/demo/contexts/${contextId}/clear`, { method: "POST" });
     expect(log.clears).toEqual([contextId]);
-    await client.send("three"); // its run follows no turn: the view is behind
+    // The turn it follows is gone: the view loads what the server kept.
+    expect((await rejection(client.send("three"))).code).toBe("branch_moved");
+    expect(client.getSnapshot()).toMatchObject({ contextId, turns: [], title: null, status: "error" });
+    await client.send("three");
+    expect(log.runs.at(-1)).not.toHaveProperty("afterTurnId");
     expect(shown(client.getSnapshot())).toEqual([
       ["user", "three", "1/1"],
       ["assistant", "You said “three”.", "1/1"],
@@ -184,6 +282,28 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     expect(client.getSnapshot().turns.filter((turn) => turn.role === "user").map((turn) => turn.text)).toEqual(["one", "two", "three"]);
   });
 
+  it("names no turn it follows when the view's last turn has no id of the server's (an older server)", async () => {
+    const base = conversationScript({ answer }); // names the conversation: no transcript is loaded for a title
+    const unnamed = (frame: Frame): Frame => {
+      if (frame.type !== "run_start") return frame;
+      const { turnId: _, userTurnId: __, afterTurnId: ___, ...older } = frame;
+      return older as Frame;
+    };
+    const script: Script = {
+      ...base,
+      run: (body) => {
+        const reply = base.run(body);
+        return "frames" in reply ? { frames: [...(reply.frames as Frame[])].map(unnamed) } : reply;
+      },
+    };
+    const { client, log } = setup(script);
+    await client.send("one");
+    expect(client.getSnapshot().turns.map((turn) => turn.id)).not.toContainEqual(expect.stringMatching(/^turn-/));
+    await client.send("two");
+    expect(log.runs[1]).toMatchObject({ message: { text: "two" } });
+    expect(log.runs[1]).not.toHaveProperty("afterTurnId");
+  });
+
   it("regenerates the last reply on a new branch, then shows the server's sibling counts", async () => {
     const { client, log } = setup();
     await client.send("alpha beta");
@@ -205,7 +325,7 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     expect(after.status).toBe("idle");
     expect(after.turns[1]!.id).not.toBe(reply!.id);
     expect(after.turns[1]!.meta.finishedAt).toEqual(expect.any(Number)); // from the transcript
-    expect(log.regenerations).toEqual([{ contextId: after.contextId, messageId: expect.stringMatching(MESSAGE_ID) }]);
+    expect(log.regenerations).toEqual([{ contextId: after.contextId, messageId: expect.stringMatching(MESSAGE_ID), turnId: reply!.id }]);
     expect(log.runs).toHaveLength(1);
 
     // The old reply is a sibling: switch back to it.

@@ -294,6 +294,12 @@ export class AgentClient {
    * soon as the snapshot says the run before it is over — from `onFinish`, or
    * a listener that sees status `idle`.
    *
+   * It names the last turn the view shows, so it goes on the branch shown here
+   * whatever another tab switched to. When the conversation went on from that
+   * turn (another tab added to it, or cleared it), it rejects with
+   * `branch_moved`, nothing recorded, once the transcript is shown again: the
+   * user's draft is for the UI to restore.
+   *
    * ```ts
    * await client.send("What is in my cart?", { data: { page: "/cart" } }); // the agent reads run.data
    * ```

@@ -16,9 +16,16 @@
  * conversation after a message without a frame). A request refused before
  * its run began leaves no trace but the error: the turns shown before it
  * come back.
+ *
+ * A send and a regeneration name the last turn the view shows, so they go on
+ * the branch the user sees even when another tab switched the server's to
+ * another. When the conversation went on from that turn (another tab added
+ * to it, or cleared it), the server refuses with `branch_moved`, records
+ * nothing, and the transcript is loaded again: the user sees what it holds
+ * now, and the rejection lets a UI restore the draft.
  */
 import { aborted, toThinwireError, withInterruptId } from "./errors.js";
-import type { EditRequest, Frame, RunRequest, RunStartFrame } from "./generated/wire.js";
+import type { EditRequest, Frame, RegenerateRequest, RunRequest, RunStartFrame } from "./generated/wire.js";
 import type { Job } from "./job.js";
 import { newMessageId } from "./message-id.js";
 import type { RunReader } from "./run-reader.js";
@@ -68,9 +75,14 @@ export class Messages {
     this.#transcripts = options.transcripts;
   }
 
-  /** Shows the message as a new user turn and streams the run it starts into a fresh reply. */
+  /**
+   * Shows the message as a new user turn and streams the run it starts into a fresh reply.
+   * It names the last turn shown (`afterTurnId`), so it goes on the branch this view
+   * shows, whichever another tab shows (see `#stream` for a conversation that moved on).
+   */
   send(request: RunRequest, job: Job): Promise<SendResult> {
     const { contextId, turns } = this.#view.snapshot;
+    const follows = contextId !== null ? serverTurnId(turns[turns.length - 1]) : null;
     const user = this.#view.turn("user", request.message.text);
     let body: RunRequest | null = null;
     return this.#stream(
@@ -85,6 +97,7 @@ export class Messages {
             body = { ...request };
             if (contextId !== null) body.contextId = contextId;
             if (messageId !== null) body.messageId = messageId;
+            if (follows !== null) body.afterTurnId = follows;
           }
           return this.#transport.run({ ...this.#target(), body, signal });
         },
@@ -93,23 +106,27 @@ export class Messages {
     );
   }
 
-  /** Answers the last user message again: the replies after it leave the view for a fresh one. */
+  /**
+   * Answers the last user message again: the replies after it leave the view for a fresh
+   * one. It names the last turn shown (`turnId`): the reply of this view's branch is the
+   * one answered again, whichever another tab shows.
+   */
   regenerate(contextId: string, job: Job): Promise<SendResult> {
     const { turns } = this.#view.snapshot;
     const last = findLastIndex(turns, (turn) => turn.role === "user");
     const user = turns[last];
+    const follows = serverTurnId(turns[turns.length - 1]);
     return this.#stream(
       {
         contextId,
         turns: user ? [...turns.slice(0, last), { ...user, ...nextAlternative(user) }] : turns,
         forks: true,
-        open: (messageId, signal) =>
-          this.#transport.regenerate({
-            ...this.#target(),
-            contextId,
-            body: messageId === null ? {} : { messageId },
-            signal,
-          }),
+        open: (messageId, signal) => {
+          const body: RegenerateRequest = {};
+          if (messageId !== null) body.messageId = messageId;
+          if (follows !== null) body.turnId = follows;
+          return this.#transport.regenerate({ ...this.#target(), contextId, body, signal });
+        },
       },
       job,
     );
@@ -167,6 +184,13 @@ export class Messages {
         const interrupt = await this.#transcripts.refresh(plan.contextId, signal, () => !job.superseded);
         if (signal.aborted) throw aborted(caught);
         if (error.interruptId === undefined && interrupt) error = withInterruptId(error, interrupt.interruptId);
+      } else if (error.code === "branch_moved" && plan.contextId !== null) {
+        // The conversation went on from the turn shown last (another tab's turns, a clear):
+        // nothing was recorded; show what it holds now, for the user to send again. A clear
+        // drops a title taken from a message: the next run's may name it anew.
+        await this.#transcripts.refresh(plan.contextId, signal, () => !job.superseded);
+        if (signal.aborted) throw aborted(caught);
+        this.#askedTitleOf = null;
       }
       throw error;
     }
@@ -201,6 +225,14 @@ async function* noting(frames: AsyncIterable<Frame>, start: (frame: RunStartFram
     if (frame.type === "run_start") start(frame);
     yield frame;
   }
+}
+
+/** A turn id as the server gives them (`TurnId`); a turn shown before its run announced its id has another. */
+const SERVER_TURN_ID = /^turn-[0-9a-f]{12}-[ua][0-9]{1,4}$/;
+
+/** The server's id of `turn`, or null: a view that shows no turn, or one the server has not named (an older server). */
+function serverTurnId(turn: Turn | undefined): string | null {
+  return turn !== undefined && SERVER_TURN_ID.test(turn.id) ? turn.id : null;
 }
 
 /** The numbers of a new alternative at the exchange of `turn`: the last of one more. */

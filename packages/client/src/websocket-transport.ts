@@ -69,6 +69,7 @@ export class WebSocketTransport implements Transport {
     if (body.contextId != null) command.contextId = body.contextId;
     if (body.messageId != null) command.messageId = body.messageId;
     if (body.data != null) command.data = body.data;
+    if (body.afterTurnId != null) command.afterTurnId = body.afterTurnId;
     return this.#follow(target, "send", command, signal);
   }
 
@@ -83,6 +84,7 @@ export class WebSocketTransport implements Transport {
   regenerate({ contextId, body, signal, ...target }: TransportRegenerateRequest): AsyncGenerator<Frame> {
     const command: Command = { type: "regenerate", contextId };
     if (body.messageId != null) command.messageId = body.messageId;
+    if (body.turnId != null) command.turnId = body.turnId;
     return this.#follow(target, "regenerate", command, signal);
   }
 

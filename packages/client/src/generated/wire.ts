@@ -167,11 +167,15 @@ export interface RegenerateCommand {
   type: "regenerate";
   contextId: string;
   messageId?: string | null;
+  /** The reply to regenerate (or another turn of its exchange), the last the client shows: of the branch shown, or of another, which it then becomes (as if switched to). `branch_moved` (409, nothing recorded) when the conversation went on from that exchange, or was cleared, since. Omitted: the last reply of the branch shown. */
+  turnId?: string | null;
 }
 
 /** Body of `POST …/regenerate`: answer the last message again, on a new branch. */
 export interface RegenerateRequest {
   messageId?: string | null;
+  /** The reply to regenerate (or another turn of its exchange), the last the client shows: of the branch shown, or of another, which it then becomes (as if switched to). `branch_moved` (409, nothing recorded) when the conversation went on from that exchange, or was cleared, since. Omitted: the last reply of the branch shown. */
+  turnId?: string | null;
 }
 
 /** WebSocket: a command the server refused — the equivalent of an HTTP 4xx. `no_run` answers an attach when there is nothing to follow. */
@@ -200,6 +204,8 @@ export interface RunRequest {
   messageId?: string | null;
   message: Message;
   data?: Record<string, unknown> | null;
+  /** The last turn the client shows (any turn of that exchange): the message goes on the branch that ends there, the branch shown or another, which it then becomes (as if switched to), so a tab left on a branch another tab switched away from continues what its user sees. `branch_moved` (409, nothing recorded) when the conversation went on from that exchange, or was cleared, since. Omitted: after the branch shown. */
+  afterTurnId?: string | null;
 }
 
 /** First frame of every run: announces the context id (minted or given), the run id, and the ids of the turns it writes. */
@@ -230,6 +236,8 @@ export interface SendCommand {
   messageId?: string | null;
   message: Message;
   data?: Record<string, unknown> | null;
+  /** The last turn the client shows (any turn of that exchange): the message goes on the branch that ends there, the branch shown or another, which it then becomes (as if switched to), so a tab left on a branch another tab switched away from continues what its user sees. `branch_moved` (409, nothing recorded) when the conversation went on from that exchange, or was cleared, since. Omitted: after the branch shown. */
+  afterTurnId?: string | null;
 }
 
 /** WebSocket: stop the run in progress, like `POST …/stop`. */
@@ -422,6 +430,7 @@ export type ServerErrorCode =
   | "agent_not_found"
   | "binary_not_supported"
   | "body_too_large"
+  | "branch_moved"
   | "branch_not_found"
   | "context_busy"
   | "context_not_found"
@@ -486,6 +495,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   agent_not_found: "No agent of that name is served here.",
   binary_not_supported: "WebSocket messages must be JSON text.",
   body_too_large: "The request body or WebSocket message exceeds the size limit.",
+  branch_moved: "The conversation moved on from the turn this follows (another tab added to it, or cleared it): load the transcript and send again.",
   branch_not_found: "No alternative of that index at that turn.",
   context_busy: "Another run or change holds the conversation; try again.",
   context_not_found: "No such conversation for this agent and caller.",

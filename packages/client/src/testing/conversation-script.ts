@@ -14,7 +14,11 @@
  *
  * Every run ends at once, with stop reason `end`; a regenerated exchange gets
  * a new user turn (a copy of the one it answers) as well as a new reply. A
- * clear drops every exchange, and a title taken from a message.
+ * clear drops every exchange, and a title taken from a message. A send that
+ * names the turn it follows (`afterTurnId`) and a regeneration that names its
+ * reply (`turnId`) go on the branch that ends with that turn's exchange, shown
+ * from then on, or are refused with `branch_moved` when an exchange follows it
+ * (or a clear dropped it), as the server does.
  */
 import type {
   Activity,
@@ -88,6 +92,7 @@ interface Conversation extends Node {
 const refusal = (status: number, code: string, message: string): Refusal => ({ error: { status, code, message } });
 const NO_CONTEXT = refusal(404, "context_not_found", "No such conversation.");
 const NO_TURN = refusal(404, "turn_not_found", "No such turn.");
+const BRANCH_MOVED = refusal(409, "branch_moved", "The conversation moved on from the turn this follows.");
 const WHOLE: TranscriptQuery = { limit: null, before: null };
 
 export function conversationScript(options: ConversationScriptOptions = {}): Script {
@@ -115,6 +120,25 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       if (rest) return [{ exchange, parent }, ...rest];
     }
     return null;
+  }
+
+  /**
+   * Shows the branch that ends with the exchange of `turnId` and returns it: what a
+   * message that follows that turn goes on. A refusal when another exchange follows it,
+   * or the conversation has none of that id.
+   */
+  function follow(conversation: Conversation, turnId: string): Step[] | Refusal {
+    const path = lineage(conversation, turnId);
+    if (!path) return madeHere(conversation, turnId) ? BRANCH_MOVED : NO_TURN;
+    if (path[path.length - 1]!.exchange.children.length > 0) return BRANCH_MOVED;
+    for (const { exchange, parent } of path) parent.active = parent.children.indexOf(exchange);
+    return path;
+  }
+
+  /** Whether the conversation made a turn of that id (a clear may have dropped it since). */
+  function madeHere(conversation: Conversation, turnId: string): boolean {
+    const match = /^turn-([0-9a-f]{12})-[ua]([0-9]+)$/.exec(turnId);
+    return match !== null && match[1] === conversation.contextId.slice(-12) && Number(match[2]) <= conversation.turns;
   }
 
   function turns(path: readonly Step[]): TranscriptTurn[] {
@@ -228,13 +252,16 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
         conversation = find(body.contextId);
       }
       if ("error" in conversation) return conversation;
-      const path = branch(conversation);
+      const path = body.afterTurnId == null ? branch(conversation) : follow(conversation, body.afterTurnId);
+      if ("error" in path) return path;
       return exchange(conversation, path[path.length - 1]?.exchange ?? conversation, body.message.text);
     },
-    regenerate(contextId) {
+    regenerate(contextId, { turnId }) {
       const conversation = find(contextId);
       if ("error" in conversation) return conversation;
-      const last = branch(conversation).pop();
+      const path = turnId == null ? branch(conversation) : follow(conversation, turnId);
+      if ("error" in path) return path;
+      const last = path.pop();
       if (!last) return refusal(409, "nothing_to_regenerate", "There is no reply to regenerate.");
       return exchange(conversation, last.parent, last.exchange.user.text);
     },

@@ -430,6 +430,7 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
           if (command.contextId != null) body.contextId = command.contextId;
           if (command.messageId != null) body.messageId = command.messageId;
           if (command.data != null) body.data = command.data;
+          if (command.afterTurnId != null) body.afterTurnId = command.afterTurnId;
           log.runs.push(body);
           void this.#answer(answerSend(script, body), command);
           break;
@@ -448,6 +449,7 @@ export function fakeWebSocket(script: Script, log: ServerLog) {
         }
         case "regenerate": {
           const request: RegenerateRequest = command.messageId == null ? {} : { messageId: command.messageId };
+          if (command.turnId != null) request.turnId = command.turnId;
           log.regenerations.push({ contextId: command.contextId, ...request });
           void this.#answer(answerRegenerate(script, command.contextId, request), command);
           break;
