@@ -364,8 +364,7 @@ def test_branch_and_edit_errors_are_typed(client: TestClient) -> None:
     assert edit("turn-1") == (400, "invalid_request")
     assert edit(shown[0]["id"], " ") == (400, "invalid_request")
     client.post(url(context_id, "/regenerate"), json={}, headers=ADA)
-    off_branch = shown[2]["id"]  # the user's turn of the branch no longer shown
-    assert edit(off_branch) == (404, "turn_not_found")
+    assert edit(shown[3]["id"]) == (400, "not_a_user_turn")  # a reply of another branch
 
     branch = url(context_id, "/branch")
     current = turns(client, context_id)
@@ -610,6 +609,38 @@ def test_a_send_after_a_turn_the_conversation_went_on_from_is_refused(
         "branch_moved",
     )
     assert post_run(client, "three", context_id, after=before[-2]["id"]).status_code == 200
+
+
+@pytest.mark.parametrize("cold", [False, True], ids=["live", "cold"])
+def test_an_edit_of_a_turn_on_another_branch_forks_there(
+    stored_client: TestClient, cold: bool
+) -> None:
+    client = stored_client
+    context_id = conversation(client, "one", "two", "three")
+    shown_in_b = turns(client, context_id)  # tab B shows this, and stays on it
+    client.post(  # tab A edits "two": its branch is now the one shown
+        url(context_id, "/edits"),
+        json={"turnId": shown_in_b[2]["id"], "message": {"text": "deux"}},
+        headers=ADA,
+    )
+    if cold:
+        cool(client, context_id)
+    # B edits "three", which only B's branch holds: the edit forks beside it, there.
+    response = client.post(
+        url(context_id, "/edits"),
+        json={"turnId": shown_in_b[4]["id"], "message": {"text": "trois"}},
+        headers=ADA,
+    )
+    assert response.status_code == 200, response.text
+    assert Numbered.seen[-1] == ["number the replies", "one", "one #1", "two", "two #2", "trois"]
+    after = turns(client, context_id)
+    assert [t["text"] for t in after] == ["one", "one #1", "two", "two #2", "trois", "trois #5"]
+    assert after[2]["siblings"] == 2 and after[4]["siblings"] == 2
+    # A's branch is kept, a sibling of B's "two".
+    a_branch = client.post(
+        url(context_id, "/branch"), json={"turnId": after[2]["id"], "index": 1}, headers=ADA
+    )
+    assert [t["text"] for t in a_branch.json()["turns"]] == ["one", "one #1", "deux", "deux #4"]
 
 
 def test_replicas_on_one_store_agree_on_the_branch_a_send_follows(redis_url: str) -> None:

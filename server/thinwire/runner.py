@@ -57,14 +57,16 @@ async def begin_run(
     request_id: str | None = None,
     fork: Callable[[ContextRecord], Position] | None = None,
     after: Position | None = None,
+    through: Position | None = None,
 ) -> RunLog:
     """Hold the context and durably record the run's start: the user's `text`, or the
     answer `decision` to the pending interrupt `answering`; after the branch shown, or beside the
     exchange `fork` finds in the record once it is held (a regenerated reply, an edited
     message). With `after` (the exchange a client's view ends with), on the branch that
     ends there: shown first if it is another, `branch_moved` if the conversation went on
-    from it. `context_busy` if the context is held, `decision_pending` if it waits for
-    an answer and this is not one."""
+    from it. With `through` (an exchange `fork` forks beside), the latest branch through
+    it is shown first when it is not on the branch shown. `context_busy` if the context
+    is held, `decision_pending` if it waits for an answer and this is not one."""
     run_id = run_id or new_run_id()
     await registry.acquire(context, "decision" if answering else "run")
     switched = False
@@ -75,6 +77,9 @@ async def begin_run(
             record.lines.check_ends_branch(after)  # refused before anything changes
             switched = True
             await show_whole_branch(registry.store, record, after)
+        elif through is not None and not record.lines.on_branch(through):
+            switched = True
+            await show_whole_branch(registry.store, record, through)
         beside = None
         if fork is not None:  # a new branch: the whole of the one it forks from in hand
             await registry.store.load_branch(record)

@@ -249,6 +249,7 @@ class AgentServer:
         fork: Callable[[ContextRecord], Position] | None = None,
         *,
         after: Position | None = None,
+        through: Position | None = None,
     ) -> RunLog:
         log = await begin_run(
             self.contexts,
@@ -259,6 +260,7 @@ class AgentServer:
             request_id=request_id,
             fork=fork,
             after=after,
+            through=through,
         )
         self._spawn(log, execute(self.contexts, context, log, text, data=data), release)
         return log
@@ -316,17 +318,21 @@ class AgentServer:
         request_id: str | None = None,
     ) -> FrameSource:
         """Send `text` in place of the user's turn `turn_id`, on a new branch from the
-        messages before it; the reply streams as for a send."""
+        messages before it; the reply streams as for a send. The turn may be on a branch
+        not shown (a tab left on it): the latest branch through it is shown first."""
         if message_id is not None and message_id in context.record.sends:
             return await self._again(context, context.record.sends[message_id], request_id)
-        await self.store.load_branch(context.record)
-        user_turn(context.record, turn_id)  # refused now, before anything starts
+        position = await self._exchange_of(context.record, turn_id)  # refused now if unknown
+        if parse_turn_id(turn_id)[1] != "u":
+            raise not_a_user_turn()
 
         def edited(record: ContextRecord) -> Position:
             return user_turn(record, turn_id)
 
         with self._admitted(context.record.owner) as release:
-            log = await self._run(context, text, data, message_id, request_id, release, edited)
+            log = await self._run(
+                context, text, data, message_id, request_id, release, edited, through=position
+            )
         return log.follow(0, self.heartbeat_interval)
 
     async def switch_branch(self, context: Context, turn_id: str, index: int) -> None:
@@ -662,8 +668,12 @@ def shown_turn(record: ContextRecord, turn_id: str) -> tuple[Position, str]:
 def user_turn(record: ContextRecord, turn_id: str) -> Position:
     position, role = shown_turn(record, turn_id)
     if role != "u":
-        raise BadRequest("not_a_user_turn", "only a user's turn can be edited")
+        raise not_a_user_turn()
     return position
+
+
+def not_a_user_turn() -> BadRequest:
+    return BadRequest("not_a_user_turn", "only a user's turn can be edited")
 
 
 def stop_result(context: Context, run_id: str | None, stopping: bool) -> dict[str, Any]:

@@ -521,8 +521,9 @@ class RenameRequest(WireModel):
 
 
 class EditRequest(WireModel):
-    """Body of `POST …/edits`: send `message` in place of the user's turn `turnId`, on a
-    new branch; the reply streams as for a send."""
+    """Body of `POST …/edits`: send `message` in place of the user's turn `turnId` (of
+    any branch: its branch is shown first), on a new branch; the reply streams as for a
+    send."""
 
     turn_id: TurnId
     message_id: MessageId | None = None

@@ -124,6 +124,26 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     ]);
   });
 
+  it("a tab left on a branch another tab switched away from edits a message it shows there", async () => {
+    const { client: first, make, log } = setup();
+    await first.send("one");
+    await first.send("two");
+    const second = make({ contextId: first.getSnapshot().contextId });
+    await second.start();
+    const before = second.getSnapshot().turns;
+    await first.edit(before[0]!.id, "uno"); // the server's branch is the first tab's now
+    await second.edit(before[2]!.id, "deux");
+    // The edit forks beside "two", on the branch the second tab shows: "one" stays before it.
+    expect(log.edits.at(-1)).toMatchObject({ turnId: before[2]!.id });
+    expect(shown(second.getSnapshot()).map(([role, text, index]) => `${role}: ${text} ${index}`)).toEqual([
+      "user: one 1/2",
+      "assistant: “one”, 1 words; first: “one”. 1/2",
+      "user: deux 2/2",
+      "assistant: “deux”, 1 words; first: “one”. 2/2",
+    ]);
+    expect(second.getSnapshot().turns[0]!.id).toBe(before[0]!.id);
+  });
+
   it("a regeneration of a reply the conversation went on from is refused with branch_moved, and the view reloaded", async () => {
     const { client: first, make, log } = setup();
     await first.send("one");

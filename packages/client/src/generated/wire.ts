@@ -92,7 +92,7 @@ export interface EditCommand {
   data?: Record<string, unknown> | null;
 }
 
-/** Body of `POST …/edits`: send `message` in place of the user's turn `turnId`, on a new branch; the reply streams as for a send. */
+/** Body of `POST …/edits`: send `message` in place of the user's turn `turnId` (of any branch: its branch is shown first), on a new branch; the reply streams as for a send. */
 export interface EditRequest {
   /** A turn's id: stable for the life of the conversation. */
   turnId: string;

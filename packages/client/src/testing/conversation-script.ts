@@ -268,13 +268,12 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
     edit(contextId, { turnId, message }) {
       const conversation = find(contextId);
       if ("error" in conversation) return conversation;
-      const path = branch(conversation);
-      const step = path.find(({ exchange }) => exchange.user.id === turnId);
-      if (!step) {
-        return path.some(({ exchange }) => exchange.reply.id === turnId)
-          ? refusal(400, "not_a_user_turn", "Only a user's turn can be edited.")
-          : refusal(404, "turn_not_found", "No such turn on the current branch.");
-      }
+      // On whichever branch: the one through it is shown first, as the server does.
+      const path = lineage(conversation, turnId);
+      const step = path?.[path.length - 1];
+      if (!path || !step) return NO_TURN;
+      if (step.exchange.user.id !== turnId) return refusal(400, "not_a_user_turn", "Only a user's turn can be edited.");
+      for (const { exchange, parent } of path) parent.active = parent.children.indexOf(exchange);
       return exchange(conversation, step.parent, message.text);
     },
     branch(contextId, { turnId, index }, query) {
