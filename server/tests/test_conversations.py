@@ -403,6 +403,26 @@ def test_regenerate_and_edit_wait_for_a_pending_decision(client: TestClient) -> 
         assert error(response) == (409, "decision_pending"), tail
 
 
+def test_a_conversation_waiting_for_a_decision_can_be_renamed(client: TestClient) -> None:
+    context_id = send(client, "hello", agent="demo")[0]["contextId"]
+    asked = send(client, "refund please", context_id, agent="demo")
+    interrupt = next(f for f in asked if f["type"] == "interrupt")["interrupt"]
+    renamed = client.patch(url(context_id, agent="demo"), json={"title": "Refund"}, headers=ADA)
+    assert renamed.status_code == 200, renamed.text
+    assert renamed.json()["title"] == "Refund"
+    # The question still waits, and its answer goes on as before.
+    transcript = client.get(url(context_id, agent="demo"), headers=ADA).json()
+    assert transcript["title"] == "Refund"
+    assert transcript["pendingInterrupt"]["interruptId"] == interrupt["interruptId"]
+    answered = client.post(
+        url(context_id, "/decisions", agent="demo"),
+        json={"interruptId": interrupt["interruptId"], "value": "approve"},
+        headers=ADA,
+    )
+    assert parse_sse(answered.text)[-1]["type"] == "done"
+    assert client.get(url(context_id, agent="demo"), headers=ADA).json()["title"] == "Refund"
+
+
 def test_a_repeated_regenerate_replays_the_run_it_started(client: TestClient) -> None:
     context_id = conversation(client, "one")
     body = {"messageId": "msg-regen-0001"}

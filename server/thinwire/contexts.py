@@ -328,8 +328,8 @@ class ContextRegistry:
 
     async def acquire(self, context: Context, holder: str) -> None:
         """Hold the context, or `context_busy` — also when another process holds it. While
-        a decision is pending only the decision itself, a stop or a forget may: anything
-        else is `decision_pending`."""
+        a decision is pending only the decision itself, a stop, a forget or a rename (it
+        changes nothing the waiting run reads) may: anything else is `decision_pending`."""
         if context.holder is not None:
             raise busy()
         context.holder = holder
@@ -344,7 +344,7 @@ class ContextRegistry:
                 # Holding the lease, nobody else runs it: its process died.
                 await self._record_killed_run(context)
             checkpoint = context.record.checkpoint
-            if checkpoint is not None and holder not in ("decision", "stop", "forget"):
+            if checkpoint is not None and holder not in ("decision", "stop", "forget", "rename"):
                 raise DecisionPending(checkpoint.interrupt_id)
         except BaseException:
             await self.release(context)
