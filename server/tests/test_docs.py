@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -161,6 +163,27 @@ def test_the_proxys_body_limit_is_above_the_servers() -> None:
     assert f"{default:,} bytes" in text  # the default, stated in words
     for number, unit in limits:
         assert int(number) * {"": 1, "k": 1024, "m": 1024**2}[unit] > default, number + unit
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
+def test_the_deploy_docs_nginx_config_is_taken_by_nginx(tmp_path: Path) -> None:
+    """The proxy block as written, but for TLS (no certificates here), passes `nginx -t`."""
+    text = (ROOT / "docs/deploy.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```nginx\n(.*?)```", text, re.DOTALL)
+    assert "limit_req zone=" in block and "client_body_timeout" in block
+    plain = re.sub(r"listen 443 ssl;", "listen 127.0.0.1:8443;", block)
+    plain = re.sub(r"\n\s*ssl_certificate\S* [^\n]*;", "", plain)
+    config = tmp_path / "nginx.conf"
+    config.write_text(
+        f"pid {tmp_path}/nginx.pid;\nerror_log stderr;\nevents {{}}\n"
+        f"http {{\naccess_log off;\n{plain}\n}}\n",
+        encoding="utf-8",
+    )
+    nginx = [shutil.which("nginx") or "nginx", "-e", "stderr", "-p", str(tmp_path)]
+    checked = subprocess.run(
+        [*nginx, "-t", "-c", str(config)], capture_output=True, text=True, timeout=30
+    )
+    assert checked.returncode == 0, checked.stderr
 
 
 def test_the_protocol_doc_lists_every_close_code() -> None:
