@@ -260,6 +260,24 @@ def test_a_resent_message_streams_its_first_run_again(client: TestClient) -> Non
     assert len(turns(client, context_of(first))) == 2
 
 
+def test_a_message_id_sent_before_elsewhere_starts_a_new_thread(client: TestClient) -> None:
+    """Only a resend to the same thread is a retry: a new thread's first message starts
+    it, whatever conversation a message of that id started before."""
+    native = client.post(
+        "/agents/demo/runs", json={"messageId": "msg-shared-0001", "message": {"text": "hi"}}
+    )
+    assert native.status_code == 200
+    native_context = native.text.split('"contextId":"')[1].split('"')[0]
+    first = run(client, body("thread-one", "hello", message_id="msg-shared-0001"))
+    second = run(client, body("thread-two", "hello", message_id="msg-shared-0001"))
+    contexts = {native_context, context_of(first), context_of(second)}
+    assert len(contexts) == 3
+    for events in (first, second):
+        assert next(t["text"] for t in turns(client, context_of(events))) == "hello"
+    # Each thread is its own: a resend to one replays that one's run.
+    assert run(client, body("thread-two", "hello", message_id="msg-shared-0001")) == second
+
+
 def test_a_message_resent_under_its_snapshot_id_is_refused(client: TestClient) -> None:
     first = run(client, body("thread-d", "hello"))
     context_id = context_of(first)

@@ -172,6 +172,13 @@ def test_a_resent_message_streams_its_first_run_again(client: TestClient) -> Non
     assert len(turns(client, context_of(first))) == 2
 
 
+def test_a_message_id_sent_before_in_another_chat_starts_this_one(client: TestClient) -> None:
+    first = chat(client, body("chat-one", "hello", message_id="msg-shared-0001"))
+    second = chat(client, body("chat-two", "hello", message_id="msg-shared-0001"))
+    assert context_of(first) != context_of(second)
+    assert next(t["text"] for t in turns(client, context_of(second))) == "hello"
+
+
 def test_a_chat_id_reaches_only_the_callers_own_conversation(client: TestClient) -> None:
     ada = chat(client, body("shared-id", "my secret plan"))
     ada_context = context_of(ada)

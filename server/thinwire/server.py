@@ -154,7 +154,9 @@ class AgentServer:
         `after_turn_id`, the last turn the client shows, it goes on the branch that ends
         with that turn's exchange (see `begin_run`)."""
         if message_id is not None:
-            repeated = await self._repeated(agent_name, principal, context_id, message_id)
+            repeated = await self._repeated(
+                agent_name, principal, context_id, message_id, new_context_id
+            )
             if repeated is not None:
                 return await self._again(*repeated, request_id)
         log = await self.start(
@@ -181,12 +183,19 @@ class AgentServer:
         return Retagged(frames, request_id)
 
     async def _repeated(
-        self, agent_name: str, principal: str, context_id: str | None, message_id: str
+        self,
+        agent_name: str,
+        principal: str,
+        context_id: str | None,
+        message_id: str,
+        new_context_id: str | None = None,
     ) -> tuple[Context, str] | None:
         """The context and run a send of `message_id` started already, if one did."""
         if context_id is None:  # a new conversation: did the first try create one?
             created = await self.store.find_send(principal, message_id)
-            if created is None:
+            # Under an id derived from another protocol's (a thread, a chat), only that
+            # one: the same message id sent to start another is a new message.
+            if created is None or new_context_id not in (None, created):
                 return None
             try:
                 context = await self.context(agent_name, created, principal)
