@@ -510,10 +510,11 @@ describe.each(wires)("branches over %s", (_name, wire) => {
 
   it("brings the turns back when the server refuses, and shows the typed error", async () => {
     const base = conversationScript({ answer });
-    const busy = { error: { status: 409, code: "context_busy", message: "A run is active." } };
+    // (A context_busy loads the transcript too: see agent-client-elsewhere.test.ts.)
+    const limited = { error: { status: 429, code: "rate_limited", message: "Slow down." } };
     const script: Script = {
       ...base,
-      regenerate: () => busy,
+      regenerate: () => limited,
       edit: () => ({ error: { status: 404, code: "turn_not_found", message: "Not on this branch." } }),
     };
     const reported: string[] = [];
@@ -523,9 +524,9 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     const before = client.getSnapshot().turns;
 
     const regenerating = await rejection(client.regenerate());
-    expect(regenerating).toMatchObject({ code: "context_busy", retryable: true });
+    expect(regenerating).toMatchObject({ code: "rate_limited", retryable: true });
     expect(client.getSnapshot().turns).toEqual(before);
-    expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "context_busy" } });
+    expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "rate_limited" } });
 
     const editing = await rejection(client.edit(before[0]!.id, "zero"));
     expect(editing.code).toBe("turn_not_found");
@@ -536,7 +537,7 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     expect(switching.code).toBe("branch_not_found");
     expect(client.getSnapshot().turns).toEqual(before);
     expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "branch_not_found" } });
-    expect(reported).toEqual(["context_busy", "turn_not_found", "branch_not_found"]);
+    expect(reported).toEqual(["rate_limited", "turn_not_found", "branch_not_found"]);
 
     // A success clears the error.
     await client.switchBranch(before[0]!.id, 0);

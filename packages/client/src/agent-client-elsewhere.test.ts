@@ -1,24 +1,31 @@
 /**
  * AgentClient when another tab acted on the conversation shown: answered its
  * question (the run that answer continued is followed, as a reload would),
- * ran on after a run this tab saw end unseen, or deleted the conversation
- * (the next send starts a new one).
+ * ran on after a run this tab saw end unseen, holds the conversation with a
+ * run this tab did not see start (followed once a send of its own is refused),
+ * or deleted the conversation (the next send starts a new one).
  */
 import { describe, expect, it, vi } from "vitest";
-import { AgentClient } from "./agent-client.js";
+import { AgentClient, type AgentClientOptions } from "./agent-client.js";
 import { ThinwireError } from "./errors.js";
 import type { Transcript, TurnAsked } from "./generated/wire.js";
 import type { Snapshot } from "./snapshot.js";
+import { SseTransport } from "./sse-transport.js";
 import { refund, rejection } from "./test-helpers.js";
 import {
   channel,
   conversationScript,
   fakeFetch,
+  fakeWebSocket,
   MockTransport,
   newLog,
   runFrames as run,
+  type Script,
+  type ServerLog,
   transcriptTurn,
 } from "./testing/index.js";
+import type { Transport } from "./transport.js";
+import { WebSocketTransport } from "./websocket-transport.js";
 
 /** Well-formed conversation ids: the client forgets any other without asking the server. */
 const CTX_1 = "ctx-" + "1".repeat(36);
@@ -236,5 +243,117 @@ describe("AgentClient when the conversation shown was deleted elsewhere", () => 
     expect((await client.send("hi")).text).toBe("Hello again.");
     expect(transport.requests[1]!.body.contextId).toBeUndefined();
     expect(client.getSnapshot()).toMatchObject({ contextId: CTX_2, status: "idle", error: null });
+  });
+});
+
+type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
+
+const wires: Array<[string, Wire]> = [
+  ["sse", (script, log) => {
+    const fetch = fakeFetch(script, log);
+    return { transport: new SseTransport({ fetch }), fetch };
+  }],
+  ["websocket", (script, log) => ({
+    transport: new WebSocketTransport({ WebSocket: fakeWebSocket(script, log).WebSocket }),
+    fetch: fakeFetch(script, log),
+  })],
+];
+
+describe.each(wires)("AgentClient while another tab's run streams, over %s", (_name, wire) => {
+  /** Two tabs on one server; the first one's message "long" streams its reply until `release()`. */
+  function setup() {
+    let release = () => {};
+    const until = new Promise<void>((resolve) => (release = resolve));
+    const script = conversationScript({
+      autoTitle: true,
+      answer: (text) => (text === "long" ? { text: "A long answer.", until } : `You said “${text}”.`),
+    });
+    const log = newLog();
+    const { transport, fetch } = wire(script, log);
+    const make = (options: Partial<AgentClientOptions> = {}) =>
+      new AgentClient({ agent: "demo", baseUrl: "http://server.test", transport, fetch, reconnect: { baseDelayMs: 1 }, ...options });
+    return { make, log, release, fetch };
+  }
+
+  const commands: Array<[string, (client: AgentClient) => Promise<unknown>]> = [
+    ["a send", (client) => client.send("two")],
+    ["a regeneration", (client) => client.regenerate()],
+    ["an edit", (client) => client.edit(client.getSnapshot().turns[0]!.id, "uno")],
+  ];
+
+  it.each(commands)("follows that run once %s is refused with context_busy, then sends at the first try", async (_command, command) => {
+    const { make, log, release } = setup();
+    const first = make();
+    await first.send("one");
+    const onFinish = vi.fn();
+    const onError = vi.fn();
+    const second = make({ contextId: first.getSnapshot().contextId, onFinish, onError });
+    await second.start();
+    const shown = second.getSnapshot().turns;
+    const sending = first.send("long");
+    await vi.waitFor(() => expect(first.getSnapshot().turns.at(-1)?.text).toBe("A long answer."));
+
+    const errors: Array<string | null> = [];
+    const unsubscribe = second.subscribe(() => errors.push(second.getSnapshot().error?.code ?? null));
+    const refused = await rejection(command(second));
+    // Rejected as before, so a UI restores the draft, and told to onError; the view follows the run.
+    expect(refused.code).toBe("context_busy");
+    expect(onError.mock.calls).toEqual([[refused]]);
+    // Shown as the server's refusals are (until the next send, or clearError), beside the run followed.
+    expect(second.getSnapshot()).toMatchObject({ status: "streaming", error: { code: "context_busy", retryable: true } });
+    await vi.waitFor(() => expect(second.getSnapshot().turns.at(-1)).toMatchObject({ text: "A long answer.", streaming: true }));
+    expect(texts(second.getSnapshot())).toEqual(["one", "You said “one”.", "long", "A long answer."]);
+    expect(second.getSnapshot().turns.slice(0, 2)).toEqual(shown);
+    // Nothing else goes meanwhile, refused by the client itself: no request, no reload.
+    const requests = [log.runs.length, log.regenerations.length, log.edits.length, log.transcripts.length];
+    expect((await rejection(second.send("three"))).code).toBe("context_busy");
+    expect([log.runs.length, log.regenerations.length, log.edits.length, log.transcripts.length]).toEqual(requests);
+    // Once shown, the error never left the view, the run followed opening included.
+    unsubscribe();
+    const since = errors.slice(errors.indexOf("context_busy"));
+    expect(since.length).toBeGreaterThan(1);
+    expect(new Set(since)).toEqual(new Set(["context_busy"]));
+
+    release();
+    await sending;
+    await vi.waitFor(() => expect(onFinish).toHaveBeenCalledTimes(1));
+    expect(onFinish.mock.calls[0]![0]).toMatchObject({ text: "A long answer.", runId: "run-2", stopReason: "end" });
+    expect(second.getSnapshot()).toMatchObject({ status: "idle", error: { code: "context_busy" } });
+    expect(second.getSnapshot().turns.map((turn) => turn.id)).toEqual(first.getSnapshot().turns.map((turn) => turn.id));
+
+    // Its view is current: the next send goes at the first try, after the run it followed.
+    const loads = log.transcripts.length;
+    expect((await second.send("three")).text).toBe("You said “three”.");
+    expect(log.runs.at(-1)).toMatchObject({ message: { text: "three" }, afterTurnId: first.getSnapshot().turns[3]!.id });
+    expect(log.transcripts.length).toBe(loads);
+    expect(second.getSnapshot()).toMatchObject({ status: "idle", error: null });
+    expect(texts(second.getSnapshot())).toEqual(["one", "You said “one”.", "long", "A long answer.", "three", "You said “three”."]);
+    expect(onError.mock.calls).toEqual([[refused]]); // a refusal of the client's own is not told
+  });
+
+  it("shows what the conversation holds once refused, when that run ended before the reload", async () => {
+    const { make, release, log, fetch: base } = setup();
+    const first = make();
+    await first.send("one");
+    // The run ends once the second tab, refused, asks for the transcript: it then names no run.
+    let ended: Promise<unknown> | null = null;
+    const fetch: typeof globalThis.fetch = async (input, init) => {
+      if (ended) {
+        release();
+        await ended;
+      }
+      return base(input, init);
+    };
+    const second = make({ contextId: first.getSnapshot().contextId, fetch });
+    await second.start();
+    const sending = first.send("long");
+    await vi.waitFor(() => expect(first.getSnapshot().turns.at(-1)?.text).toBe("A long answer."));
+    const loads = log.transcripts.length;
+    ended = sending;
+    expect((await rejection(second.send("two"))).code).toBe("context_busy");
+    expect(log.transcripts).toHaveLength(loads + 1);
+    expect(second.getSnapshot()).toMatchObject({ status: "error", error: { code: "context_busy" } });
+    expect(texts(second.getSnapshot())).toEqual(["one", "You said “one”.", "long", "A long answer."]);
+    expect((await second.send("two")).text).toBe("You said “two”.");
   });
 });

@@ -39,9 +39,10 @@
  * `open()` of the same id load it again, until a transcript of it is shown.
  *
  * Another tab may act on the conversation shown. A transcript loaded again
- * (a decision refused as answered elsewhere, a run that ended unseen, a
- * fork's sibling counts) may name a run in progress this view did not read:
- * it is followed, as `start()` follows one. A request refused because the
+ * (a decision refused as answered elsewhere, a message the server refused
+ * with `context_busy`, a run that ended unseen, a fork's sibling counts) may
+ * name a run in progress this view did not read: it is followed, as
+ * `start()` follows one. A request refused because the
  * conversation is gone (`context_not_found`: deleted elsewhere) forgets it,
  * as a load does, and shows the error: the next send starts a new one.
  *
@@ -121,10 +122,25 @@ export function listedTitle(client: AgentClient): (contextId: string, title: str
   return titleLister(client);
 }
 
+/**
+ * Tells `listener` of each conversation the client forgets because the server
+ * says it is gone (`context_not_found`: deleted elsewhere) — a load's or a
+ * request's — before its subscribers hear of the change: how a
+ * `ConversationList` drops it. Returns the unsubscribe function. Internal to
+ * the package, as `showTitle` is.
+ *
+ * @internal
+ */
+export function onForgotten(client: AgentClient, listener: (contextId: string) => void): () => void {
+  return forgetFollower(client, listener);
+}
+
 /** The way in to a client's private `#showTitle`, set once by its class (so declared before it). */
 let titleShower: (client: AgentClient, contextId: string, title: string | null) => void;
 /** The way in to a client's private `#listedTitle`, likewise. */
 let titleLister: (client: AgentClient) => (contextId: string, title: string | null) => void;
+/** The way in to a client's listeners of forgets, likewise. */
+let forgetFollower: (client: AgentClient, listener: (contextId: string) => void) => () => void;
 
 export class AgentClient {
   readonly #options: AgentClientOptions;
@@ -152,6 +168,8 @@ export class AgentClient {
   #earlier: { job: Job; promise: Promise<void> } | null = null;
   #started = false;
   #disposed = false;
+  /** Told of each conversation forgotten as gone from the server (see `onForgotten`). */
+  readonly #forgetListeners = new Set<(contextId: string) => void>();
 
   constructor(options: AgentClientOptions) {
     if (!options.agent) throw new TypeError("AgentClient needs an agent name.");
@@ -299,6 +317,14 @@ export class AgentClient {
    * turn (another tab added to it, or cleared it), it rejects with
    * `branch_moved`, nothing recorded, once the transcript is shown again: the
    * user's draft is for the UI to restore.
+   *
+   * When the server refuses it with `context_busy` — a run this client did not
+   * see start holds the conversation: another tab's — it rejects with that,
+   * shown as any refusal (`error`, `onError`), once the transcript is shown
+   * again; and the client follows that run, as `start()` follows one (status
+   * `streaming`, its end to `onFinish`), the error still shown beside it. Once
+   * the run is over the view is current: the next send goes at the first try.
+   * Likewise for a regeneration and an edit.
    *
    * ```ts
    * await client.send("What is in my cart?", { data: { page: "/cart" } }); // the agent reads run.data
@@ -592,6 +618,7 @@ export class AgentClient {
     this.#abortAll();
     this.#view.close();
     this.#notifier.close();
+    this.#forgetListeners.clear();
     if (this.#ownsTransport) this.#transport.close?.();
   }
 
@@ -722,10 +749,13 @@ export class AgentClient {
   }
 
   /** Announces a change of the view: the new id to `onContext`, the new snapshot to subscribers. */
-  #announce(previous: ReducerState, next: ReducerState, { announceContext, batch }: Required<CommitOptions>): void {
+  #announce(previous: ReducerState, next: ReducerState, { announceContext, batch, forgets }: Required<CommitOptions>): void {
     const contextId = next.snapshot.contextId;
-    if (announceContext && contextId !== previous.snapshot.contextId) this.#options.onContext?.(contextId);
+    const gone = previous.snapshot.contextId;
+    if (announceContext && contextId !== gone) this.#options.onContext?.(contextId);
     if (next.snapshot === previous.snapshot) return;
+    // Before the subscribers: a list that shows the conversation drops it as the view does.
+    if (forgets && gone !== null) for (const listener of [...this.#forgetListeners]) this.#callback(listener, gone);
     if (readsRun(previous.snapshot.status) && !readsRun(next.snapshot.status)) {
       // The run is over (idle or error): the client is free before anyone hears of it, so a
       // send from a listener or from `onFinish` is taken. The job only finishes up: a refresh
@@ -778,6 +808,11 @@ export class AgentClient {
   static {
     titleShower = (client, contextId, title) => client.#showTitle(contextId, title);
     titleLister = (client) => client.#listedTitle();
+    forgetFollower = (client, listener) => {
+      if (client.#disposed) return () => undefined;
+      client.#forgetListeners.add(listener);
+      return () => client.#forgetListeners.delete(listener);
+    };
   }
 }
 

@@ -379,6 +379,89 @@ describe.each(wires)("ConversationList sharing a client over %s", (_name, wire) 
     expect(list.getSnapshot()).toMatchObject({ conversations: [], selected: null });
   });
 
+  it("drops a conversation the client finds deleted elsewhere as a request of it is refused, in the change that deselects it", async () => {
+    const { client, list, fetch, log } = setup();
+    await list.start();
+    await client.send("first");
+    const first = client.getSnapshot().contextId!;
+    list.create();
+    await client.send("second");
+    const second = client.getSnapshot().contextId!;
+    await vi.waitFor(() => expect(list.getSnapshot()).toMatchObject({ loading: false, conversations: [{ contextId: second }, { contextId: first }] }));
+    // Another tab deletes the conversation shown; this list does not hear of it.
+    expect((await fetch(`http://server.test/agents/demo/contexts/${second}`, { method: "DELETE" })).status).toBe(204);
+    const seen = recorded(list, second);
+    const listings = log.listings.length;
+
+    expect((await rejection(client.send("still there?"))).code).toBe("context_not_found");
+    expect(client.getSnapshot().contextId).toBeNull();
+    // At once, with the selection: no moment lists it, and none lists it unselected.
+    expect(seen[0]).toEqual({ selected: null, listed: false });
+    expect(seen.filter((state) => state.listed)).toEqual([]);
+    expect(list.getSnapshot().conversations.map((item) => item.contextId)).toEqual([first]);
+    // The refresh after the run it ended agrees.
+    await vi.waitFor(() => expect(list.getSnapshot().loading).toBe(false));
+    expect(log.listings.length).toBeGreaterThan(listings);
+    expect(list.getSnapshot().conversations.map((item) => item.contextId)).toEqual([first]);
+  });
+
+  it("drops a conversation deleted elsewhere that is selected, as the client forgets it on load", async () => {
+    const { client, list, fetch, onContext } = setup();
+    await list.start();
+    await client.send("first");
+    const first = client.getSnapshot().contextId!;
+    list.create();
+    await client.send("second");
+    await vi.waitFor(() => expect(list.getSnapshot()).toMatchObject({ loading: false, conversations: [{}, { contextId: first }] }));
+    expect((await fetch(`http://server.test/agents/demo/contexts/${first}`, { method: "DELETE" })).status).toBe(204);
+    const seen = recorded(list, first);
+
+    await list.select(first); // a stale row
+    // Shown selected while it loads, then gone with its selection in one change: quietly, as a load forgets.
+    expect(seen).toEqual([
+      { selected: first, listed: true },
+      { selected: null, listed: false },
+    ]);
+    expect(client.getSnapshot()).toMatchObject({ contextId: null, status: "idle", error: null });
+    expect(onContext.mock.calls.slice(-2)).toEqual([[first], [null]]);
+    expect(list.getSnapshot().conversations).toHaveLength(1);
+    expect(list.getSnapshot().conversations.map((item) => item.contextId)).not.toContain(first);
+  });
+
+  it("leaves a conversation the client found gone out of a page asked for before", async () => {
+    const script = conversationScript();
+    const log = newLog();
+    const { transport, fetch } = wire(script, log);
+    const client = new AgentClient({ agent: "demo", baseUrl: "http://server.test", transport, fetch });
+    const { held, hold, waiting } = holdingPages(fetch);
+    const list = new ConversationList({ agent: "demo", baseUrl: "http://server.test", fetch: held, client });
+    await list.start();
+    await client.send("first");
+    const first = client.getSnapshot().contextId!;
+    list.create();
+    await client.send("second");
+    const second = client.getSnapshot().contextId!;
+    await vi.waitFor(() => expect(list.getSnapshot()).toMatchObject({ loading: false, conversations: [{}, { contextId: first }] }));
+
+    // A page the server read before another tab deleted the conversation, loaded after the client found it gone.
+    hold.on = true;
+    const older = list.refresh();
+    await vi.waitFor(() => expect(waiting).toHaveLength(1));
+    expect((await fetch(`http://server.test/agents/demo/contexts/${first}`, { method: "DELETE" })).status).toBe(204);
+    await list.select(first);
+    expect(list.getSnapshot().conversations.map((item) => item.contextId)).toEqual([second]);
+    waiting.shift()!();
+    await older;
+    expect(list.getSnapshot()).toMatchObject({ conversations: [{ contextId: second }], selected: null, loading: false });
+
+    // Pages asked for since are the server's as they come.
+    hold.on = false;
+    await client.send("third");
+    await vi.waitFor(() => expect(list.getSnapshot()).toMatchObject({ loading: false, conversations: [{ preview: "You said “third”." }, { contextId: second }] }));
+    list.dispose();
+    client.dispose();
+  });
+
   it("stops following the client once disposed", async () => {
     const { client, list, log } = setup();
     await list.start();
@@ -388,6 +471,16 @@ describe.each(wires)("ConversationList sharing a client over %s", (_name, wire) 
     expect(list.getSnapshot().selected).toBeNull();
   });
 });
+
+/** Every change of the list from now on: what it selects, and whether it lists `contextId`. */
+function recorded(list: ConversationList, contextId: string): Array<{ selected: string | null; listed: boolean }> {
+  const seen: Array<{ selected: string | null; listed: boolean }> = [];
+  list.subscribe(() => {
+    const { selected, conversations } = list.getSnapshot();
+    seen.push({ selected, listed: conversations.some((item) => item.contextId === contextId) });
+  });
+  return seen;
+}
 
 /** `reply`, its frames held after its `title` frame until `gate` opens. */
 function heldAfterTitle(reply: Reply, gate: Promise<void>): Reply {

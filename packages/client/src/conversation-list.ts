@@ -13,7 +13,10 @@
  * the client, unless the page may be older than the client's title (the rule
  * is the client's): then the list shows the client's. The list follows the
  * client's snapshot: when a run ends, or the client starts a conversation the
- * list does not show, the list is loaded again. Without a client, the
+ * list does not show, the list is loaded again. A conversation the client
+ * finds gone from the server (deleted elsewhere: a load or a request of it
+ * refused with `context_not_found`) leaves the list as it leaves the client,
+ * and a page asked for before does not bring it back. Without a client, the
  * selection is the list's own.
  *
  * The server owns the list; the store holds the pages it loaded and the
@@ -21,7 +24,7 @@
  * are shown (at most 100), so a scrolled list keeps its length; an answer that
  * a later refresh made stale is dropped, never cancelled.
  */
-import { type AgentClient, listedTitle, showTitle } from "./agent-client.js";
+import { type AgentClient, listedTitle, onForgotten, showTitle } from "./agent-client.js";
 import { disposed, errorInfo, invalidRequest, ThinwireError, toThinwireError } from "./errors.js";
 import type { ConversationPage, ConversationSummary, RenameRequest } from "./generated/wire.js";
 import { type CredentialsMode, type JsonRequests, requestJson } from "./http.js";
@@ -76,6 +79,13 @@ export class ConversationList {
   #loadingMore: Promise<void> | null = null;
   readonly #controllers = new Set<AbortController>();
   #unfollow: (() => void) | null = null;
+  /**
+   * The conversations the client found gone while a page was on its way, in
+   * order: a page leaves out those found gone after it was asked for (see
+   * `#present`). None is kept when no page is on its way: a page asked for
+   * later does not list them.
+   */
+  readonly #gone: string[] = [];
   #started: Promise<void> | null = null;
   #disposed = false;
 
@@ -121,13 +131,15 @@ export class ConversationList {
     this.#loadingMore = null;
     const limit = Math.min(MAX_PAGE, Math.max(this.#pageSize, this.#snapshot.conversations.length));
     const titles = this.#titles();
+    const present = this.#present();
     const refreshing = this.#page(limit, null).then(
       (page) => {
         if (generation !== this.#generation) return;
         this.#refreshing = null;
         this.#cursor = page.nextCursor;
-        this.#show({ conversations: page.conversations, hasMore: page.nextCursor !== null, error: null });
-        titles(page.conversations);
+        const conversations = present(page.conversations);
+        this.#show({ conversations, hasMore: page.nextCursor !== null, error: null });
+        titles(conversations);
       },
       (error: unknown) => this.#failed(error, generation, () => (this.#refreshing = null)),
     );
@@ -148,13 +160,14 @@ export class ConversationList {
     if (cursor === null) return Promise.resolve();
     const generation = this.#generation;
     const titles = this.#titles();
+    const present = this.#present();
     const loading = this.#page(this.#pageSize, cursor).then(
       (page) => {
         if (generation !== this.#generation) return;
         this.#loadingMore = null;
         this.#cursor = page.nextCursor;
         const shown = new Set(this.#snapshot.conversations.map((item) => item.contextId));
-        const added = page.conversations.filter((item) => !shown.has(item.contextId));
+        const added = present(page.conversations).filter((item) => !shown.has(item.contextId));
         const conversations = [...this.#snapshot.conversations, ...added];
         this.#show({ conversations, hasMore: page.nextCursor !== null, error: null });
         titles(added);
@@ -242,11 +255,15 @@ export class ConversationList {
     this.#notifier.close();
   }
 
-  /** Follows the client's snapshot: its id is the selection; a run that ends refreshes the list. */
+  /**
+   * Follows the client's snapshot: its id is the selection; a run that ends
+   * refreshes the list. And the conversations it finds gone leave the list.
+   */
   #follow(client: AgentClient): () => void {
     let previous = client.getSnapshot();
     this.#show({ selected: previous.contextId });
-    return client.subscribe(() => {
+    const unforget = onForgotten(client, (contextId) => this.#forgotten(contextId, client));
+    const unsubscribe = client.subscribe(() => {
       const next = client.getSnapshot();
       const before = previous;
       previous = next;
@@ -258,6 +275,35 @@ export class ConversationList {
       const unknown = contextId !== null && contextId !== before.contextId && !this.#shows(contextId);
       if (ended || unknown) void this.refresh();
     });
+    return () => {
+      unforget();
+      unsubscribe();
+    };
+  }
+
+  /**
+   * The client forgot `contextId`, gone from the server: it leaves the list, in
+   * the change that shows the client's new selection (told before the client's
+   * subscribers, the client already shows it), and from the pages on their way.
+   */
+  #forgotten(contextId: string, client: AgentClient): void {
+    if (this.#disposed) return;
+    if (this.#refreshing !== null || this.#loadingMore !== null) this.#gone.push(contextId);
+    const conversations = this.#snapshot.conversations.filter((item) => item.contextId !== contextId);
+    const changed = conversations.length !== this.#snapshot.conversations.length;
+    this.#show({ ...(changed ? { conversations } : {}), selected: client.getSnapshot().contextId });
+  }
+
+  /**
+   * For a page asked for now: what leaves out of it the conversations the
+   * client finds gone before it is loaded (the server listed them still).
+   */
+  #present(): (conversations: readonly ConversationSummary[]) => readonly ConversationSummary[] {
+    const asked = this.#gone.length;
+    return (conversations) => {
+      const gone = new Set(this.#gone.slice(asked));
+      return gone.size === 0 ? conversations : conversations.filter((item) => !gone.has(item.contextId));
+    };
   }
 
   #shows(contextId: string): boolean {

@@ -22,7 +22,11 @@
  * another. When the conversation went on from that turn (another tab added
  * to it, or cleared it), the server refuses with `branch_moved`, records
  * nothing, and the transcript is loaded again: the user sees what it holds
- * now, and the rejection lets a UI restore the draft.
+ * now, and the rejection lets a UI restore the draft. So it is when the
+ * server refuses with `context_busy`: a run this view did not see start holds
+ * the conversation (another tab's), and the transcript names it — it is
+ * followed (`TranscriptLoader.refresh`) to its end, the error still shown,
+ * after which the view is current and a message goes at the first try.
  */
 import { aborted, toThinwireError, withInterruptId } from "./errors.js";
 import type { EditRequest, Frame, RegenerateRequest, RunRequest, RunStartFrame } from "./generated/wire.js";
@@ -184,6 +188,13 @@ export class Messages {
         const interrupt = await this.#transcripts.refresh(plan.contextId, signal, () => !job.superseded);
         if (signal.aborted) throw aborted(caught);
         if (error.interruptId === undefined && interrupt) error = withInterruptId(error, interrupt.interruptId);
+      } else if (error.code === "context_busy" && plan.contextId !== null) {
+        // The server's refusal (this client refuses its own before any request): a run this
+        // client did not see start holds the conversation — another tab's. Show it, and follow
+        // it to its end, so the view is current for the next message; the error shows why
+        // the message did not go meanwhile.
+        await this.#transcripts.refresh(plan.contextId, signal, () => !job.superseded, { keepError: true });
+        if (signal.aborted) throw aborted(caught);
       } else if (error.code === "branch_moved" && plan.contextId !== null) {
         // The conversation went on from the turn shown last (another tab's turns, a clear):
         // nothing was recorded; show what it holds now, for the user to send again. A clear

@@ -131,7 +131,8 @@ export class RunReader {
   async resume(job: Job, contextId: string, active: ActiveRun): Promise<SendResult> {
     const view = this.#view;
     const { runId, interrupt, hasEarlier } = active;
-    const reply = view.openReply(active.turns, { runId, lastSeq: null, interrupt, hasEarlier });
+    const error = active.error ?? null;
+    const reply = view.openReply(active.turns, { runId, lastSeq: null, interrupt, hasEarlier, error });
     const signal = job.signal;
     try {
       const frames = () => this.#transport.attach({ ...this.#target(), contextId, after: 0, signal });

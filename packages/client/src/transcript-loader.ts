@@ -1,8 +1,9 @@
 /**
  * The transcript loader: the server's public transcript in the view. It loads
  * a conversation on `start()` (hydrate), shows it again after the view fell
- * out of step with the server (refresh: a refused decision, a waiting run
- * stopped, the sibling counts after a regeneration or an edit), reads the
+ * out of step with the server (refresh: a refused decision, a message
+ * refused as busy or as following a turn the conversation went on from, a
+ * waiting run stopped, the sibling counts after a regeneration or an edit), reads the
  * reply of a run that ended unseen (settle), shows another branch
  * (`POST …/branch`), and the exchanges before those shown (earlier).
  *
@@ -43,7 +44,7 @@ import { type JsonRequests, requestJson } from "./http.js";
 import { publicInterrupt } from "./interrupt.js";
 import { backoffDelay, isTransient, type ReconnectOptions, sleep } from "./reconnect.js";
 import type { SendResult } from "./send-result.js";
-import { type Activity, NO_META, runEnded, type Snapshot, type Turn } from "./snapshot.js";
+import { type Activity, type AgentErrorInfo, NO_META, runEnded, type Snapshot, type Turn } from "./snapshot.js";
 import { agentUrl, type TransportTarget } from "./transport.js";
 import type { View } from "./view.js";
 
@@ -53,6 +54,8 @@ export interface ActiveRun {
   turns: readonly Turn[];
   interrupt: InterruptRequest | null;
   hasEarlier: boolean;
+  /** The error to show while it is followed: the refusal that found it (none by default). */
+  error?: AgentErrorInfo | null;
 }
 
 /**
@@ -140,7 +143,7 @@ export class TranscriptLoader {
       const error = toThinwireError(caught);
       // An id the server does not know, or does not take for an id: forgotten alike.
       if (error.code === "context_not_found" || error.code === "invalid_context_id") {
-        view.clear();
+        view.forget();
         return null;
       }
       this.#unloaded = contextId;
@@ -154,13 +157,15 @@ export class TranscriptLoader {
    * Shows the server's transcript and pending interrupt again, keeping turn ids;
    * best effort, and only while `current()` says the caller is still what runs.
    * A run in progress there that the view did not read (another tab's) is
-   * followed (`follow`). Resolves with the pending interrupt, or undefined when
-   * nothing was shown.
+   * followed (`follow`): with the error shown, when `keepError` says so (a
+   * refusal it explains), else none. Resolves with the pending interrupt, or
+   * undefined when nothing was shown.
    */
   async refresh(
     contextId: string,
     signal: AbortSignal,
     current: () => boolean = () => true,
+    { keepError = false }: { keepError?: boolean } = {},
   ): Promise<InterruptRequest | null | undefined> {
     let transcript: Transcript;
     try {
@@ -173,7 +178,8 @@ export class TranscriptLoader {
     const page = this.#replacePage(transcript);
     const runId = this.#unread(transcript);
     if (runId !== null) {
-      if (!this.#follow(contextId, { runId, interrupt, ...page })) return undefined;
+      const error = keepError ? this.#view.snapshot.error : null;
+      if (!this.#follow(contextId, { runId, interrupt, ...page, error })) return undefined;
       this.#show({ title: titleOf(transcript) });
       return interrupt;
     }

@@ -7,13 +7,15 @@
 import { errorInfo, type ThinwireError } from "./errors.js";
 import type { InterruptRequest } from "./generated/wire.js";
 import { initialReducerState, type ReducerState } from "./reduce.js";
-import { emptySnapshot, NO_META, type Snapshot, type Status, type Turn } from "./snapshot.js";
+import { type AgentErrorInfo, emptySnapshot, NO_META, type Snapshot, type Status, type Turn } from "./snapshot.js";
 
 export interface CommitOptions {
   /** Tell `onContext` when the conversation id changed (default true). */
   announceContext?: boolean;
   /** A streaming frame: its notification may wait for the scheduled flush (default false). */
   batch?: boolean;
+  /** The conversation shown is gone from the server, and forgotten (default false). */
+  forgets?: boolean;
 }
 
 /** Called with every change the view makes. */
@@ -45,12 +47,12 @@ export class View {
   }
 
   /** Makes `next` the state, unless it is the current one or the view is closed. */
-  commit(next: ReducerState, { announceContext = true, batch = false }: CommitOptions = {}): void {
+  commit(next: ReducerState, { announceContext = true, batch = false, forgets = false }: CommitOptions = {}): void {
     const previous = this.#state;
     if (next === previous || this.#closed) return;
     if (next.snapshot.title !== previous.snapshot.title) this.#titleChanges += 1;
     this.#state = next;
-    this.#listener(previous, next, { announceContext, batch });
+    this.#listener(previous, next, { announceContext, batch, forgets });
   }
 
   /** Shows `changes` over the current snapshot, in a new one. */
@@ -66,6 +68,15 @@ export class View {
   /** An empty conversation; `announceContext` as in `commit`. */
   clear(announceContext = true): void {
     this.commit(initialReducerState(emptySnapshot(null)), { announceContext });
+  }
+
+  /**
+   * Forgets the conversation shown, which the server says is gone (deleted
+   * elsewhere) or never was: an empty view under no id, with `changes` (the
+   * error shown), announced as a forget (`forgets`).
+   */
+  forget(changes: Partial<Snapshot> = {}): void {
+    this.commit(initialReducerState({ ...emptySnapshot(null), ...changes }), { forgets: true });
   }
 
   /** A new turn with a provisional id, unique within the view; `fields` override the defaults of a fresh turn. */
@@ -92,13 +103,20 @@ export class View {
    * Shows `turns` followed by a fresh, empty assistant reply, streaming, with the
    * previous run's thinking, activity and error cleared; returns the reply.
    * `run` sets the run being read, the pending interrupt and whether exchanges
-   * precede `turns` (the current ones by default). The reply is of the
+   * precede `turns` (the current ones by default), and the error shown (none
+   * by default). The reply is of the
    * exchange of the last of `turns` — the message it answers, or the reply a
    * decision continues — and carries its numbers among the alternatives.
    */
   openReply(
     turns: readonly Turn[],
-    run: { runId?: string | null; lastSeq?: number | null; interrupt?: InterruptRequest | null; hasEarlier?: boolean } = {},
+    run: {
+      runId?: string | null;
+      lastSeq?: number | null;
+      interrupt?: InterruptRequest | null;
+      hasEarlier?: boolean;
+      error?: AgentErrorInfo | null;
+    } = {},
   ): Turn {
     const last = turns[turns.length - 1];
     const exchange = last ? { siblings: last.siblings, siblingIndex: last.siblingIndex } : {};
@@ -112,7 +130,7 @@ export class View {
         turns: [...turns, reply],
         thinking: "",
         activity: [],
-        error: null,
+        error: run.error ?? null,
         status: "streaming",
         interrupt: run.interrupt === undefined ? state.snapshot.interrupt : run.interrupt,
         hasEarlier: run.hasEarlier ?? state.snapshot.hasEarlier,
@@ -151,7 +169,7 @@ export class View {
    */
   fail(error: ThinwireError, changes: Partial<Snapshot> = {}): void {
     if (error.code === "context_not_found") {
-      this.commit(initialReducerState({ ...emptySnapshot(null), status: "error", error: errorInfo(error) }));
+      this.forget({ status: "error", error: errorInfo(error) });
       return;
     }
     this.show({ ...changes, status: "error", error: errorInfo(error) });

@@ -137,6 +137,33 @@ describe.each(["sse", "websocket"] as const)("useConversations with useAgent und
     expect(storageContents()).toEqual({});
     expect(log.forgets).toEqual([first]);
   });
+
+  it("drops a row deleted elsewhere once selecting it finds it gone", async () => {
+    const { fetch, WebSocket } = server();
+    vi.stubGlobal("WebSocket", WebSocket);
+    render(
+      <AgentProvider agent="demo" baseUrl="http://server.test" transport={transport} fetch={fetch} persist={{ userId: "ada" }}>
+        <Sidebar />
+        <Chat />
+      </AgentProvider>,
+    );
+    fireEvent.click(screen.getByText("Send"));
+    await waitFor(() => expect(items()).toEqual([["On message 1", "true"]]));
+    const first = localStorage.getItem("thinwire:demo:ada:contextId")!;
+    fireEvent.click(screen.getByText("New"));
+    fireEvent.click(screen.getByText("Send"));
+    await waitFor(() => expect(items()).toEqual([["On message 1", "true"], ["On message 1", "false"]]));
+    const second = localStorage.getItem("thinwire:demo:ada:contextId")!;
+    // Another tab deletes the first conversation; this sidebar still lists it.
+    expect((await fetch(`http://server.test/agents/demo/contexts/${first}`, { method: "DELETE" })).status).toBe(204);
+
+    fireEvent.click(within(screen.getAllByTestId("item")[1]!).getAllByRole("button")[0]!);
+    // Forgotten quietly, as a load forgets an id the server does not know: a new conversation, the row gone.
+    await waitFor(() => expect(items()).toEqual([["On message 1", "false"]]));
+    expect(texts()).toEqual([]);
+    expect(storageContents()).toEqual({});
+    expect(second).not.toBe(first);
+  });
 });
 
 describe("the chat's branches", () => {

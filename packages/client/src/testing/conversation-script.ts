@@ -12,7 +12,9 @@
  * const client = new AgentClient({ agent: "demo", fetch: fakeFetch(script, newLog()) });
  * ```
  *
- * Every run ends at once, with stop reason `end`; a regenerated exchange gets
+ * Every run ends at once, with stop reason `end` — unless its answer holds it
+ * (`until`): then it is in progress until that settles, and the conversation
+ * is busy, as on the server. A regenerated exchange gets
  * a new user turn (a copy of the one it answers) as well as a new reply. A
  * clear drops every exchange, and a title taken from a message. A send that
  * names the turn it follows (`afterTurnId`) and a regeneration that names its
@@ -40,6 +42,15 @@ export interface Answer {
   tools?: Array<{ name: string; ok?: boolean }>;
   /** Names the conversation (a `title` frame) when it has no title yet, or one taken from a message. */
   title?: string;
+  /**
+   * Holds the run before its `done` until this settles (its reply streamed by
+   * then). Meanwhile the run is in progress, as on the server: a transcript
+   * names it (`activeRunId`) and shows the user's turn but not the reply, an
+   * attach follows it as it goes, the list says `running`, and a send,
+   * regeneration, edit, clear or forget of the conversation is refused with
+   * `409 context_busy`.
+   */
+  until?: PromiseLike<unknown>;
 }
 
 export interface ConversationScriptOptions {
@@ -86,13 +97,51 @@ interface Conversation extends Node {
   seq: number;
   runs: number;
   turns: number;
-  lastRun: RunFrame[];
+  lastRun: LiveRun;
+  /** The exchange whose run is in progress (held by its answer's `until`). */
+  running: { runId: string; exchange: Exchange } | null;
+}
+
+/** The frames of a run as they come: all of them at once, or the last (`done`) later. */
+class LiveRun {
+  readonly #frames: RunFrame[];
+  #over: boolean;
+  #waiting: Array<() => void> = [];
+
+  constructor(frames: RunFrame[] = [], over = true) {
+    this.#frames = frames;
+    this.#over = over;
+  }
+
+  /** The run ends with `frame`. */
+  end(frame: RunFrame): void {
+    this.#frames.push(frame);
+    this.#over = true;
+    for (const wake of this.#waiting.splice(0)) wake();
+  }
+
+  /** Its frames after the seq `after`: those sent, or, while it goes, those still to come too. */
+  after(after: number): RunFrame[] | AsyncGenerator<RunFrame> {
+    return this.#over ? this.#frames.filter((frame) => frame.seq > after) : this.#live(after);
+  }
+
+  async *#live(after: number): AsyncGenerator<RunFrame> {
+    for (let index = 0; ; index++) {
+      while (index >= this.#frames.length) {
+        if (this.#over) return;
+        await new Promise<void>((resolve) => this.#waiting.push(resolve));
+      }
+      const frame = this.#frames[index]!;
+      if (frame.seq > after) yield frame;
+    }
+  }
 }
 
 const refusal = (status: number, code: string, message: string): Refusal => ({ error: { status, code, message } });
 const NO_CONTEXT = refusal(404, "context_not_found", "No such conversation.");
 const NO_TURN = refusal(404, "turn_not_found", "No such turn.");
 const BRANCH_MOVED = refusal(409, "branch_moved", "The conversation moved on from the turn this follows.");
+const BUSY = refusal(409, "context_busy", "The conversation is busy with a reply; try again when it ends.");
 const WHOLE: TranscriptQuery = { limit: null, before: null };
 
 export function conversationScript(options: ConversationScriptOptions = {}): Script {
@@ -141,14 +190,18 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
     return match !== null && match[1] === conversation.contextId.slice(-12) && Number(match[2]) <= conversation.turns;
   }
 
-  function turns(path: readonly Step[]): TranscriptTurn[] {
+  /** The turns of `path`; the reply of `running` (a run in progress) is not one yet. */
+  function turns(path: readonly Step[], running: Exchange | null = null): TranscriptTurn[] {
     return path.flatMap(({ exchange, parent }) => {
       const numbers = { siblings: parent.children.length, siblingIndex: parent.children.indexOf(exchange) };
-      return [
-        { ...exchange.user, ...numbers },
-        { ...exchange.reply, ...numbers },
-      ];
+      const user = { ...exchange.user, ...numbers };
+      return exchange === running ? [user] : [user, { ...exchange.reply, ...numbers }];
     });
+  }
+
+  /** The conversation, unless a run in progress holds it. */
+  function idle(conversation: Conversation | Refusal): Conversation | Refusal {
+    return "error" in conversation || conversation.running === null ? conversation : BUSY;
   }
 
   /** The page `query` asks for: the last `limit` exchanges of the branch shown, or of those before the turn `before`. */
@@ -160,20 +213,20 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       path = found.slice(0, -1);
     }
     const start = limit === null ? 0 : Math.max(0, path.length - limit);
-    const { contextId, title } = conversation;
+    const { contextId, title, running } = conversation;
     return {
       contextId,
       agent: "demo",
       title,
-      turns: turns(path.slice(start)),
-      activeRunId: null,
+      turns: turns(path.slice(start), running?.exchange),
+      activeRunId: running?.runId ?? null,
       pendingInterrupt: null,
       hasEarlier: start > 0,
     };
   }
 
   function summary(conversation: Conversation): ConversationSummary {
-    const shown = turns(branch(conversation));
+    const shown = turns(branch(conversation), conversation.running?.exchange);
     return {
       contextId: conversation.contextId,
       title: conversation.title,
@@ -181,7 +234,7 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       updatedAt: conversation.updatedAt,
       turnCount: shown.length,
       preview: (shown[shown.length - 1]?.text ?? "").slice(0, 80),
-      status: "idle",
+      status: conversation.running ? "running" : "idle",
     };
   }
 
@@ -206,11 +259,13 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
     }
     const user = turn(conversation, "user", text);
     const reply = turn(conversation, "assistant", answer.text);
-    parent.children.push({ user, reply, children: [], active: 0 });
+    const added: Exchange = { user, reply, children: [], active: 0 };
+    parent.children.push(added);
     parent.active = parent.children.length - 1;
 
     conversation.runs += 1;
-    const r = runFrames(conversation.contextId, `run-${conversation.runs}`, conversation.seq + 1);
+    const runId = `run-${conversation.runs}`;
+    const r = runFrames(conversation.contextId, runId, conversation.seq + 1);
     const afterTurnId = before[before.length - 1]?.id ?? null;
     const frames = [r.start({ turnId: reply.id, userTurnId: user.id, afterTurnId })];
     if (answer.title !== undefined && (conversation.titleSource ?? "auto") === "auto") {
@@ -225,14 +280,33 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       return { callId, name, ok };
     });
     const toolCalls = activity.map((call) => call.name);
-    frames.push(r.token(answer.text), r.done(answer.text, toolCalls));
+    frames.push(r.token(answer.text));
+    const done = r.done(answer.text, toolCalls);
     Object.assign(reply, { thinking: answer.thinking ?? "", activity, toolCalls });
     user.meta = { ...user.meta, finishedAt: user.meta.startedAt };
-    reply.meta = { ...reply.meta, finishedAt: now() };
+    const end = () => {
+      reply.meta = { ...reply.meta, finishedAt: now() };
+      conversation.seq += 1;
+      conversation.updatedAt = now();
+    };
     conversation.seq += frames.length;
-    conversation.lastRun = frames;
+    if (answer.until === undefined) {
+      end();
+      frames.push(done);
+      conversation.lastRun = new LiveRun(frames);
+      return { frames };
+    }
+    // In progress until the answer lets it end.
+    const live = (conversation.lastRun = new LiveRun(frames, false));
+    const running = (conversation.running = { runId, exchange: added });
     conversation.updatedAt = now();
-    return { frames };
+    const finish = () => {
+      if (conversation.running === running) conversation.running = null;
+      end();
+      live.end(done);
+    };
+    void Promise.resolve(answer.until).then(finish, finish);
+    return { frames: live.after(0) };
   }
 
   function find(contextId: string): Conversation | Refusal {
@@ -246,10 +320,10 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
         minted += 1;
         const contextId = `ctx-${minted.toString(16).padStart(36, "0")}`;
         const time = now();
-        conversation = { contextId, title: null, titleSource: null, createdAt: time, updatedAt: time, seq: 0, runs: 0, turns: 0, lastRun: [], children: [], active: 0 };
+        conversation = { contextId, title: null, titleSource: null, createdAt: time, updatedAt: time, seq: 0, runs: 0, turns: 0, lastRun: new LiveRun(), running: null, children: [], active: 0 };
         conversations.set(contextId, conversation);
       } else {
-        conversation = find(body.contextId);
+        conversation = idle(find(body.contextId));
       }
       if ("error" in conversation) return conversation;
       const path = body.afterTurnId == null ? branch(conversation) : follow(conversation, body.afterTurnId);
@@ -257,7 +331,7 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       return exchange(conversation, path[path.length - 1]?.exchange ?? conversation, body.message.text);
     },
     regenerate(contextId, { turnId }) {
-      const conversation = find(contextId);
+      const conversation = idle(find(contextId));
       if ("error" in conversation) return conversation;
       const path = turnId == null ? branch(conversation) : follow(conversation, turnId);
       if ("error" in path) return path;
@@ -266,7 +340,7 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       return exchange(conversation, last.parent, last.exchange.user.text);
     },
     edit(contextId, { turnId, message }) {
-      const conversation = find(contextId);
+      const conversation = idle(find(contextId));
       if ("error" in conversation) return conversation;
       // On whichever branch: the one through it is shown first, as the server does.
       const path = lineage(conversation, turnId);
@@ -285,8 +359,8 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       return transcript(conversation, query);
     },
     attach(contextId, after) {
-      const frames = conversations.get(contextId)?.lastRun.filter((frame) => frame.seq > after) ?? [];
-      return frames.length > 0 ? { frames } : { nothing: true };
+      const frames = conversations.get(contextId)?.lastRun.after(after) ?? [];
+      return !Array.isArray(frames) || frames.length > 0 ? { frames } : { nothing: true };
     },
     transcript(contextId, query) {
       const conversation = conversations.get(contextId);
@@ -309,11 +383,11 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       return summary(conversation);
     },
     clear(contextId) {
-      const conversation = find(contextId);
+      const conversation = idle(find(contextId));
       if ("error" in conversation) return conversation;
       conversation.children = [];
       conversation.active = 0;
-      conversation.lastRun = [];
+      conversation.lastRun = new LiveRun();
       if (conversation.titleSource === "auto") {
         conversation.title = null;
         conversation.titleSource = null;
@@ -321,7 +395,9 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       return transcript(conversation);
     },
     forget(contextId) {
-      if (!conversations.delete(contextId)) return NO_CONTEXT;
+      const conversation = idle(find(contextId));
+      if ("error" in conversation) return conversation;
+      conversations.delete(contextId);
     },
   };
 }
