@@ -11,6 +11,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from functools import partial
 from typing import Any
 
+import pytest
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
 from pydantic_ai.capabilities import ProcessEventStream
@@ -29,6 +30,7 @@ from conftest import decide as decide_on
 from conftest import send as send_to
 from thinwire import Approval, MemoryStore
 from thinwire.models.pydantic_ai import PydanticAIAgent
+from thinwire.testing.openai_stub import OpenAIStub, Stream, text
 
 SECRET_INSTRUCTIONS = "tw-pai-instructions-3f9a"
 SECRET_ARGUMENT = "tw-pai-argument-77c1"
@@ -443,3 +445,32 @@ def test_a_stopped_run_leaves_what_the_model_said_for_the_next_message() -> None
     assert frame["stopReason"] == "stopped" and frames[-1]["text"] == "Going on."
     assert "tell me" in script.seen(1) and "The first part. " in script.seen(1)
     assert "Never said." not in script.seen(1)
+
+
+def test_a_chat_completions_server_takes_openai_chat_models_not_openai_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As models.md says: `openai:` is the Responses API, which a server of chat
+    # completions only (the stub, like many OpenAI-compatible ones) answers 404.
+    with OpenAIStub() as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        stub.push(Stream(text("Hello.")))
+
+        class Chat(PydanticAIAgent):
+            agent = PydanticAgent("openai-chat:stub-model")
+
+        class Responses(PydanticAIAgent):
+            agent = PydanticAgent("openai:stub-model")
+
+        with TestClient(app_for({"chat": Chat, "responses": Responses})) as client:
+            answered = send_to(client, "hi", agent="chat")
+            failed = send_to(client, "hi", agent="responses")
+            for served in (Chat, Responses):  # their connections, while their loop runs
+                model: Any = served.agent.model
+                assert client.portal is not None
+                client.portal.call(model.client.close)
+    assert answered[-1]["text"] == "Hello." and len(stub.requests) == 1
+    assert failed[-1]["stopReason"] == "error"
+    error = next(f for f in failed if f["type"] == "error")
+    assert error["code"] == "agent_error" and error["message"].startswith("The agent failed.")

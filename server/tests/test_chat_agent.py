@@ -422,6 +422,46 @@ def test_the_brief_of_a_long_turn_keeps_its_reply_and_fits_the_window_or_is_left
     assert len(messages.to_chat_messages(history, window=7)) == 7  # whole: 3 calls answered
 
 
+def test_the_window_counts_the_latest_turn_with_the_earlier_ones() -> None:
+    # The window bounds what the model is sent, so the latest turn counts against it too:
+    # an earlier turn is shown whole only when it fits with the latest one.
+    def call(id_: str) -> dict[str, Any]:
+        return {"id": id_, "name": "search", "arguments": {}}
+
+    earlier = [
+        {"role": "user", "content": "find tides"},
+        {"role": "assistant", "content": "", "toolCalls": [call("a")]},
+        {"role": "tool", "callId": "a", "name": "search", "ok": True, "output": ["x"]},
+        {"role": "assistant", "content": "Found one."},
+    ]
+    latest = [
+        {"role": "user", "content": "and moons?"},
+        {"role": "assistant", "content": "", "toolCalls": [call("b")]},
+        {"role": "tool", "callId": "b", "name": "search", "ok": True, "output": ["y"]},
+    ]
+    asked = [{"role": "system", "content": "Be brief."}, *earlier, latest[0]]
+    # As models.md says: in a window of 6, the 4-message turn is whole with the question …
+    assert len(messages.to_chat_messages(asked, window=6)) == 1 + 4 + 1
+    history = [*asked, *latest[1:]]
+    # … and with its tool call and result, 4 + 3 messages, it fits a window of 7 …
+    fits = messages.to_chat_messages(history, window=7)
+    assert [m["role"] for m in fits] == ["system", *(m["role"] for m in earlier + latest)]
+    # … and in brief in a window of 6, though the earlier turn alone is 4 messages.
+    briefed = messages.to_chat_messages(history, window=6)
+    assert [(m["role"], m.get("content")) for m in briefed[:3]] == [
+        ("system", "Be brief."),
+        ("user", "find tides"),
+        (
+            "assistant",
+            "Found one.\n\n[Left out for length: the tools it called, search (finished), "
+            "and what they returned.]",
+        ),
+    ]
+    assert len(briefed) == 1 + 2 + 3
+    # The latest turn is whole however small the window.
+    assert len(messages.to_chat_messages(history, window=1)) == 1 + 3
+
+
 def test_a_stop_during_a_tool_leaves_a_conversation_the_model_still_takes(
     stub: OpenAIStub,
 ) -> None:
@@ -497,8 +537,20 @@ def test_the_tools_a_reply_cut_off_by_a_killed_server_called_are_told_to_the_mod
         "Charging. \n\n[The server went down during this reply. It had called: charge_card "
         "(finished), ship (did not finish); what they returned was not kept.]"
     )
+    # A reply cut off before it said anything: the note alone, no blank lines before it.
     silent = [history[0], {**history[1], "content": ""}, history[2]]
-    assert "charge_card (finished)" in messages.to_chat_messages(silent, window=50)[1]["content"]
+    assert messages.to_chat_messages(silent, window=50)[1]["content"] == (
+        "[The server went down during this reply. It had called: charge_card (finished), "
+        "ship (did not finish); what they returned was not kept.]"
+    )
+
+
+def test_the_pages_data_is_a_note_after_the_message_or_alone() -> None:
+    data = {"page": "/orders/7"}
+    note = '[The page sent this with the message: {"page": "/orders/7"}]'
+    said = messages.chat_message({"role": "user", "content": "this one", "data": data})
+    assert said["content"] == f"this one\n\n{note}"
+    assert messages.chat_message({"role": "user", "content": "", "data": data})["content"] == note
 
 
 def test_every_tool_call_is_answered_before_the_next_message() -> None:
@@ -719,6 +771,24 @@ def test_token_usage_is_kept_for_the_operator_and_not_sent(stub: OpenAIStub) -> 
     assert seen["total"] == {"stub-model": counts}
     assert seen["runs"][0]["runId"] == frames[0]["runId"]
     assert "inputTokens" not in json.dumps(frames) + transcript
+
+
+def test_a_stopped_run_counts_the_model_calls_it_finished_and_not_the_one_it_cut_short(
+    stub: OpenAIStub,
+) -> None:
+    # The usage comes as the stream's last chunk, which a stopped call never reads.
+    stub.push(
+        Stream([*tool_calls([("c", "search", {"query": "q", "limit": 1})]), usage(100, 7)]),
+        Stream([*text("This will go on and on", 5), usage(130, 9)], delay=0.01, hold=True),
+    )
+    with client_for(librarian(stub)) as client:
+        start, done = stop_over_websocket(client, "talk", at="token", agent="lib")
+        seen = client.get(
+            f"/admin/agents/lib/contexts/{start['contextId']}/usage",
+            headers={"authorization": f"Bearer {TOKEN}"},
+        ).json()
+    assert done["stopReason"] == "stopped"
+    assert seen["total"] == {"stub-model": {"calls": 1, "inputTokens": 100, "outputTokens": 7}}
 
 
 def test_an_agent_may_show_each_replys_model_and_tokens(stub: OpenAIStub) -> None:

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import app_for, parse_sse, send
-from thinwire import Agent, AgentState, StateValueError, WriteDenied
+from conftest import app_for, decide, parse_sse, send
+from thinwire import Agent, AgentState, Approval, StateValueError, WriteDenied
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,6 +114,55 @@ def test_models_doc_framework_agent_runs() -> None:
         frames = send(client, "again", first[0]["contextId"])
     assert [f["type"] for f in frames[1:]] == ["thinking", "token", "done"]
     assert frames[-1]["text"] == "You said: again"
+
+
+def test_models_doc_own_model_streams_calls_its_tool_counts_and_fails_as_it_says() -> None:
+    echo = agents_in("docs/models.md")["Echo"]
+    token = "docs-operator-token"
+    with TestClient(app_for({"demo": echo}, operator_token=token)) as client:
+        frames = send(client, "tides")
+        usage = client.get(
+            f"/admin/agents/demo/contexts/{frames[0]['contextId']}/usage",
+            headers={"authorization": f"Bearer {token}"},
+        ).json()
+        failed = send(client, "tides " * 20, frames[0]["contextId"])
+    kinds = [f["type"] for f in frames[1:]]
+    assert kinds == ["thinking", "tool_call", "tool_result", "token", "token", "token", "done"]
+    assert frames[1]["delta"] == "Looking it up. " and frames[3]["ok"] is True
+    assert frames[-1]["text"] == 'I found ["A book about tides"].'
+    [(model, counted)] = usage["total"].items()  # the tool call's turn said no usage
+    assert model == "echo-1" and counted["calls"] == 1 and counted["outputTokens"] > 0
+    error = next(f for f in failed if f["type"] == "error")
+    assert error["code"] == "agent_error" and error["retryable"] is False
+    assert error["message"].startswith("The model failed (was asked too much).")
+
+
+def test_models_doc_own_model_is_not_called_again_on_a_resume() -> None:
+    namespace = run_blocks("docs/models.md")
+    echo_model, echo, tool = namespace["EchoModel"], namespace["Echo"], namespace["tool"]
+    calls: list[str] = []
+
+    class Counting(echo_model):  # type: ignore[misc, valid-type]
+        async def complete(self, messages: Any, tools: Any, emit: Any) -> Any:
+            calls.append(messages[-1]["role"])
+            return await super().complete(messages, tools, emit)
+
+    class Asking(echo):  # type: ignore[misc, valid-type]
+        model = Counting()
+
+        @tool(approval=Approval("Search the catalogue?"))
+        async def search(self, query: str) -> list[str]:
+            return [f"A book about {query}"]
+
+    with TestClient(app_for({"demo": Asking})) as client:
+        frames = send(client, "tides")
+        assert frames[-2]["type"] == "interrupt"
+        resumed = decide(client, frames, "approve")
+    assert resumed[-1]["text"] == 'I found ["A book about tides"].'
+    # One call before the question, one after: the first comes back from the journal,
+    # and what it emitted is not emitted again.
+    assert calls == ["user", "tool"]
+    assert "thinking" not in [f["type"] for f in resumed]
 
 
 def test_testing_doc_model_test_passes() -> None:

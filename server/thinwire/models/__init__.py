@@ -8,6 +8,7 @@ used (`pip install "thinwire[openai]"`, `"thinwire[pydantic-ai]"`, `"thinwire[la
 
 from __future__ import annotations
 
+from thinwire.errors import ModelError
 from thinwire.models.base import ChatModel, Emitter, ModelTurn, ToolCall
 from thinwire.models.chat import ChatAgent
 from thinwire.models.messages import model_turn, to_chat_messages
@@ -18,6 +19,7 @@ __all__ = [
     "ChatAgent",
     "ChatModel",
     "Emitter",
+    "ModelError",
     "ModelTurn",
     "OpenAIChat",
     "ToolCall",

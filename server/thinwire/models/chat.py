@@ -10,10 +10,10 @@
             return await catalogue.search(query)
 
 Each step shows the model the conversation (the latest turn whole, and the earlier turns
-that fit in `history_window` messages: see `to_chat_messages`), streams its answer, runs
-the tools it calls — each through `run.call_tool`, so their arguments and outputs stay on
-the server and only their names cross the wire — and goes on until the model stops
-calling tools or `max_steps` is reached. Every model call is a recorded
+that fit with it in `history_window` messages: see `to_chat_messages`), streams its
+answer, runs the tools it calls — each through `run.call_tool`, so their arguments and
+outputs stay on the server and only their names cross the wire — and goes on until the
+model stops calling tools or `max_steps` is reached. Every model call is a recorded
 step of the run (`run.step`): a run resumed after a decision replays the model's
 recorded answers instead of calling it again. Parallel tool calls of one step run one
 after the other, in the order the model gave them, so a replay meets them in that order.
@@ -46,8 +46,9 @@ class ChatAgent(Agent):
     model: ClassVar[ChatModel]
     #: Model calls per run at most; a model still calling tools then is stopped there.
     max_steps: ClassVar[int] = 10
-    #: Chat messages of the earlier turns shown to the model, besides the system prompt,
-    #: in whole turns; the latest turn is shown whole however long (`to_chat_messages`).
+    #: Chat messages shown to the model besides the system prompt, the latest turn's
+    #: included, in whole turns; the latest turn is shown whole however long, so an
+    #: earlier turn is shown only if it fits with it (`to_chat_messages`).
     history_window: ClassVar[int] = 50
 
     @classmethod

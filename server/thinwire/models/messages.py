@@ -45,8 +45,9 @@ def model_turn(content: str, tool_calls: Sequence[dict[str, Any]]) -> dict[str, 
 
 def to_chat_messages(history: Sequence[dict[str, Any]], window: int) -> list[dict[str, Any]]:
     """The chat messages for the model: the system prompt, then the latest whole turns (a
-    user message and what followed it) that fit in `window` chat messages — the latest
-    turn always, however long, so no tool call is shown without its result. The turn
+    user message and what followed it) that fit in `window` chat messages, the latest
+    turn's counted with the earlier ones — the latest turn always, however long, so no
+    tool call is shown without its result. The turn
     before the latest, when it does not fit whole, is shown in brief (`in_brief`) if that
     fits: a reply that ended at `max_steps` is often that long. It reads the history from
     the end, as far back as the window goes."""
@@ -102,7 +103,7 @@ def in_brief(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         for (name, outcome), count in calls.items()
     )
     note = f"[Left out for length: the tools it called, {named}, and what they returned.]"
-    content = "\n\n".join(part for part in (said, note if calls else "") if part)
+    content = with_note(said, note if calls else "")
     chat = [chat_message(asked)]
     if content:  # the chat API refuses an empty assistant message
         chat.append({"role": "assistant", "content": content})
@@ -139,9 +140,15 @@ def cut_off(calls: list[dict[str, Any]] | None) -> str:
         f"{call['name']} ({ENDED.get(call.get('ok'), ENDED[None])})" for call in calls
     )
     return (
-        f"\n\n[The server went down during this reply. It had called: {named}; what they "
+        f"[The server went down during this reply. It had called: {named}; what they "
         "returned was not kept.]"
     )
+
+
+def with_note(content: str, note: str) -> str:
+    """A message's content with a note of ours after it, a blank line between them; the
+    note alone when the content is empty (no blank lines to start a message with)."""
+    return "\n\n".join(part for part in (content, note) if part)
 
 
 #: What the model reads for a call whose run was stopped or killed before it returned.
@@ -173,13 +180,10 @@ def chat_message(message: dict[str, Any]) -> dict[str, Any]:
     if role == "system":
         return {"role": "system", "content": message.get("content", "")}
     if role == "user":
-        content = message.get("content", "")
+        content = message.get("content") or ""
         if message.get("data"):
-            content += (
-                "\n\n[The page sent this with the message: "
-                + json.dumps(message["data"], ensure_ascii=False)
-                + "]"
-            )
+            data = json.dumps(message["data"], ensure_ascii=False)
+            content = with_note(content, f"[The page sent this with the message: {data}]")
         return {"role": "user", "content": content}
     if role == "tool":
         body = (
@@ -188,7 +192,7 @@ def chat_message(message: dict[str, Any]) -> dict[str, Any]:
             else f"error: {message.get('error', 'the tool failed')}"
         )
         return {"role": "tool", "tool_call_id": message["callId"], "content": body}
-    content = (message.get("content") or "") + cut_off(message.get("calls"))
+    content = with_note(message.get("content") or "", cut_off(message.get("calls")))
     chat: dict[str, Any] = {"role": "assistant", "content": content or None}
     if message.get("toolCalls"):
         chat["tool_calls"] = [
