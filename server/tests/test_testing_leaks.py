@@ -133,7 +133,7 @@ def recorded(**channels: Any) -> LeakRecorder:
     recorder = LeakRecorder()
     for fetch_id, body in channels.get("fetches", {}).items():
         for char in body:  # delivered a character at a time, as a slow stream may be
-            recorder._tap(None, fetch_id, "http://app/runs", char)
+            recorder._tap(None, "load-1", fetch_id, "fetch", "POST", "http://app/runs", char)
     recorder.websocket_received.update(channels.get("sockets", {}))
     return recorder
 
@@ -204,4 +204,59 @@ def test_what_is_not_a_stream_is_searched_raw_and_never_breaks_the_recorder() ->
         "the secret, whole": f"data: {SECRET}\n\n",
     }
     recorder = recorded(fetches=junk)
-    assert leaked_in(recorder) == ["fetch 4 http://app/runs (as the page read it)"]
+    assert leaked_in(recorder) == ["fetch 4 POST http://app/runs (as the page read it)"]
+
+
+# --- what the page read, by API; what it received -----------------------------------------
+
+
+def tap(recorder: LeakRecorder, tap_id: str, api: str, method: str, url: str, *texts: str) -> None:
+    for text in texts:
+        recorder._tap(None, "load-1", tap_id, api, method, url, text)
+
+
+def test_each_api_the_page_read_with_is_a_channel_of_its_own_numbered_by_api() -> None:
+    recorder = LeakRecorder()
+    tap(recorder, "1", "fetch", "POST", "http://app/runs", "a")
+    tap(recorder, "2", "XMLHttpRequest", "GET", "http://app/x", "b", "c")
+    tap(recorder, "3", "EventSource", "GET", "http://app/events", "")  # opened, nothing yet
+    tap(recorder, "4", "XMLHttpRequest", "POST", "http://app/y", "d")
+    tap(recorder, "5", "WebSocket", "", "ws://app/ws", "e", "f")
+    assert {
+        name: text
+        for name, text in recorder.recorded_channels().items()
+        if name.endswith("(as the page read it)")
+    } == {
+        "fetch 0 POST http://app/runs (as the page read it)": "a",
+        "XMLHttpRequest 0 GET http://app/x (as the page read it)": "bc",
+        "EventSource 0 GET http://app/events (as the page read it)": "",
+        "XMLHttpRequest 1 POST http://app/y (as the page read it)": "d",
+        "WebSocket 0 ws://app/ws (as the page read it)": "ef",
+    }
+    assert recorder.fetched == {"http://app/runs": "a"}
+
+
+def test_a_secret_an_event_source_dispatched_in_pieces_is_joined_back() -> None:
+    # The in-page tap writes each event an EventSource dispatched back as SSE; a
+    # WebSocket's messages, one by one.
+    frames = without_done(frames_of_a_run("thinking"))
+    events = [f"id: {frame['seq']}\ndata: {json.dumps(frame)}\n\n" for frame in frames]
+    for api, url in (("EventSource", "http://app/events"), ("WebSocket", "ws://app/ws")):
+        recorder = LeakRecorder()
+        messages = events if api == "EventSource" else [json.dumps(frame) for frame in frames]
+        tap(recorder, "1", api, "GET", url, *messages)
+        assert leaked_in(recorder) == [f"thinking deltas of {RUN}, joined in seq order"], api
+
+
+def test_what_the_page_received_leaves_out_what_it_sent_held_or_logged() -> None:
+    recorder = LeakRecorder()
+    tap(recorder, "1", "fetch", "POST", "http://app/runs", "came back")
+    recorder.websocket_frames += ["sent went out", "received came back too"]
+    recorder.websocket_received["WebSocket 0 ws://app/ws"] = ["came back too"]
+    recorder.console.append("log: went out")
+    received = recorder.recorded_channels(received_only=True)
+    assert received == {
+        "fetch 0 POST http://app/runs (as the page read it)": "came back",
+        "WebSocket 0 ws://app/ws, received": "came back too",
+    }
+    assert "went out" in recorder.recorded_channels()["WebSocket frames"]

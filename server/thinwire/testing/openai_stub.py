@@ -1,6 +1,6 @@
 """An OpenAI-compatible chat completions server for tests, offline: it replays scripted
-chunk streams on a free loopback port, so a `ChatAgent` (or anything on the official
-SDK) is tested through the real client, not a mock of it.
+chunk streams on a loopback port (a free one, or `OpenAIStub(port=…)`), so a `ChatAgent`
+(or anything on the official SDK) is tested through the real client, not a mock of it.
 
     with OpenAIStub() as stub:
         stub.push(Stream([*reasoning("Let me see. "), *text("Hello!", pieces=3), usage(12, 3)]))
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
 from collections import deque
 from collections.abc import Iterable
@@ -228,13 +229,17 @@ def unanswered_calls(messages: list[dict[str, Any]]) -> list[str]:
 
 
 class OpenAIStub:
-    def __init__(self) -> None:
+    """The stub, listening on 127.0.0.1:`port` — a free port unless given: a fixed one is
+    where a model address set beforehand points (a server's `OPENAI_BASE_URL`), or the
+    port of a stub stopped, to start it again."""
+
+    def __init__(self, port: int | None = None) -> None:
         self.replies: deque[Reply] = deque()
         #: Every request's JSON body, in order.
         self.requests: list[dict[str, Any]] = []
         #: Streams the client closed before their end (a stopped run).
         self.closed_early = 0
-        self.port = free_port()
+        self.port = port or free_port()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -264,7 +269,19 @@ class OpenAIStub:
         app = Starlette(routes=[Route("/v1/chat/completions", self._completions, methods=["POST"])])
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        # Bound here, so a port in use is this call's error, not the server thread's.
+        listening = socket.socket()
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listening.bind(("127.0.0.1", self.port))
+        except OSError as exc:
+            listening.close()
+            raise RuntimeError(
+                f"the OpenAI stub could not listen on port {self.port}: {exc.strerror}"
+            ) from exc
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [listening]}, daemon=True
+        )
         self._thread.start()
         for _ in range(500):
             if self._server.started:
