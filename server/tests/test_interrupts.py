@@ -207,6 +207,9 @@ def test_typed_errors_around_decisions(client: TestClient) -> None:
     again = decide(client, context_id, interrupt_id, "approve")
     assert again.status_code == 409 and again.json()["error"]["code"] == "interrupt_answered"
     assert Refunder.refunds == [40]
+    # Pages show the words as they are: they name the question, never its id.
+    for refusal in (busy, unknown, again):
+        assert "int-" not in refusal.json()["error"]["message"]
 
 
 def test_stop_while_waiting_ends_the_run(client: TestClient) -> None:

@@ -138,7 +138,8 @@ class TooManyRequests(ThinwireError):
 
 class DecisionPending(Conflict):
     def __init__(self, interrupt_id: str) -> None:
-        super().__init__("decision_pending", f"answer the pending interrupt {interrupt_id} first")
+        # Shown as it is by pages: the id is in the error's `interruptId`, not the words.
+        super().__init__("decision_pending", "the agent waits for an answer to its question")
         self.interrupt_id = interrupt_id
 
 

@@ -526,8 +526,11 @@ class ContextRecord:
         checkpoint = self.checkpoint
         if checkpoint is None or checkpoint.interrupt_id != interrupt_id:
             if interrupt_id in self.answered:
-                raise Conflict("interrupt_answered", f"{interrupt_id} was answered already")
-            raise NotFound("interrupt_not_found", f"no pending interrupt {interrupt_id[:64]}")
+                raise Conflict(
+                    "interrupt_answered",
+                    "that question was answered already (in another tab, say)",
+                )
+            raise NotFound("interrupt_not_found", "no such question waits for an answer")
         return checkpoint
 
     def resume(self, interrupt_id: str, decision: Any = None) -> Checkpoint:
