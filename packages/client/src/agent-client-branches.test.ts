@@ -416,33 +416,139 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     expect(client.getSnapshot().turns.map((turn) => turn.id)).toEqual(after.turns.map((turn) => turn.id));
   });
 
-  it("takes a send while a branch switch is on its way, whose answer then yields to the send's view", async () => {
-    const { make, fetch, log } = setup();
-    let release: (() => void) | null = null;
+  /**
+   * A server that holds the conversation while it handles a branch switch, as the server
+   * does: from the moment `POST …/branch` arrives until its answer goes (`answerSwitch()`),
+   * a send, a regeneration, an edit or another switch that arrives is refused with
+   * `409 context_busy`. The hold ends as the answer goes.
+   */
+  function switchingServer(options: Partial<AgentClientOptions> = {}) {
+    const base = conversationScript({ answer });
+    const busy = { error: { status: 409, code: "context_busy", message: "The conversation is busy." } };
+    /** The conversation held. */
+    let held: string | null = null;
+    const script: Script = {
+      ...base,
+      run: (body) => (body.contextId === held ? busy : base.run(body)),
+      regenerate: (contextId, request) => (contextId === held ? busy : base.regenerate!(contextId, request)),
+      edit: (contextId, request) => (contextId === held ? busy : base.edit!(contextId, request)),
+      branch: (contextId, request, query) => {
+        if (contextId === held) return busy;
+        held = contextId;
+        return base.branch!(contextId, request, query);
+      },
+    };
+    const { make, log, fetch } = setup(script);
+    const answers: Array<() => void> = [];
     const client = make({
+      ...options,
       fetch: async (input, init) => {
-        if (String(input).includes("/branch")) await new Promise<void>((resolve) => (release = resolve));
-        return fetch(input, init);
+        const holds = String(input).includes("/branch") && held === null;
+        const response = await fetch(input, init);
+        if (holds) {
+          await new Promise<void>((resolve) => answers.push(resolve));
+          held = null;
+        }
+        return response;
       },
     });
-    await client.send("one");
-    await client.regenerate();
-    const [user, reply] = client.getSnapshot().turns;
-    const switching = client.switchBranch(user!.id, 0);
-    await expect.poll(() => release).not.toBeNull(); // the switch, on its way
-    expect(client.getSnapshot().status).toBe("idle");
-    // The status says the client is free: a send is taken.
-    expect((await client.send("two")).text).toBe("“two”, 1 words; first: “one”.");
-    release!();
-    await expect(switching).resolves.toBeUndefined();
-    expect(log.branches).toHaveLength(1);
-    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
-    expect(shown(client.getSnapshot())).toEqual([
-      ["user", "one", "2/2"],
-      ["assistant", reply!.text, "2/2"],
+    return { client, log, answerSwitch: () => answers.shift()!() };
+  }
+
+  const toOne = "“one”, 1 words; first: “one”.";
+  const meanwhile: Array<[string, (client: AgentClient) => Promise<unknown>, Array<[string, string, string]>]> = [
+    ["a send", (client) => client.send("two"), [
+      ["user", "one", "3/3"],
+      ["assistant", toOne, "3/3"],
       ["user", "two", "1/1"],
       ["assistant", "“two”, 1 words; first: “one”.", "1/1"],
+    ]],
+    ["a regeneration", (client) => client.regenerate(), [
+      ["user", "one", "4/4"],
+      ["assistant", toOne, "4/4"],
+    ]],
+    ["an edit", (client) => client.edit(client.getSnapshot().turns[0]!.id, "uno"), [
+      ["user", "uno", "4/4"],
+      ["assistant", "“uno”, 1 words; first: “uno”.", "4/4"],
+    ]],
+    ["another switch", (client) => client.switchBranch(client.getSnapshot().turns[0]!.id, 1), [
+      ["user", "one", "2/3"],
+      ["assistant", toOne, "2/3"],
+    ]],
+  ];
+
+  it.each(meanwhile)("takes %s while the server handles a branch switch, and makes its request once the switch is answered", async (name, command, after) => {
+    const onError = vi.fn();
+    const { client, log, answerSwitch } = switchingServer({ onError });
+    await client.send("one");
+    await client.regenerate();
+    await client.regenerate();
+    const before = client.getSnapshot();
+    const switching = client.switchBranch(before.turns[0]!.id, 0);
+    await vi.waitFor(() => expect(log.branches).toHaveLength(1)); // the server holds the conversation
+    expect(client.getSnapshot().status).toBe("idle");
+    // The status says the client is free: the command is taken, and shows what it shows at once.
+    const requests = () => [log.runs, log.regenerations, log.edits, log.branches].map((requests) => requests.length);
+    const made = requests();
+    const making = command(client);
+    if (name !== "another switch") expect(client.getSnapshot().status).toBe("streaming");
+    // Time for a request made at once to reach the server (over a WebSocket too): none did.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(requests()).toEqual(made);
+    answerSwitch();
+    await expect(switching).resolves.toBeUndefined();
+    if (name === "another switch") {
+      await vi.waitFor(() => expect(log.branches).toHaveLength(2)); // now: held in its turn
+      answerSwitch();
+    }
+    await making;
+    // The switch's answer yields to the command's view.
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+    expect(shown(client.getSnapshot())).toEqual(after);
+    expect(onError).not.toHaveBeenCalled();
+    expect(log.branches).toHaveLength(name === "another switch" ? 2 : 1);
+  });
+
+  it("makes no request for a switch waiting on another when a send taken since owns the view", async () => {
+    const { client, log, answerSwitch } = switchingServer();
+    await client.send("one");
+    await client.regenerate();
+    const [user] = client.getSnapshot().turns;
+    const switching = client.switchBranch(user!.id, 0);
+    await vi.waitFor(() => expect(log.branches).toHaveLength(1));
+    const moot = client.switchBranch(user!.id, 1); // waits for the first to be answered
+    const sending = client.send("two"); // and this one owns the view from now on
+    answerSwitch();
+    // Had the second switch gone too, it or the send would meet the other's hold.
+    expect((await sending).text).toBe("“two”, 1 words; first: “one”.");
+    await expect(switching).resolves.toBeUndefined();
+    await expect(moot).resolves.toBeUndefined();
+    expect(log.branches).toHaveLength(1);
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+    expect(shown(client.getSnapshot()).map(([, text, position]) => `${text} ${position}`)).toEqual([
+      "one 2/2",
+      "“one”, 1 words; first: “one”. 2/2",
+      "two 1/1",
+      "“two”, 1 words; first: “one”. 1/1",
     ]);
+  });
+
+  it("cancels on reset() a send waiting for a switch's answer; a send in a new conversation does not wait", async () => {
+    const { client, log, answerSwitch } = switchingServer();
+    await client.send("one");
+    await client.regenerate();
+    const switching = client.switchBranch(client.getSnapshot().turns[0]!.id, 0);
+    await vi.waitFor(() => expect(log.branches).toHaveLength(1));
+    const sending = client.send("two");
+    client.reset();
+    // The fake answers the switch only when told, whatever the signal says: the send waits no more.
+    expect((await rejection(sending)).code).toBe("aborted");
+    expect(client.getSnapshot()).toMatchObject({ contextId: null, turns: [], status: "idle" });
+    // Nor does a send in a new conversation: the switch, cancelled, is no concern of it.
+    expect((await client.send("fresh")).text).toBe("“fresh”, 1 words; first: “fresh”.");
+    answerSwitch();
+    expect((await rejection(switching)).code).toBe("aborted");
+    expect(log.runs.map((run) => run.message.text)).toEqual(["one", "fresh"]);
   });
 
   it("tells onFinish of a regeneration and an edit, and the pending results carry the run", async () => {

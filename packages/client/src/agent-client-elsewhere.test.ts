@@ -2,13 +2,13 @@
  * AgentClient when another tab acted on the conversation shown: answered its
  * question (the run that answer continued is followed, as a reload would),
  * ran on after a run this tab saw end unseen, holds the conversation with a
- * run this tab did not see start (followed once a send of its own is refused),
+ * run this tab did not see start (followed once a send or a switch of its own is refused),
  * or deleted the conversation (the next send starts a new one).
  */
 import { describe, expect, it, vi } from "vitest";
 import { AgentClient, type AgentClientOptions } from "./agent-client.js";
 import { ThinwireError } from "./errors.js";
-import type { Transcript, TurnAsked } from "./generated/wire.js";
+import type { ErrorCode, Transcript, TurnAsked } from "./generated/wire.js";
 import type { Snapshot } from "./snapshot.js";
 import { SseTransport } from "./sse-transport.js";
 import { refund, rejection } from "./test-helpers.js";
@@ -44,10 +44,12 @@ function texts(snapshot: Snapshot): string[] {
 }
 
 describe("AgentClient after another tab ran on", () => {
+  /** The message, and the reply that asked `refund`, as a transcript shows them. */
+  const user = transcriptTurn("user", "Refund order 1234", { id: "turn-u1" });
+  const asking = (asked: TurnAsked) =>
+    transcriptTurn("assistant", "Checking.", { id: "turn-a1", stopReason: "interrupted", asked });
+
   it("follows the run another tab's answer continued, once its own answer is refused as answered already", async () => {
-    const user = transcriptTurn("user", "Refund order 1234", { id: "turn-u1" });
-    const asking = (asked: TurnAsked) =>
-      transcriptTurn("assistant", "Checking.", { id: "turn-a1", stopReason: "interrupted", asked });
     const transcripts = [
       // What tab B opens: the question waits.
       transcript({ turns: [user, asking({ request: refund, status: "waiting", decision: null })], pendingInterrupt: refund }),
@@ -78,18 +80,86 @@ describe("AgentClient after another tab ran on", () => {
     stream.push(r.start({ turnId: "turn-a2", afterTurnId: "turn-a1" }));
     stream.push(r.token("Refun"));
     await vi.waitFor(() => expect(tab.getSnapshot().turns.at(-1)).toMatchObject({ text: "Refun", streaming: true }));
-    expect(tab.getSnapshot()).toMatchObject({ status: "streaming", interrupt: null, error: null });
+    // The refusal stays shown beside the run followed, as a message refused context_busy's does.
+    expect(tab.getSnapshot()).toMatchObject({ status: "streaming", interrupt: null, error: { code: "interrupt_answered" } });
     // Nothing else goes meanwhile: the server would refuse it.
     expect((await rejection(tab.send("thanks"))).code).toBe("context_busy");
 
     stream.push(r.token("ded."));
     stream.push(r.done("Refunded."));
     await vi.waitFor(() => expect(onFinish).toHaveBeenCalledTimes(1));
-    expect(tab.getSnapshot().status).toBe("idle");
+    expect(tab.getSnapshot()).toMatchObject({ status: "idle", error: { code: "interrupt_answered" } });
     expect(texts(tab.getSnapshot())).toEqual(["Refund order 1234", "Checking.", "Refunded."]);
     expect(tab.getSnapshot().turns.map((turn) => turn.id)).toEqual(["turn-u1", "turn-a1", "turn-a2"]);
     expect(tab.getSnapshot().turns[1]!.asked).toEqual({ request: refund, status: "answered", decision: "approve" });
     expect(onFinish.mock.calls).toEqual([[{ text: "Refunded.", toolCalls: [], contextId: CTX_1, runId: "run-2", stopReason: "end" }]]);
+  });
+
+  const gone: Array<[ErrorCode, number]> = [
+    ["interrupt_answered", 409],
+    ["interrupt_not_found", 404],
+  ];
+
+  it.each(gone)("keeps %s shown from the refusal on, beside the continued run while it streams and after it", async (code, status) => {
+    const transcripts = [
+      transcript({ turns: [user, asking({ request: refund, status: "waiting", decision: null })], pendingInterrupt: refund }),
+      transcript({ turns: [user, asking({ request: refund, status: "answered", decision: "approve" })], activeRunId: "run-2" }),
+    ];
+    const fetch = vi.fn(async () => jsonResponse(200, transcripts.shift()));
+    const stream = channel();
+    const transport = new MockTransport(() => [], {
+      decide: () => {
+        throw new ThinwireError(code, "Gone.", { status });
+      },
+      attach: () => stream.frames(),
+    });
+    const onFinish = vi.fn();
+    const tab = new AgentClient({ agent: "demo", contextId: CTX_1, transport, fetch, onFinish });
+    await tab.start();
+    const errors: Array<string | null> = [];
+    const unsubscribe = tab.subscribe(() => errors.push(tab.getSnapshot().error?.code ?? null));
+
+    expect((await rejection(tab.decide("approve"))).code).toBe(code);
+    expect(tab.getSnapshot()).toMatchObject({ status: "streaming", interrupt: null, error: { code } });
+    const r = run(CTX_1, "run-2", 10);
+    stream.push(r.start({ turnId: "turn-a2", afterTurnId: "turn-a1" }));
+    stream.push(r.done("Refunded."));
+    await vi.waitFor(() => expect(onFinish).toHaveBeenCalledTimes(1));
+    expect(tab.getSnapshot()).toMatchObject({ status: "idle", error: { code } });
+    unsubscribe();
+    // Once shown, the error never left the view.
+    const since = errors.slice(errors.indexOf(code));
+    expect(since.length).toBeGreaterThan(1);
+    expect(new Set(since)).toEqual(new Set([code]));
+  });
+
+  it.each(gone)("keeps %s shown over the conversation when the run another tab's answer continued is over already", async (code, status) => {
+    const transcripts = [
+      transcript({ turns: [user, asking({ request: refund, status: "waiting", decision: null })], pendingInterrupt: refund }),
+      transcript({
+        turns: [
+          user,
+          asking({ request: refund, status: "answered", decision: "approve" }),
+          transcriptTurn("assistant", "Refunded.", { id: "turn-a2" }),
+        ],
+      }),
+    ];
+    const fetch = vi.fn(async () => jsonResponse(200, transcripts.shift()));
+    const transport = new MockTransport(() => [], {
+      decide: () => {
+        throw new ThinwireError(code, "Gone.", { status });
+      },
+    });
+    const onError = vi.fn();
+    const tab = new AgentClient({ agent: "demo", contextId: CTX_1, transport, fetch, onError });
+    await tab.start();
+
+    const refused = await rejection(tab.decide("approve"));
+    expect(refused.code).toBe(code);
+    expect(onError.mock.calls).toEqual([[refused]]);
+    expect(transport.attaches).toEqual([]);
+    expect(tab.getSnapshot()).toMatchObject({ status: "error", interrupt: null, error: { code } });
+    expect(texts(tab.getSnapshot())).toEqual(["Refund order 1234", "Checking.", "Refunded."]);
   });
 
   it("follows another tab's run found when its own ended unseen, after showing its own reply", async () => {
@@ -279,6 +349,7 @@ describe.each(wires)("AgentClient while another tab's run streams, over %s", (_n
     ["a send", (client) => client.send("two")],
     ["a regeneration", (client) => client.regenerate()],
     ["an edit", (client) => client.edit(client.getSnapshot().turns[0]!.id, "uno")],
+    ["a branch switch", (client) => client.switchBranch(client.getSnapshot().turns[0]!.id, 0)],
   ];
 
   it.each(commands)("follows that run once %s is refused with context_busy, then sends at the first try", async (_command, command) => {

@@ -1376,6 +1376,48 @@ describe("AgentClient human in the loop", () => {
     expect(fetch).toHaveBeenCalledTimes(1);
   });
 
+  it("sends a decision taken while the server ends the waiting run once the stop is answered", async () => {
+    let answerStop: (() => void) | null = null;
+    let ended = false;
+    const transport = new MockTransport(asking, {
+      // The server holds the conversation while it ends the waiting run, as for a run.
+      stop: () =>
+        new Promise<void>((resolve) => {
+          answerStop = () => {
+            ended = true;
+            resolve();
+          };
+        }),
+      decide: () => {
+        if (!ended) throw new ThinwireError("context_busy", "Busy.", { status: 409, retryable: true });
+        throw new ThinwireError("interrupt_not_found", "Gone.", { status: 404 });
+      },
+    });
+    const stoppedTurns = [
+      transcriptTurn("user", "Refund order 1234"),
+      transcriptTurn("assistant", "Let me check.", { toolCalls: ["lookup"], stopReason: "stopped" }),
+    ];
+    const fetch = vi.fn(async () => transcriptResponse({ turns: stoppedTurns }));
+    const client = new AgentClient({ agent: "demo", transport, fetch });
+    await client.send("Refund order 1234");
+    const stopping = client.stop();
+    await vi.waitFor(() => expect(answerStop).not.toBeNull());
+    // The question is still shown: the decision is taken, and shows its answer at once.
+    const deciding = client.decide("approve");
+    expect(client.getSnapshot()).toMatchObject({ status: "streaming", interrupt: null });
+    await new Promise((resolve) => setTimeout(resolve, 0)); // time for a request made at once: none was
+    expect(transport.decisions).toHaveLength(0);
+    answerStop!();
+    // The stop came first: the question is gone, and the view shows the stopped run.
+    expect((await rejection(deciding)).code).toBe("interrupt_not_found");
+    await stopping;
+    expect(client.getSnapshot()).toMatchObject({ status: "error", interrupt: null, error: { code: "interrupt_not_found" } });
+    expect(client.getSnapshot().turns.map((turn) => [turn.text, turn.stopReason])).toEqual([
+      ["Refund order 1234", null],
+      ["Let me check.", "stopped"],
+    ]);
+  });
+
   it("reset forgets the pending interrupt", async () => {
     const client = new AgentClient({ agent: "demo", transport: new MockTransport(asking) });
     await client.send("Refund order 1234");

@@ -23,6 +23,10 @@
  * `edit()` sends a message in place of an earlier one, each on a new branch
  * (the server keeps the old one as a sibling); `switchBranch()` shows another
  * (reading no run, it holds nothing: a job begun meanwhile drops its answer).
+ * The server holds the conversation while it switches, as for a run: a job
+ * begun meanwhile shows what it shows at once and makes its request once the
+ * switch is answered (`holds.ts`), and so does one begun while the server
+ * ends a run waiting for a decision.
  * Turns carry the server's ids, so a view keys them the same before and
  * after a reload. `open()` switches the client to another conversation.
  *
@@ -39,10 +43,11 @@
  * `open()` of the same id load it again, until a transcript of it is shown.
  *
  * Another tab may act on the conversation shown. A transcript loaded again
- * (a decision refused as answered elsewhere, a message the server refused
- * with `context_busy`, a run that ended unseen, a fork's sibling counts) may
- * name a run in progress this view did not read: it is followed, as
- * `start()` follows one. A request refused because the
+ * (a decision refused as answered elsewhere, a message or a branch switch the
+ * server refused with `context_busy`, a run that ended unseen, a fork's
+ * sibling counts) may name a run in progress this view did not read: it is
+ * followed, as `start()` follows one — beside the refusal that found it,
+ * which stays shown. A request refused because the
  * conversation is gone (`context_not_found`: deleted elsewhere) forgets it,
  * as a load does, and shows the error: the next send starts a new one.
  *
@@ -77,6 +82,7 @@ import {
   turnNotFound,
 } from "./errors.js";
 import { type EditRequest, MAX_TRANSCRIPT_PAGE, type RunRequest } from "./generated/wire.js";
+import { Holds } from "./holds.js";
 import type { CredentialsMode } from "./http.js";
 import { Job } from "./job.js";
 import { Messages } from "./messages.js";
@@ -153,6 +159,8 @@ export class AgentClient {
   readonly #reader: RunReader;
   readonly #decisions: Decisions;
   readonly #messages: Messages;
+  /** This client's requests that hold the conversation on the server without reading a run (see `holds.ts`). */
+  readonly #holds = new Holds();
   /** The send, decision, regeneration or edit in flight, until its run ends (see `#announce`); a branch switch until its guards passed. */
   #run: Job | null = null;
   /** The run found in progress by `start()`, until it ends. */
@@ -197,7 +205,14 @@ export class AgentClient {
       transcripts: this.#transcripts,
       reconnect,
     });
-    const parts = { transport: this.#transport, target, view, reader: this.#reader, transcripts: this.#transcripts };
+    const parts = {
+      transport: this.#transport,
+      target,
+      view,
+      reader: this.#reader,
+      transcripts: this.#transcripts,
+      holds: this.#holds,
+    };
     this.#decisions = new Decisions(parts);
     this.#messages = new Messages(parts);
   }
@@ -324,7 +339,9 @@ export class AgentClient {
    * again; and the client follows that run, as `start()` follows one (status
    * `streaming`, its end to `onFinish`), the error still shown beside it. Once
    * the run is over the view is current: the next send goes at the first try.
-   * Likewise for a regeneration and an edit.
+   * Likewise for a regeneration, an edit and a branch switch. (A send made
+   * while a `switchBranch()` of this client's is on its way is no such case:
+   * it waits for the switch's answer, see there.)
    *
    * ```ts
    * await client.send("What is in my cart?", { data: { page: "/cart" } }); // the agent reads run.data
@@ -428,7 +445,16 @@ export class AgentClient {
    * It reads no run, so it holds nothing while its answer is on its way: the
    * status stays as it is, and a send, a regeneration, an edit or another
    * switch is taken meanwhile. That job then owns the view: this switch's
-   * answer is dropped (the promise resolves), its failure only rejects.
+   * answer is dropped (the promise resolves), its failure only rejects. The
+   * server holds the conversation while it switches, as for a run, so that
+   * job shows what it shows at once (a send: its message, status
+   * `streaming`) but makes its request once this switch is answered; a
+   * switch still waiting for an earlier one then makes none.
+   *
+   * Refused `context_busy` by the server — a run this client did not see
+   * start holds the conversation: another tab's — it rejects with that, shown
+   * as any refusal, once the transcript is shown again; and the client
+   * follows that run, the error beside it, as for a send refused so.
    *
    * ```tsx
    * <button onClick={() => client.switchBranch(turn.id, turn.siblingIndex - 1)}>‹</button>
@@ -449,13 +475,24 @@ export class AgentClient {
         // that begins meanwhile — a send, another switch — owns the view from then on.
         if (this.#run === job) this.#run = null;
         const current = () => !job.superseded;
+        const signal = job.signal;
         try {
-          await this.#transcripts.branch(contextId!, { turnId, index }, job.signal, current);
+          // The server holds the conversation while it switches: after a switch of ours on its
+          // way (unless a job begun meanwhile made this one moot), and before a job begun now.
+          await this.#holds.released(signal);
+          if (!current()) return;
+          await this.#holds.add(this.#transcripts.branch(contextId!, { turnId, index }, signal, current), signal);
         } catch (caught) {
-          if (job.signal.aborted) throw aborted(caught);
+          if (signal.aborted) throw aborted(caught);
           const error = toThinwireError(caught);
           if (!current()) throw error;
           this.#view.fail(error);
+          if (error.code === "context_busy") {
+            // Another tab's run holds the conversation, as when a send is refused: follow it,
+            // the error kept beside it (see `Messages`).
+            await this.#transcripts.refresh(contextId!, signal, current, { keepError: true });
+            if (signal.aborted) throw aborted(caught);
+          }
           this.#failed(error);
           throw error;
         }
@@ -526,7 +563,10 @@ export class AgentClient {
    * and the transcript is loaded again — or as `send()` does. When another
    * tab's answer continued a run that still goes on, that transcript names it,
    * and the client follows it as `start()` follows one (status `streaming`,
-   * its end to `onFinish`); this promise still rejects with the refusal.
+   * its end to `onFinish`); this promise still rejects with the refusal. The
+   * refusal stays shown (`error`) either way, as a `context_busy` of a send's
+   * does: beside the run followed, or over what the conversation holds now
+   * (status `error`) when that run is over already.
    *
    * ```ts
    * const { interrupt } = client.getSnapshot();
@@ -556,7 +596,10 @@ export class AgentClient {
    *
    * While a decision is pending it ends the waiting run instead: the
    * interrupt is cleared, the reply ends as `stopped`, and the transcript is
-   * loaded again — dropped if a send taken meanwhile shows its run.
+   * loaded again — dropped if a send taken meanwhile shows its run. The
+   * server holds the conversation while it ends the run: a `decide()` taken
+   * meanwhile (the question is shown until the stop is answered) makes its
+   * request once it is, and finds the question gone (`interrupt_not_found`).
    *
    * Rejects when the stop request fails: `network_error` (the server cannot
    * be reached), the server's refusal (over HTTP; a WebSocket does not answer

@@ -7,10 +7,15 @@
  * says the interrupt is gone (answered elsewhere, expired): then the
  * transcript is loaded again, since the view no longer matches the server —
  * and the run another tab's answer continued, when it still goes on, is
- * followed (see `TranscriptLoader.refresh`).
+ * followed (see `TranscriptLoader.refresh`). The refusal stays shown either
+ * way: beside the run followed, or over what the conversation holds.
+ *
+ * A decision, and the stop of a waiting run, make their request once this
+ * client's own requests that hold the conversation are answered (`Holds`).
  */
 import { aborted, toThinwireError } from "./errors.js";
 import type { InterruptRequest, TurnAsked } from "./generated/wire.js";
+import type { Holds } from "./holds.js";
 import type { Job } from "./job.js";
 import type { RunReader } from "./run-reader.js";
 import type { SendResult } from "./send-result.js";
@@ -26,6 +31,8 @@ export interface DecisionsOptions {
   view: View;
   reader: RunReader;
   transcripts: TranscriptLoader;
+  /** This client's requests that hold the conversation on the server: a decision and a stop wait for them. */
+  holds: Holds;
 }
 
 export class Decisions {
@@ -34,6 +41,7 @@ export class Decisions {
   readonly #view: View;
   readonly #reader: RunReader;
   readonly #transcripts: TranscriptLoader;
+  readonly #holds: Holds;
 
   constructor(options: DecisionsOptions) {
     this.#transport = options.transport;
@@ -41,6 +49,7 @@ export class Decisions {
     this.#view = options.view;
     this.#reader = options.reader;
     this.#transcripts = options.transcripts;
+    this.#holds = options.holds;
   }
 
   /** Sends the decision and follows the run it continues, in a fresh reply. */
@@ -52,6 +61,7 @@ export class Decisions {
     const reply = view.openReply(answered, { runId: null, interrupt: null });
     const { interruptId } = interrupt;
     try {
+      await this.#holds.released(signal);
       const frames = () => this.#transport.decide({ ...this.#target(), contextId, interruptId, value, signal });
       return await this.#reader.follow(frames, job);
     } catch (caught) {
@@ -64,7 +74,13 @@ export class Decisions {
       // Refused before the continued run began: the question is still open, unless the server says it is gone.
       const gone = error.code === "interrupt_answered" || error.code === "interrupt_not_found";
       view.failRun(error, reply.id, gone ? { interrupt: null } : { interrupt, restore: before });
-      if (gone) await this.#transcripts.refresh(contextId, signal, () => !job.superseded);
+      if (gone) {
+        // Answered elsewhere, or expired: show what the conversation holds, and follow the run
+        // another tab's answer continued if it still goes on — the error kept beside it either
+        // way, as for a message refused `context_busy`.
+        await this.#transcripts.refresh(contextId, signal, () => !job.superseded, { keepError: true });
+        if (signal.aborted) throw aborted(caught);
+      }
       throw error;
     }
   }
@@ -75,7 +91,9 @@ export class Decisions {
    * started meanwhile owns it.
    */
   async endWaitingRun(contextId: string, signal: AbortSignal, idle: () => boolean): Promise<void> {
-    await this.#transport.stop({ ...this.#target(), contextId, signal });
+    await this.#holds.released(signal);
+    // The server holds the conversation to end the run: a decision made meanwhile waits.
+    await this.#holds.add(this.#transport.stop({ ...this.#target(), contextId, signal }), signal);
     const view = this.#view;
     if (signal.aborted || !idle() || view.snapshot.contextId !== contextId) return;
     // Show what the server records at once — the reply that asked is the last, stopped —

@@ -27,9 +27,14 @@
  * the conversation (another tab's), and the transcript names it — it is
  * followed (`TranscriptLoader.refresh`) to its end, the error still shown,
  * after which the view is current and a message goes at the first try.
+ *
+ * A message is shown at once, but its request waits for this client's own
+ * requests that hold the conversation on the server (`Holds`: a branch switch
+ * on its way), which would have it refused `context_busy`.
  */
 import { aborted, toThinwireError, withInterruptId } from "./errors.js";
 import type { EditRequest, Frame, RegenerateRequest, RunRequest, RunStartFrame } from "./generated/wire.js";
+import type { Holds } from "./holds.js";
 import type { Job } from "./job.js";
 import { newMessageId } from "./message-id.js";
 import type { RunReader } from "./run-reader.js";
@@ -46,6 +51,8 @@ export interface MessagesOptions {
   view: View;
   reader: RunReader;
   transcripts: TranscriptLoader;
+  /** This client's requests that hold the conversation on the server: a message's waits for them. */
+  holds: Holds;
 }
 
 /** What a message shows while its run streams, and how it asks for the run. */
@@ -68,6 +75,7 @@ export class Messages {
   readonly #view: View;
   readonly #reader: RunReader;
   readonly #transcripts: TranscriptLoader;
+  readonly #holds: Holds;
   /** The conversation whose transcript was shown for want of a title (see `#untitled`). */
   #askedTitleOf: string | null = null;
 
@@ -77,6 +85,7 @@ export class Messages {
     this.#view = options.view;
     this.#reader = options.reader;
     this.#transcripts = options.transcripts;
+    this.#holds = options.holds;
   }
 
   /**
@@ -178,6 +187,8 @@ export class Messages {
     const shown = this.#transcripts.shown;
     let result: SendResult;
     try {
+      // Shown at once, sent once a branch switch of this client's on its way is answered.
+      await this.#holds.released(signal);
       result = await this.#reader.follow(open, job, { repeatable: messageId !== null });
     } catch (caught) {
       if (signal.aborted) throw aborted(caught);
@@ -189,10 +200,10 @@ export class Messages {
         if (signal.aborted) throw aborted(caught);
         if (error.interruptId === undefined && interrupt) error = withInterruptId(error, interrupt.interruptId);
       } else if (error.code === "context_busy" && plan.contextId !== null) {
-        // The server's refusal (this client refuses its own before any request): a run this
-        // client did not see start holds the conversation — another tab's. Show it, and follow
-        // it to its end, so the view is current for the next message; the error shows why
-        // the message did not go meanwhile.
+        // The server's refusal (this client refuses its own before any request, and waits for
+        // its own holds): a run this client did not see start holds the conversation —
+        // another tab's. Show it, and follow it to its end, so the view is current for the
+        // next message; the error shows why the message did not go meanwhile.
         await this.#transcripts.refresh(plan.contextId, signal, () => !job.superseded, { keepError: true });
         if (signal.aborted) throw aborted(caught);
       } else if (error.code === "branch_moved" && plan.contextId !== null) {

@@ -3,7 +3,8 @@
  * a conversation on `start()` (hydrate), shows it again after the view fell
  * out of step with the server (refresh: a refused decision, a message
  * refused as busy or as following a turn the conversation went on from, a
- * waiting run stopped, the sibling counts after a regeneration or an edit), reads the
+ * branch switch refused as busy, a waiting run stopped, the sibling counts
+ * after a regeneration or an edit), reads the
  * reply of a run that ended unseen (settle), shows another branch
  * (`POST …/branch`), and the exchanges before those shown (earlier).
  *

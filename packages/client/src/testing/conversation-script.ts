@@ -47,8 +47,8 @@ export interface Answer {
    * then). Meanwhile the run is in progress, as on the server: a transcript
    * names it (`activeRunId`) and shows the user's turn but not the reply, an
    * attach follows it as it goes, the list says `running`, and a send,
-   * regeneration, edit, clear or forget of the conversation is refused with
-   * `409 context_busy`.
+   * regeneration, edit, branch switch, clear or forget of the conversation is
+   * refused with `409 context_busy`.
    */
   until?: PromiseLike<unknown>;
 }
@@ -351,10 +351,14 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       return exchange(conversation, step.parent, message.text);
     },
     branch(contextId, { turnId, index }, query) {
-      const conversation = find(contextId);
+      const conversation = idle(find(contextId));
       if ("error" in conversation) return conversation;
-      const step = branch(conversation).find(({ exchange }) => exchange.user.id === turnId || exchange.reply.id === turnId);
-      if (!step || index >= step.parent.children.length) return refusal(404, "branch_not_found", "No such branch.");
+      // On whichever branch, as the server finds it.
+      const path = lineage(conversation, turnId);
+      const step = path?.[path.length - 1];
+      if (!path || !step) return NO_TURN;
+      if (index >= step.parent.children.length) return refusal(404, "branch_not_found", "No such branch.");
+      for (const { exchange, parent } of path) parent.active = parent.children.indexOf(exchange);
       step.parent.active = index;
       return transcript(conversation, query);
     },
