@@ -192,6 +192,18 @@ def test_an_honest_page_passes_though_the_browser_kept_no_body_of_a_stream_it_cl
     assert recorder.unchecked() == []
 
 
+def test_an_answer_without_a_body_is_no_unchecked_channel(
+    page: Page, demo: Demo, recorder: LeakRecorder
+) -> None:
+    """A 204 (useChat's resume when nothing runs) carries no body: DevTools has none to
+    give, and the page's code reads none; there is nothing a canary could hide in."""
+    page.goto(f"{demo.url}/healthz")
+    url = f"{demo.url}/ai-sdk/demo/chat/chat-{secrets.token_hex(6)}/stream"
+    assert page.evaluate("async (url) => (await fetch(url)).status", url) == 204
+    recorder.assert_no_leak(page, {"secret": f"tw-{secrets.token_hex(6)}"})
+    assert recorder.unchecked() == []
+
+
 #: A worker, beyond the in-page tap, starts a run and reads it; it stops reading (the
 #: browser then keeps no body of it) or reads on, slowly.
 WORKER = """([url, stop]) => new Promise((done) => {

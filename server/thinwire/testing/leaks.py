@@ -152,12 +152,16 @@ class Tapped:
 TAPPED_RESOURCES = {"fetch": "fetch", "xhr": "XMLHttpRequest", "eventsource": "EventSource"}
 #: A redirect's body is never handed to the page (the browser follows it), nor kept.
 REDIRECT_STATUSES = range(300, 400)
+#: Answers that carry no body: there is nothing to read, and nothing a tap could read.
+EMPTY_STATUSES = (204, 205, 304)
 #: How many pieces a document's tap handed over: its load id and the count.
 TAPS_SENT = "() => window.__thinwireTapsSent?.() ?? null"
 
 
 def read_body(response: Response) -> tuple[str, str | None]:
     """The body as text, and why it could not be read, if it could not."""
+    if response.status in EMPTY_STATUSES or response.request.method == "HEAD":
+        return "", None
     try:
         return response.body().decode("utf-8", "replace"), None
     except Exception as exc:  # an aborted stream, a body the browser dropped
