@@ -28,6 +28,14 @@ help: ## list the targets
 $(STAMPS)/python: pyproject.toml
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev,bench]'
+	@mkdir -p $(STAMPS) && touch $@ $(STAMPS)/python-run
+
+# What the demo needs and no more: thinwire, and the OpenAI SDK for `thinwire demo`'s
+# model (used when $OPENAI_BASE_URL or $OPENAI_API_KEY is set). The tools of the line
+# above come with the first `make test`; up to date when that one is.
+$(STAMPS)/python-run: pyproject.toml
+	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[openai]'
 	@mkdir -p $(STAMPS) && touch $@
 
 $(STAMPS)/node: $(NODE_MANIFESTS)
@@ -61,7 +69,7 @@ npm_version = $(shell sed -n 's/^  "version": "\(.*\)",/\1/p' packages/$(1)/pack
 WHEEL := dist/thinwire-$(VERSION)-py3-none-any.whl
 CLIENT_TGZ := dist/thinwire-client-$(call npm_version,client).tgz
 REACT_TGZ := dist/thinwire-react-$(call npm_version,react).tgz
-PY_SRC := $(shell find server/thinwire -type f \( -name '*.py' -o -name py.typed \) -not -path '*/__pycache__/*')
+PY_SRC := $(shell find server/thinwire -type f \( -name '*.py' -o -name '*.js' -o -name py.typed \) -not -path '*/__pycache__/*')
 EXAMPLES_SRC := $(shell find examples -type f -not -path '*/node_modules/*' -not -path '*/dist/*' -not -path '*/.thinwire/*' -not -path '*/__pycache__/*')
 
 # The wheel ships the built demo page (hatch_build.py); pip builds it as it would for a user.
@@ -83,7 +91,7 @@ dist: $(WHEEL) $(CLIENT_TGZ) $(REACT_TGZ) ## build the wheel and the npm tarball
 # --- run ------------------------------------------------------------------------------
 
 .PHONY: run
-run: $(STAMPS)/python $(STAMPS)/web ## install, build and serve the demo at http://127.0.0.1:$(PORT)
+run: $(STAMPS)/python-run $(STAMPS)/web ## install, build and serve the demo at http://127.0.0.1:$(PORT)
 	$(BIN)/thinwire demo --port $(PORT)
 
 # --- schema ---------------------------------------------------------------------------

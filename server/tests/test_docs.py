@@ -48,6 +48,13 @@ def test_every_python_block_runs_or_is_marked_a_sketch(name: str) -> None:
     run_blocks(name)
 
 
+def test_every_python_block_of_the_server_doc_runs_on_its_own() -> None:
+    """server.md's blocks are separate recipes, not one program: a reader copies one, so
+    each brings the agents and imports it uses."""
+    for block in python_blocks("docs/server.md"):
+        exec(compile(block, "docs/server.md", "exec"), {"__name__": "docs_server_block"})
+
+
 def fence_problem(text: str) -> str | None:
     """What is wrong with a page's code fences, if anything: a block left open swallows
     the rest of the page, and `python_blocks` never finds (nor runs) its code."""
@@ -405,3 +412,133 @@ def test_the_server_doc_names_every_method_of_run() -> None:
     }
     missing = sorted(name for name in members if f"run.{name}(" not in table)
     assert not missing, f"docs/server.md's table of what Run gives misses {missing}"
+
+
+def built_files() -> set[str]:
+    """What `make dist` puts in dist/: the wheel and the npm tarballs, at their versions."""
+    python = re.search(r'^version = "(.*)"', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert python is not None
+    npm = {
+        name: json.loads((ROOT / f"packages/{name}/package.json").read_text())["version"]
+        for name in ("client", "react")
+    }
+    return {
+        f"dist/thinwire-{python[1]}-py3-none-any.whl",
+        *(f"dist/thinwire-{name}-{version}.tgz" for name, version in npm.items()),
+    }
+
+
+@pytest.mark.parametrize("name", ["README.md", "docs/server.md", "docs/hook.md"])
+def test_the_install_pages_say_how_to_install_before_the_registries_have_it(name: str) -> None:
+    """The pages a reader installs from name what `make dist` builds, as it names it: the
+    packages are not on PyPI or npm yet."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    named = set(re.findall(r"dist/thinwire-[\w.-]+?\.(?:whl|tgz)", text))
+    assert named, f"{name} does not say how to install from make dist"
+    assert named <= built_files(), f"{name} names {sorted(named - built_files())}"
+
+
+def test_the_server_doc_says_what_the_demo_does(client: TestClient) -> None:
+    """The demo's section quotes what the demo agent answers to each kind of message, and
+    the README's quick start points at the approval flow."""
+    text = (ROOT / "docs/server.md").read_text(encoding="utf-8")
+    section = text.split("\n## The demo\n")[1].split("\n## ")[0]
+    asked = send(client, "I'd like a REFUND")
+    prompt = asked[-2]["interrupt"]["prompt"]
+    assert f'asks "{prompt}"' in section
+    assert f'says "{asked[-1]["text"].strip()}"' in section
+    approved = decide(client, asked, "approve")[-1]["text"]
+    again = send(client, "refund", asked[0]["contextId"])
+    rejected = decide(client, again, "reject")[-1]["text"]
+    assert f'says "{approved}"' in section and f'says "{rejected}"' in section
+    failed = send(client, "explode")
+    assert failed[-1]["stopReason"] == "error"
+    assert f'says "{failed[-1]["text"].strip()}"' in section
+    named = send(client, "call this conversation Trip plans")
+    assert [f["title"] for f in named if f["type"] == "title"] == ["Trip plans"]
+    assert "| starts with `call this conversation ` |" in section
+    for trigger in ("refund", "explode"):
+        assert f"| contains `{trigger}` |" in section
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("## Quick start")[1]
+    assert "refund" in readme.split("\n## ")[0]
+
+
+def console_session(block: str) -> list[tuple[str, str]]:
+    """A console example's commands (a `$ ` line and its `\\` continuations), each with the
+    output shown under it, its lines joined."""
+    session: list[tuple[str, str]] = []
+    continued = False
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            session.append((line[2:], ""))
+            continued = line.endswith("\\")
+        elif continued:
+            command, output = session[-1]
+            session[-1] = (f"{command}\n{line}", output)
+            continued = line.endswith("\\")
+        elif line.strip():
+            command, output = session[-1]
+            session[-1] = (command, output + line.strip())
+    return session
+
+
+def assert_json_shown(shown: Any, real: Any, where: str = "") -> None:
+    """The JSON a doc shows is the real one, but for values it cuts short (`"ctx-…"`: any
+    string so starting) and the times, which are any number."""
+    if isinstance(shown, dict):
+        assert isinstance(real, dict) and shown.keys() == real.keys(), (where, shown, real)
+        for key in shown:
+            if key == "time":
+                assert isinstance(real[key], float), (where, real[key])
+            else:
+                assert_json_shown(shown[key], real[key], f"{where}.{key}")
+    elif isinstance(shown, list):
+        assert isinstance(real, list) and len(shown) == len(real), (where, shown, real)
+        for index, (one, other) in enumerate(zip(shown, real, strict=True)):
+            assert_json_shown(one, other, f"{where}[{index}]")
+    elif isinstance(shown, str) and shown.endswith("…"):
+        assert isinstance(real, str) and real.startswith(shown[:-1]), (where, shown, real)
+    else:
+        assert shown == real, (where, shown, real)
+
+
+def curl_version() -> tuple[int, ...] | None:
+    if shutil.which("curl") is None:
+        return None
+    done = subprocess.run(["curl", "--version"], capture_output=True, text=True, timeout=30)
+    found = re.match(r"curl (\d+)\.(\d+)", done.stdout)
+    return None if found is None else (int(found[1]), int(found[2]))
+
+
+@pytest.mark.skipif(
+    (curl_version() or (0,)) < (7, 84), reason="curl 7.84 or newer (-w %header) is not here"
+)
+def test_the_server_docs_operator_session_runs_against_the_demo(tmp_path: Path) -> None:
+    """The operator API's console example, run as written by bash and curl against
+    `thinwire demo` started as the page says, shows what they print."""
+    from thinwire.testing import serve
+
+    text = (ROOT / "docs/server.md").read_text(encoding="utf-8")
+    section = text.split("## The operator API")[1].split("\n## ")[0]
+    block = console_example("docs/server.md", "$ export TOKEN=")
+    token = re.match(r"\$ export TOKEN=(\S+)", block)
+    assert token is not None
+    assert f"`THINWIRE_OPERATOR_TOKEN={token[1]} thinwire demo`" in section
+    session = console_session(block)
+    assert any("if-match: $VERSION" in command for command, _ in session)
+    env = {"THINWIRE_OPERATOR_TOKEN": token[1], "THINWIRE_STORE_URL": "", "OPENAI_MODEL": ""}
+    env |= {"OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""}
+    with serve("demo", "--delay", "0", "--data-dir", str(tmp_path / "data"), env=env) as server:
+        script = ["set -eu"]
+        for number, (command, _) in enumerate(session):
+            command = command.replace("localhost:8000", f"localhost:{server.port}")
+            script.append(f"{{\n{command}\n}} > {tmp_path}/out-{number}")
+        done = subprocess.run(
+            ["bash", "-c", "\n".join(script)], capture_output=True, text=True, timeout=60
+        )
+    assert done.returncode == 0, done.stderr
+    shown = [(number, output) for number, (_, output) in enumerate(session) if output]
+    assert len(shown) == 3
+    for number, output in shown:
+        real = (tmp_path / f"out-{number}").read_text()
+        assert_json_shown(json.loads(output), json.loads(real), session[number][0])

@@ -73,6 +73,10 @@ def test_a_mounted_app_starts_and_stops_with_its_parent(kind: str, tmp_path: Pat
         assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
         route = client.get("/api/settings/profile", headers={"accept": "text/html"})
         assert route.status_code == 200 and "My own app" in route.text  # a client route
+        # …for a browser only (docs/server.md): curl's, or a name with a dot, is a 404.
+        assert client.get("/api/settings/profile").status_code == 404
+        dotted = client.get("/api/settings/profile.json", headers={"accept": "text/html"})
+        assert dotted.status_code == 404
         assert client.get("/api/missing.js").status_code == 404  # a missing file is not
         assert client.get("/api/agents/demo/runs").status_code == 405  # nor the API
     assert server.closing.is_set()  # …and its shutdown ran
@@ -272,10 +276,20 @@ def test_tickets_work_between_old_and_new_replicas_once_redis_lost_its_data(
             assert open_with(c, unused) == "unauthenticated"
 
 
-def test_a_page_not_built_yet_says_so_and_the_api_still_answers(tmp_path: Path) -> None:
-    app = app_for({"demo": Remembering}, web_dir=tmp_path / "not-built")
+@pytest.mark.parametrize("directory_made", [False, True])
+def test_a_page_not_built_yet_says_so_and_the_api_still_answers(
+    tmp_path: Path, directory_made: bool
+) -> None:
+    """No directory yet, or one without its index.html: `/` and a browser's client-side
+    route answer 503 with the notice docs/server.md quotes."""
+    web = tmp_path / "not-built"
+    if directory_made:  # …with the build's assets but no index.html
+        web.mkdir()
+        (web / "app.js").write_text("")
+    app = app_for({"demo": Remembering}, web_dir=web)
     with TestClient(app) as client:
-        page = client.get("/", headers={"accept": "text/html"})
-        assert page.status_code == 503 and "not built" in page.text
+        for path, headers in [("/", {}), ("/orders/42", {"accept": "text/html"})]:
+            page = client.get(path, headers=headers)
+            assert page.status_code == 503 and "The page is not built" in page.text
         assert client.get("/nope").json()["error"]["code"] == "not_found"
         assert client.get("/healthz").json() == {"ok": True}
