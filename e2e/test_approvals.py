@@ -12,6 +12,7 @@ from thinwire.testing import LeakRecorder
 
 APPROVED = "Done — $40 is on its way back for order 1234."
 REJECTED = "Okay — no refund for order 1234."
+ASKED = "Asked: Refund $40 on order 1234? — "
 
 
 def ledger(demo: Demo) -> list[str]:
@@ -25,7 +26,14 @@ def ask_for_refund(page: Page) -> None:
     expect(card).to_be_visible()
     expect(page.get_by_test_id("approval-prompt")).to_have_text("Refund $40 on order 1234?")
     expect(page.get_by_test_id("approval-payload")).to_contain_text("1234")
-    expect(page.get_by_test_id("status")).to_have_text("idle")
+    # The page says what it waits for, and why Send is off.
+    expect(page.get_by_test_id("status")).to_have_text("waiting for your answer")
+    expect(page.get_by_test_id("status")).to_have_attribute("data-status", "idle")
+    expect(page.get_by_test_id("composer-hint")).to_have_text("Answer the question above first.")
+    expect(page.get_by_test_id("send")).to_be_disabled()
+    asked = page.get_by_test_id("turn-asked")
+    expect(asked).to_have_text(ASKED + "waiting for your answer below")
+    expect(page.get_by_test_id("turn-ending")).to_have_count(0)
 
 
 def test_approve(page: Page, own_demo: Demo, recorder: LeakRecorder) -> None:
@@ -35,6 +43,13 @@ def test_approve(page: Page, own_demo: Demo, recorder: LeakRecorder) -> None:
     page.get_by_test_id("decide-approve").click()
     assert wait_for_reply(page, 2) == APPROVED
     expect(page.get_by_test_id("approval")).to_have_count(0)
+    expect(page.get_by_test_id("composer-hint")).to_have_count(0)
+    # The reply that asked says what it asked and what was decided — it was not cut short.
+    asked = page.get_by_test_id("turn-asked")
+    expect(asked).to_have_text(ASKED + "answered “Approve”")
+    expect(page.get_by_test_id("turn-ending")).to_have_count(0)
+    page.reload()  # the transcript keeps the answer
+    expect(asked).to_have_text(ASKED + "answered “Approve”")
     assert ledger(own_demo) == ["lookup_order 1234", "issue_refund 1234 40"]
     recorder.assert_no_leak(page, own_demo.canaries)
 
@@ -44,6 +59,19 @@ def test_reject(page: Page, own_demo: Demo) -> None:
     ask_for_refund(page)
     page.get_by_test_id("decide-reject").click()
     assert wait_for_reply(page, 2) == REJECTED
+    expect(page.get_by_test_id("turn-asked")).to_have_text(ASKED + "answered “Reject”")
+    assert ledger(own_demo) == ["lookup_order 1234"]
+
+
+def test_stop_while_waiting_says_the_question_went_unanswered(page: Page, own_demo: Demo) -> None:
+    open_as(page, own_demo, "alice")
+    ask_for_refund(page)
+    page.get_by_test_id("stop").click()
+    expect(page.get_by_test_id("approval")).to_have_count(0)
+    expect(page.get_by_test_id("turn-asked")).to_have_text(ASKED + "stopped before it was answered")
+    expect(page.get_by_test_id("turn-ending")).to_have_count(0)  # the line above says it
+    expect(page.get_by_test_id("status")).to_have_text("idle")
+    expect(page.get_by_test_id("composer-hint")).to_have_count(0)  # nothing waits any more
     assert ledger(own_demo) == ["lookup_order 1234"]
 
 

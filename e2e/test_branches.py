@@ -198,7 +198,18 @@ def test_edit_forks_and_the_arrows_bring_the_old_branch_back(
     first_user = page.locator(USER_TURNS).first
     first_user.get_by_test_id("edit").click()
     page.get_by_test_id("edit-input").fill("gamma three")
-    page.get_by_test_id("edit-save").click()
+    page.get_by_test_id("edit-input").press("Escape")  # cancels, as a rename does
+    expect(page.get_by_test_id("edit-input")).to_have_count(0)
+    expect(page.get_by_test_id("turn-text").first).to_have_text("alpha one")
+    assert turn_ids(page) == original
+    first_user.get_by_test_id("edit").click()
+    edit_box = page.get_by_test_id("edit-input")
+    edit_box.fill("  gamma")
+    edit_box.press("Shift+Enter")  # a new line, as in the composer
+    expect(edit_box).to_have_value("  gamma\n")
+    edit_box.fill("  gamma three \n")
+    edit_box.press("End")
+    edit_box.press("Enter")  # sends, as the composer does; the text trimmed
     # The turns after the edited one left the view; the new branch starts over.
     expect(page.get_by_test_id("turn")).to_have_count(2)
     assert wait_for_reply(page, 1) == first_reply("gamma three")
@@ -230,7 +241,22 @@ def test_forget_removes_the_conversation_and_resets_the_chat(
     forgotten = new_conversation(page, "forget this one")
     expect(items(page)).to_have_count(2)
 
+    # The delete button asks first; Escape (or No) keeps the conversation.
     selected_item(page).get_by_test_id("conversation-forget").click()
+    prompt = selected_item(page).get_by_test_id("conversation-forget-prompt")
+    expect(prompt).to_contain_text("Delete?")
+    prompt.get_by_test_id("conversation-forget-cancel").press("Escape")
+    expect(prompt).to_have_count(0)
+    selected_item(page).get_by_test_id("conversation-forget").click()
+    prompt.get_by_test_id("conversation-forget-cancel").click()
+    expect(prompt).to_have_count(0)
+    expect(items(page)).to_have_count(2)
+    expect(page.get_by_test_id("turn")).to_have_count(2)
+    status, _ = call(page, "GET", f"/agents/demo/contexts/{forgotten}")
+    assert status == 200
+
+    selected_item(page).get_by_test_id("conversation-forget").click()
+    prompt.get_by_test_id("conversation-forget-confirm").click()
     expect(items(page)).to_have_count(1)
     expect(page.get_by_test_id("turn")).to_have_count(0)
     assert storage(page, "localStorage") == {}

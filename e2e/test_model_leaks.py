@@ -58,7 +58,7 @@ def test_a_model_backed_agent_leaks_nothing(
     expect(page.get_by_test_id("status")).to_have_text("idle")
     send(page, "hello")
     assert wait_for_reply(page, 1) == "You said hello, two words."
-    expect(page.get_by_test_id("thinking")).to_contain_text("Counting first.")
+    expect(page.get_by_test_id("turn-thinking").first).to_contain_text("Counting first.")
     send(page, "a refund please")
     page.get_by_test_id("decide-approve").click()
     expect(page.get_by_test_id("turn-text").last).to_have_text("Refunded $40.")

@@ -70,8 +70,39 @@ def test_a_send_from_another_tab_during_a_run_is_context_busy(
     send(page, "a long second question")
     wait_for_partial_reply(page)
     send(second, "me too")  # the second tab has not seen the run start
-    expect(second.get_by_test_id("error")).to_contain_text("context_busy")
+    error = second.get_by_test_id("error")
+    expect(error).to_have_attribute("data-code", "context_busy")
+    expect(error.get_by_test_id("error-text")).to_have_text(
+        "Another tab is replying in this conversation. Wait for it to finish, then send again."
+    )
+    expect(second.get_by_test_id("message-input")).to_have_value("me too")  # not lost
     assert wait_for_reply(page, 2).startswith("You said “a long second question”")
+
+
+def test_a_send_from_a_tab_that_missed_a_message_comes_back_to_its_box(
+    context: BrowserContext, page: Page, demo: Demo
+) -> None:
+    open_as(page, demo, "bob")
+    send(page, "first")
+    wait_for_reply(page, 1)
+    second = context.new_page()  # the same conversation, in another tab
+    second.goto(f"{demo.url}/?user=bob")
+    expect(second.get_by_test_id("turn")).to_have_count(2)
+    send(page, "said in the first tab")
+    wait_for_reply(page, 2)
+    expect(page.get_by_test_id("message-input")).to_have_value("")  # it went: not restored
+
+    send(second, "said in the stale tab")  # follows a turn the conversation moved on from
+    error = second.get_by_test_id("error")
+    expect(error).to_have_attribute("data-code", "branch_moved")
+    expect(error.get_by_test_id("error-text")).to_have_text(
+        "This conversation changed in another tab. It has been reloaded: send your message again."
+    )
+    expect(second.get_by_test_id("turn")).to_have_count(4)  # reloaded
+    expect(second.get_by_test_id("message-input")).to_have_value("said in the stale tab")
+    second.get_by_test_id("send").click()
+    assert "said in the stale tab" in wait_for_reply(second, 3)
+    expect(second.get_by_test_id("message-input")).to_have_value("")
 
 
 def test_stop_ends_the_reply_on_the_server(page: Page, slow_demo: Demo) -> None:
@@ -88,6 +119,18 @@ def test_stop_ends_the_reply_on_the_server(page: Page, slow_demo: Demo) -> None:
     page.reload()  # the server kept the partial reply, marked as stopped
     expect(page.get_by_test_id("turn-ending")).to_have_attribute("data-stop-reason", "stopped")
     assert assistant_turns(page)[0] == stopped
+
+
+def test_escape_in_the_message_box_stops_the_reply(page: Page, slow_demo: Demo) -> None:
+    open_as(page, slow_demo, "alice")
+    send(page, "please stop me with the keyboard")
+    wait_for_partial_reply(page)
+    page.get_by_test_id("message-input").press("Escape")
+    ending = page.get_by_test_id("turn-ending")
+    expect(ending).to_have_attribute("data-stop-reason", "stopped")
+    expect(page.get_by_test_id("status")).to_have_text("idle")
+    stopped = assistant_turns(page)[0]
+    assert expected_first_reply("please stop me with the keyboard") != stopped
 
 
 @pytest.mark.parametrize("transport", ["sse", "websocket"])

@@ -1,5 +1,5 @@
 import { useCallback, useMemo } from "react";
-import { AgentProvider, useAgent } from "@thinwire/react";
+import { AgentProvider, ThinwireError, useAgent } from "@thinwire/react";
 import { Header } from "./components/Header";
 import { MessageList } from "./components/MessageList";
 import { ThinkingPanel } from "./components/ThinkingPanel";
@@ -12,11 +12,15 @@ import { ConversationSidebar } from "./components/ConversationSidebar";
 import { LoadEarlier } from "./components/LoadEarlier";
 import type { TurnActions } from "./components/TurnView";
 import type { DemoUser } from "./users";
+import { useFollowBottom } from "./follow-bottom";
 
 interface ChatProps {
   user: DemoUser;
   onUserChange: (user: DemoUser) => void;
 }
+
+/** Failures after which the message may have reached the server: not put back in the box. */
+const MAYBE_SENT = new Set(["network_error", "stream_interrupted", "aborted"]);
 
 /** `?transport=websocket` picks the WebSocket transport (the e2e suite uses it); SSE otherwise. */
 function transportFromUrl(search: string = window.location.search): "sse" | "websocket" {
@@ -47,19 +51,24 @@ export function Chat({ user, onUserChange }: ChatProps) {
 }
 
 function Conversation({ user, onUserChange }: ChatProps) {
-  const { turns, thinking, activity, status, interrupt, title, send, stop, reset, regenerate, edit, switchBranch } = useAgent();
+  const { turns, thinking, activity, status, interrupt, title, send, stop, regenerate, edit, switchBranch } = useAgent();
   // A reply is under way (maybe reconnecting): it can be stopped, and nothing else sent.
   const replying = status === "streaming" || status === "reconnecting";
   // A run waits for a decision: it is answered on the approval card, or stopped; nothing else is sent.
   const waiting = interrupt !== null;
+  const { contentRef, follow } = useFollowBottom(turns[0]?.id, turns[turns.length - 1]?.id);
 
   const handleSend = useCallback(
     (text: string) => {
-      // Failures are surfaced through the hook's `error`; swallow the
-      // rejection here so it never becomes an unhandled rejection.
-      send(text).catch(() => undefined);
+      follow();
+      // Failures are surfaced through the hook's `error`. A message refused before its
+      // run started goes back to the box; one that may have reached the server does not.
+      return send(text).then(
+        () => true,
+        (failure: unknown) => failure instanceof ThinwireError && MAYBE_SENT.has(failure.code),
+      );
     },
-    [send],
+    [send, follow],
   );
 
   const handleStop = useCallback(() => {
@@ -78,18 +87,26 @@ function Conversation({ user, onUserChange }: ChatProps) {
   );
 
   return (
-    <div className="app">
-      <Header user={user} status={status} title={title} onUserChange={onUserChange} onNewConversation={reset} />
+    <div className="app" ref={contentRef}>
+      <Header user={user} status={status} waiting={waiting} title={title} onUserChange={onUserChange} />
       <main className="conversation">
         {/* Keyed by the first turn: a page shown, or another conversation, starts it afresh. */}
         <LoadEarlier key={turns[0]?.id} />
-        <MessageList turns={turns} busy={replying} awaitingDecision={waiting} actions={actions} />
-        <ThinkingPanel text={thinking} />
-        <ActivityList items={activity} />
+        <MessageList turns={turns} busy={replying} actions={actions} />
+        {/* Live while a run streams; each finished reply keeps its own under "Details". */}
+        {replying ? <ThinkingPanel text={thinking} /> : null}
+        {replying ? <ActivityList items={activity} /> : null}
         <ApprovalCard />
         <ErrorBanner />
       </main>
-      <Composer disabled={replying || waiting} stoppable={replying || waiting} onSend={handleSend} onStop={handleStop} />
+      <Composer
+        disabled={replying || waiting}
+        blockedBecause={waiting && !replying ? "Answer the question above first." : null}
+        stoppable={replying || waiting}
+        replying={replying}
+        onSend={handleSend}
+        onStop={handleStop}
+      />
       <Footer />
     </div>
   );

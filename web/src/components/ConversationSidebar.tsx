@@ -1,5 +1,6 @@
 import { useState, type FormEvent, type KeyboardEvent } from "react";
 import { useConversations } from "@thinwire/react";
+import { ErrorMessage } from "./ErrorMessage";
 
 /**
  * The signed-in user's conversations with the demo agent, most recently active
@@ -9,18 +10,26 @@ import { useConversations } from "@thinwire/react";
 export function ConversationSidebar() {
   const { conversations, loading, error, hasMore, loadMore, rename, remove, selected, select, create } = useConversations();
   const [renaming, setRenaming] = useState<string | null>(null);
+  const [deleting, setDeleting] = useState<string | null>(null);
 
   return (
     <nav className="sidebar" aria-label="Conversations" data-testid="conversations">
       <div className="sidebar__header">
         <h2 className="sidebar__heading">Conversations</h2>
-        <button type="button" className="button button--secondary" data-testid="conversation-new" onClick={create}>
+        <button
+          type="button"
+          className="button button--secondary"
+          data-testid="conversation-new"
+          aria-label="New conversation"
+          title="Start a new conversation"
+          onClick={create}
+        >
           New
         </button>
       </div>
       {error ? (
-        <p className="sidebar__error" role="alert" data-testid="conversations-error">
-          {error.code}: {error.message}
+        <p className="sidebar__error" role="alert" data-testid="conversations-error" data-code={error.code}>
+          <ErrorMessage error={error} />
         </p>
       ) : null}
       {conversations.length === 0 && !loading ? <p className="sidebar__empty">No conversations yet.</p> : null}
@@ -56,28 +65,38 @@ export function ConversationSidebar() {
                   </span>
                 </button>
               )}
-              <div className="sidebar__actions">
-                <button
-                  type="button"
-                  className="icon-button"
-                  data-testid="conversation-rename"
-                  aria-label={`Rename “${item.title ?? "Untitled"}”`}
-                  title="Rename"
-                  onClick={() => setRenaming(item.contextId)}
-                >
-                  ✎
-                </button>
-                <button
-                  type="button"
-                  className="icon-button"
-                  data-testid="conversation-forget"
-                  aria-label={`Forget “${item.title ?? "Untitled"}”`}
-                  title="Forget: delete it from the server"
-                  onClick={() => void remove(item.contextId).catch(() => undefined)}
-                >
-                  ×
-                </button>
-              </div>
+              {deleting === item.contextId ? (
+                <ConfirmDelete
+                  onCancel={() => setDeleting(null)}
+                  onConfirm={() => {
+                    setDeleting(null);
+                    remove(item.contextId).catch(() => undefined); // shown in `error`
+                  }}
+                />
+              ) : (
+                <div className="sidebar__actions">
+                  <button
+                    type="button"
+                    className="icon-button"
+                    data-testid="conversation-rename"
+                    aria-label={`Rename “${item.title ?? "Untitled"}”`}
+                    title="Rename"
+                    onClick={() => setRenaming(item.contextId)}
+                  >
+                    ✎
+                  </button>
+                  <button
+                    type="button"
+                    className="icon-button"
+                    data-testid="conversation-forget"
+                    aria-label={`Delete “${item.title ?? "Untitled"}”`}
+                    title="Delete: forget it on the server"
+                    onClick={() => setDeleting(item.contextId)}
+                  >
+                    ×
+                  </button>
+                </div>
+              )}
             </li>
           );
         })}
@@ -88,6 +107,24 @@ export function ConversationSidebar() {
         </button>
       ) : null}
     </nav>
+  );
+}
+
+/** "Delete? Yes / No" in place of the item's buttons: a delete cannot be undone. Escape or No keeps it. */
+function ConfirmDelete({ onConfirm, onCancel }: { onConfirm: () => void; onCancel: () => void }) {
+  const handleKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
+    if (event.key === "Escape") onCancel();
+  };
+  return (
+    <div className="sidebar__confirm" role="group" aria-label="Delete this conversation?" data-testid="conversation-forget-prompt" onKeyDown={handleKeyDown}>
+      <span>Delete?</span>
+      <button type="button" className="link-button link-button--danger" data-testid="conversation-forget-confirm" onClick={onConfirm}>
+        Yes
+      </button>
+      <button type="button" className="link-button" data-testid="conversation-forget-cancel" autoFocus onClick={onCancel}>
+        No
+      </button>
+    </div>
   );
 }
 

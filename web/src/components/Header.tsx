@@ -6,13 +6,14 @@ import type { DemoUser } from "../users";
 interface HeaderProps {
   user: DemoUser;
   status: AgentStatus;
+  /** A question waits for the user's answer. */
+  waiting: boolean;
   /** The conversation's title, when it has one. */
   title: string | null;
   onUserChange: (user: DemoUser) => void;
-  onNewConversation: () => void;
 }
 
-export function Header({ user, status, title, onUserChange, onNewConversation }: HeaderProps) {
+export function Header({ user, status, waiting, title, onUserChange }: HeaderProps) {
   return (
     <header className="header">
       <div>
@@ -25,15 +26,7 @@ export function Header({ user, status, title, onUserChange, onNewConversation }:
       </div>
       <div className="header__controls">
         <UserSelect value={user} onChange={onUserChange} />
-        <button
-          type="button"
-          className="button button--secondary"
-          data-testid="new-conversation"
-          onClick={() => onNewConversation()}
-        >
-          New conversation
-        </button>
-        <StatusIndicator status={status} />
+        <StatusIndicator status={status} waiting={waiting} />
       </div>
     </header>
   );

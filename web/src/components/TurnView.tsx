@@ -1,6 +1,7 @@
-import { useState, type FormEvent } from "react";
+import { useState, type FormEvent, type KeyboardEvent } from "react";
 import type { AgentTurn } from "../agent-types";
 
+/** How a reply ended, when it did not simply end; one that asked a question shows the question instead. */
 const ENDINGS: Partial<Record<NonNullable<AgentTurn["stopReason"]>, string>> = {
   interrupted: "This reply was interrupted.",
   stopped: "Stopped.",
@@ -23,22 +24,15 @@ export interface TurnActions {
 
 interface TurnViewProps {
   turn: AgentTurn;
-  /** This reply paused to ask the question that is still pending. */
-  awaitingDecision?: boolean;
   /** The last reply of the conversation: the one a regeneration replaces. */
   last?: boolean;
   actions: TurnActions;
 }
 
-export function TurnView({ turn, awaitingDecision = false, last = false, actions }: TurnViewProps) {
-  const { id, role, text, toolCalls, streaming, stopReason, siblings, siblingIndex } = turn;
+export function TurnView({ turn, last = false, actions }: TurnViewProps) {
+  const { id, role, text, toolCalls, streaming, stopReason, asked, siblings, siblingIndex } = turn;
   const [editing, setEditing] = useState(false);
-  const ending =
-    stopReason === "interrupted" && awaitingDecision
-      ? "Waiting for a decision."
-      : stopReason
-        ? ENDINGS[stopReason]
-        : undefined;
+  const ending = !asked && stopReason ? ENDINGS[stopReason] : undefined;
   const author = role === "user" ? "You" : "Assistant";
   return (
     <article
@@ -70,6 +64,7 @@ export function TurnView({ turn, awaitingDecision = false, last = false, actions
           {streaming ? <span className="turn__cursor" aria-hidden="true" /> : null}
         </div>
       )}
+      {asked ? <Asked asked={asked} /> : null}
       {ending ? (
         <p className="turn__ending" data-testid="turn-ending" data-stop-reason={stopReason}>
           {ending}
@@ -129,6 +124,28 @@ function BranchSwitch({ turn, actions }: { turn: AgentTurn; actions: TurnActions
   );
 }
 
+/** What a reply asked the user, and what came of it: answered, waiting, or stopped unanswered. */
+function Asked({ asked }: { asked: NonNullable<AgentTurn["asked"]> }) {
+  const { request, status, decision } = asked;
+  const outcome =
+    status === "answered"
+      ? `answered “${answerText(decision, request.options !== null)}”`
+      : status === "waiting"
+        ? "waiting for your answer below"
+        : "stopped before it was answered";
+  return (
+    <p className="turn__asked" data-testid="turn-asked" data-status={status}>
+      Asked: {request.prompt} — {outcome}
+    </p>
+  );
+}
+
+/** An answer as the user gave it: an option as its button said it, free text as typed. */
+function answerText(decision: unknown, option: boolean): string {
+  if (typeof decision !== "string") return JSON.stringify(decision);
+  return option ? decision.charAt(0).toUpperCase() + decision.slice(1) : decision;
+}
+
 /** What a finished reply showed while it streamed — its thinking and its tools — and when it ran. */
 function TurnDetail({ turn }: { turn: AgentTurn }) {
   const { thinking, activity, meta } = turn;
@@ -160,12 +177,26 @@ function TurnDetail({ turn }: { turn: AgentTurn }) {
   );
 }
 
+/** Enter sends (Shift+Enter for a new line), as the composer does; Escape cancels, as a rename does. */
 function EditForm({ initial, onSave, onCancel }: { initial: string; onSave: (text: string) => void; onCancel: () => void }) {
   const [draft, setDraft] = useState(initial);
   const blank = draft.trim().length === 0;
+  const save = () => {
+    if (!blank) onSave(draft.trim());
+  };
   const handleSubmit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    if (!blank) onSave(draft);
+    save();
+  };
+  const handleKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (event.nativeEvent.isComposing) return;
+    if (event.key === "Escape") {
+      event.preventDefault();
+      onCancel();
+    } else if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      save();
+    }
   };
   return (
     <form className="turn__edit" onSubmit={handleSubmit}>
@@ -177,6 +208,7 @@ function EditForm({ initial, onSave, onCancel }: { initial: string; onSave: (tex
         autoFocus
         value={draft}
         onChange={(event) => setDraft(event.target.value)}
+        onKeyDown={handleKeyDown}
       />
       <div className="turn__edit-buttons">
         <button type="submit" className="button button--primary" data-testid="edit-save" disabled={blank}>
