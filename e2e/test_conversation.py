@@ -207,6 +207,27 @@ def test_a_refused_message_comes_back_to_the_box_with_a_sentence_saying_why(
     expect(error).to_have_count(0)
 
 
+def test_a_refused_edit_comes_back_to_its_box(page: Page, demo: Demo) -> None:
+    open_as(page, demo, "bob")
+    send(page, "alpha one")
+    wait_for_reply(page, 1)
+    first_user = page.locator('[data-testid="turn"][data-role="user"]').first
+    first_user.get_by_test_id("edit").click()
+    too_long = "y" * 40_000
+    page.get_by_test_id("edit-input").fill(too_long)
+    page.get_by_test_id("edit-input").press("Enter")
+    expect(page.get_by_test_id("error").get_by_test_id("error-code")).to_have_text(
+        "message_too_large"
+    )
+    # The edited text is back in the message's box, to shorten and send again.
+    expect(page.get_by_test_id("edit-input")).to_have_value(too_long)
+    page.get_by_test_id("edit-input").fill("gamma three")
+    page.get_by_test_id("edit-input").press("Enter")
+    expect(page.get_by_test_id("edit-input")).to_have_count(0)
+    expect(page.get_by_test_id("turn-text").first).to_have_text("gamma three")
+    wait_for_reply(page, 1)
+
+
 def test_an_agent_failure_says_so_and_keeps_the_reference_for_support(
     page: Page, demo: Demo
 ) -> None:

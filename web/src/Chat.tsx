@@ -1,4 +1,4 @@
-import { useCallback, useMemo } from "react";
+import { useCallback, useMemo, useState } from "react";
 import { AgentProvider, ThinwireError, useAgent } from "@thinwire/react";
 import { Header } from "./components/Header";
 import { MessageList } from "./components/MessageList";
@@ -57,6 +57,9 @@ function Conversation({ user, onUserChange }: ChatProps) {
   // A run waits for a decision: it is answered on the approval card, or stopped; nothing else is sent.
   const waiting = interrupt !== null;
   const { contentRef, follow } = useFollowBottom(turns[0]?.id, turns[turns.length - 1]?.id);
+  // An edit refused before its run began (too long, the conversation busy): its text goes
+  // back in its box, as a refused message goes back in the composer.
+  const [refusedEdit, setRefusedEdit] = useState<TurnActions["refusedEdit"]>(null);
 
   const handleSend = useCallback(
     (text: string) => {
@@ -80,10 +83,17 @@ function Conversation({ user, onUserChange }: ChatProps) {
     () => ({
       enabled: !replying && !waiting,
       onRegenerate: () => void regenerate().catch(() => undefined),
-      onEdit: (turnId, text) => void edit(turnId, text).catch(() => undefined),
+      onEdit: (turnId, text) => {
+        setRefusedEdit(null);
+        edit(turnId, text).catch((failure: unknown) => {
+          if (!(failure instanceof ThinwireError && MAYBE_SENT.has(failure.code))) setRefusedEdit({ turnId, text });
+        });
+      },
       onBranch: (turnId, index) => void switchBranch(turnId, index).catch(() => undefined),
+      refusedEdit,
+      onEditClosed: () => setRefusedEdit(null),
     }),
-    [replying, waiting, regenerate, edit, switchBranch],
+    [replying, waiting, regenerate, edit, switchBranch, refusedEdit],
   );
 
   return (

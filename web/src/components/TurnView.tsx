@@ -20,6 +20,10 @@ export interface TurnActions {
   onRegenerate: () => void;
   onEdit: (turnId: string, text: string) => void;
   onBranch: (turnId: string, index: number) => void;
+  /** An edit the server refused before its run began: its text goes back in its box. */
+  refusedEdit: { turnId: string; text: string } | null;
+  /** The box of the refused edit was closed: sent again, or cancelled. */
+  onEditClosed: () => void;
 }
 
 interface TurnViewProps {
@@ -32,6 +36,7 @@ interface TurnViewProps {
 export function TurnView({ turn, last = false, actions }: TurnViewProps) {
   const { id, role, text, toolCalls, streaming, stopReason, asked, siblings, siblingIndex } = turn;
   const [editing, setEditing] = useState(false);
+  const refused = actions.refusedEdit?.turnId === id ? actions.refusedEdit.text : null;
   const ending = !asked && stopReason ? ENDINGS[stopReason] : undefined;
   const author = role === "user" ? "You" : "Assistant";
   return (
@@ -49,10 +54,13 @@ export function TurnView({ turn, last = false, actions }: TurnViewProps) {
         <p className="turn__author">{author}</p>
         {role === "user" && siblings > 1 ? <BranchSwitch turn={turn} actions={actions} /> : null}
       </div>
-      {editing ? (
+      {editing || refused !== null ? (
         <EditForm
-          initial={text}
-          onCancel={() => setEditing(false)}
+          initial={refused ?? text}
+          onCancel={() => {
+            setEditing(false);
+            actions.onEditClosed();
+          }}
           onSave={(next) => {
             setEditing(false);
             actions.onEdit(id, next);
@@ -77,7 +85,7 @@ export function TurnView({ turn, last = false, actions }: TurnViewProps) {
       ) : null}
       {role === "assistant" && !streaming ? <TurnDetail turn={turn} /> : null}
       <div className="turn__actions">
-        {role === "user" && !editing ? (
+        {role === "user" && !editing && refused === null ? (
           <button type="button" className="link-button" data-testid="edit" disabled={!actions.enabled} onClick={() => setEditing(true)}>
             Edit
           </button>
