@@ -50,6 +50,7 @@ def test_wheel_ships_types_the_cli_testing_helpers_and_the_demo_page(
     assert any(f.startswith("thinwire/demo_page/assets/") and f.endswith(".js") for f in files)
     for module in ("__init__", "plugin", "leaks", "server", "frames", "openai_stub"):
         assert f"thinwire/testing/{module}.py" in files
+    assert "thinwire/testing/page_tap.js" in files  # the leak recorder's in-page tap
     with zipfile.ZipFile(artifacts.wheel) as wheel:
         entry_points = next(f for f in files if f.endswith(".dist-info/entry_points.txt"))
         scripts = wheel.read(entry_points).decode()

@@ -8,34 +8,16 @@ import { describe, expect, it, vi } from "vitest";
 import { AgentClient, type AgentClientOptions } from "./agent-client.js";
 import type { Frame } from "./generated/wire.js";
 import type { Snapshot } from "./snapshot.js";
-import { SseTransport } from "./sse-transport.js";
 import {
   channel,
   conversationScript,
   fakeFetch,
-  fakeWebSocket,
   newLog,
   runFrames,
   type Script,
-  type ServerLog,
   transcriptTurn,
 } from "./testing/index.js";
-import type { Transport } from "./transport.js";
-import { WebSocketTransport } from "./websocket-transport.js";
-import { refund, rejection } from "./test-helpers.js";
-
-type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
-
-const wires: Array<[string, Wire]> = [
-  ["sse", (script, log) => {
-    const fetch = fakeFetch(script, log);
-    return { transport: new SseTransport({ fetch }), fetch };
-  }],
-  ["websocket", (script, log) => ({
-    transport: new WebSocketTransport({ WebSocket: fakeWebSocket(script, log).WebSocket }),
-    fetch: fakeFetch(script, log),
-  })],
-];
+import { refund, rejection, wires } from "./test-helpers.js";
 
 const MESSAGE_ID = /^[A-Za-z0-9_.:-]{8,64}$/;
 

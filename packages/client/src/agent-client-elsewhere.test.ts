@@ -10,22 +10,16 @@ import { AgentClient, type AgentClientOptions } from "./agent-client.js";
 import { ThinwireError } from "./errors.js";
 import type { ErrorCode, Transcript, TurnAsked } from "./generated/wire.js";
 import type { Snapshot } from "./snapshot.js";
-import { SseTransport } from "./sse-transport.js";
-import { refund, rejection } from "./test-helpers.js";
+import { refund, rejection, wires } from "./test-helpers.js";
 import {
   channel,
   conversationScript,
   fakeFetch,
-  fakeWebSocket,
   MockTransport,
   newLog,
   runFrames as run,
-  type Script,
-  type ServerLog,
   transcriptTurn,
 } from "./testing/index.js";
-import type { Transport } from "./transport.js";
-import { WebSocketTransport } from "./websocket-transport.js";
 
 /** Well-formed conversation ids: the client forgets any other without asking the server. */
 const CTX_1 = "ctx-" + "1".repeat(36);
@@ -315,19 +309,6 @@ describe("AgentClient when the conversation shown was deleted elsewhere", () => 
     expect(client.getSnapshot()).toMatchObject({ contextId: CTX_2, status: "idle", error: null });
   });
 });
-
-type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
-
-const wires: Array<[string, Wire]> = [
-  ["sse", (script, log) => {
-    const fetch = fakeFetch(script, log);
-    return { transport: new SseTransport({ fetch }), fetch };
-  }],
-  ["websocket", (script, log) => ({
-    transport: new WebSocketTransport({ WebSocket: fakeWebSocket(script, log).WebSocket }),
-    fetch: fakeFetch(script, log),
-  })],
-];
 
 describe.each(wires)("AgentClient while another tab's run streams, over %s", (_name, wire) => {
   /** Two tabs on one server; the first one's message "long" streams its reply until `release()`. */

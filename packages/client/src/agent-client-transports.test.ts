@@ -6,37 +6,18 @@
 import { describe, expect, it } from "vitest";
 import { AgentClient, type AgentClientOptions } from "./agent-client.js";
 import type { InterruptRequest, Transcript } from "./generated/wire.js";
-import { SseTransport } from "./sse-transport.js";
 import {
   channel,
-  fakeFetch,
-  fakeWebSocket,
   newLog,
   runFrames,
   type Script,
-  type ServerLog,
   transcriptTurn,
 } from "./testing/index.js";
-import type { Transport } from "./transport.js";
-import { WebSocketTransport } from "./websocket-transport.js";
-import { rejection } from "./test-helpers.js";
+import { rejection, wires } from "./test-helpers.js";
 
 /** Well-formed conversation ids: the client forgets any other without asking the server. */
 const CTX_1 = "ctx-" + "1".repeat(36);
 const CTX_7 = "ctx-" + "7".repeat(36);
-
-type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
-
-const wires: Array<[string, Wire]> = [
-  ["sse", (script, log) => {
-    const fetch = fakeFetch(script, log);
-    return { transport: new SseTransport({ fetch }), fetch };
-  }],
-  ["websocket", (script, log) => ({
-    transport: new WebSocketTransport({ WebSocket: fakeWebSocket(script, log).WebSocket }),
-    fetch: fakeFetch(script, log),
-  })],
-];
 
 function transcript(
   contextId: string,

@@ -7,11 +7,8 @@ import { describe, expect, it, vi } from "vitest";
 import { AgentClient } from "./agent-client.js";
 import { ConversationList, type ConversationListOptions } from "./conversation-list.js";
 import type { ConversationSummary } from "./generated/wire.js";
-import { SseTransport } from "./sse-transport.js";
-import { conversationScript, fakeFetch, fakeWebSocket, newLog, type Reply, type Script, type ServerLog } from "./testing/index.js";
-import type { Transport } from "./transport.js";
-import { WebSocketTransport } from "./websocket-transport.js";
-import { rejection } from "./test-helpers.js";
+import { conversationScript, fakeFetch, newLog, type Reply, type Script } from "./testing/index.js";
+import { rejection, wires } from "./test-helpers.js";
 
 /** A server with `count` conversations, the first one the least recently active. */
 async function serverWith(count: number, script: Script = conversationScript()) {
@@ -198,19 +195,6 @@ describe("ConversationList", () => {
     expect(log.listings).toEqual([]);
   });
 });
-
-type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
-
-const wires: Array<[string, Wire]> = [
-  ["sse", (script, log) => {
-    const fetch = fakeFetch(script, log);
-    return { transport: new SseTransport({ fetch }), fetch };
-  }],
-  ["websocket", (script, log) => ({
-    transport: new WebSocketTransport({ WebSocket: fakeWebSocket(script, log).WebSocket }),
-    fetch: fakeFetch(script, log),
-  })],
-];
 
 describe.each(wires)("ConversationList sharing a client over %s", (_name, wire) => {
   function setup(options: Partial<ConversationListOptions> = {}) {

@@ -4,6 +4,10 @@ import type { CompilerOptions } from "typescript";
 import { expect } from "vitest";
 import { ThinwireError } from "./errors.js";
 import type { InterruptRequest } from "./generated/wire.js";
+import { SseTransport } from "./sse-transport.js";
+import { fakeFetch, fakeWebSocket, type Script, type ServerLog } from "./testing/index.js";
+import type { Transport } from "./transport.js";
+import { WebSocketTransport } from "./websocket-transport.js";
 
 /** The question the tests' runs ask a person: "Refund?", approve or reject. */
 export const refund: InterruptRequest = {
@@ -13,6 +17,21 @@ export const refund: InterruptRequest = {
   payload: null,
   decisionSchema: null,
 };
+
+/** A way to reach one fake server: its transport for runs, and the fetch for the rest. */
+export type Wire = (script: Script, log: ServerLog) => { transport: Transport; fetch: typeof fetch };
+
+/** Every wire, by name: SSE, and a WebSocket (transcripts and branch switches over HTTP either way). */
+export const wires: Array<[string, Wire]> = [
+  ["sse", (script, log) => {
+    const fetch = fakeFetch(script, log);
+    return { transport: new SseTransport({ fetch }), fetch };
+  }],
+  ["websocket", (script, log) => ({
+    transport: new WebSocketTransport({ WebSocket: fakeWebSocket(script, log).WebSocket }),
+    fetch: fakeFetch(script, log),
+  })],
+];
 
 /** The ThinwireError `promise` rejects with; fails the test if it resolves. */
 export async function rejection(promise: Promise<unknown>): Promise<ThinwireError> {
