@@ -574,9 +574,15 @@ class ContextRecord:
         return checkpoint
 
     def end_killed_run(
-        self, text: str = "", calls: Sequence[Mapping[str, Any]] = (), *, at: float | None = None
+        self,
+        text: str = "",
+        calls: Sequence[Mapping[str, Any]] = (),
+        *,
+        at: float | None = None,
+        stop_reason: wire.StopReason = "interrupted",
     ) -> ActiveRun:
-        """The process running the active run died: its turn ends as interrupted, with
+        """The process running the active run died: its turn ends as interrupted (or
+        `stopped`, when a stop was asked for and could not reach it), with
         what it had shown (`text`, `calls`), finished `at` (when that was found),
         and frame numbering resumes past anything it could have sent. A run resuming
         after a decision keeps what the run that asked had done by then, as a stop while
@@ -593,7 +599,7 @@ class ContextRecord:
             exchange.messages.extend(active.kept["messages"])
             said_before = "".join(t["text"] for t in exchange.turns if t["role"] == "assistant")
         self.end_turn(
-            "interrupted",
+            stop_reason,
             text,
             [call["name"] for call in calls],
             said_before=said_before,
