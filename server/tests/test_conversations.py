@@ -12,6 +12,7 @@ from starlette.testclient import TestClient
 
 from conftest import app_for, parse_sse, server_context
 from thinwire import Agent, Run, wire
+from thinwire.branches import WHOLE, Page, Position, reaching_back
 from thinwire.demo import DemoAgent
 
 ADA = {"x-user": "ada"}
@@ -486,18 +487,32 @@ def test_a_transcript_reads_in_pages_from_its_end(client: TestClient, cold: bool
     before = page(client, context_id, limit=2, before=whole[10]["id"]).json()  # m5
     assert [t["text"] for t in before["turns"][::2]] == ["m3", "m4"]
     assert [t["siblings"] for t in before["turns"][::2]] == [2, 1]
-    # The first page of another branch comes back from the switch itself.
+    # The first page of another branch comes back from the switch itself, reaching back
+    # to the exchange before the one switched (m2: shown on both branches), so a client
+    # that had read that far keeps what it read and the exchange switched stays in view.
     switched = client.post(
         url(context_id, "/branch"),
         params={"limit": 1},
         json={"turnId": shown[6]["id"], "index": 0},
         headers=ADA,
     ).json()
-    assert [t["text"] for t in switched["turns"]] == ["m6", "m6 #7"]
+    assert [t["text"] for t in switched["turns"][::2]] == ["m2", "m3", "m4", "m5", "m6"]
+    assert switched["turns"][0]["id"] == shown[4]["id"]
     assert switched["hasEarlier"] is True
     again = turns(client, context_id)
     assert [t["id"] for t in again] == [t["id"] for t in whole]
     assert read_back_in_pages(client, context_id, 3) == again
+
+
+def test_a_switch_reaches_back_to_its_fork_only_within_a_page() -> None:
+    longest = wire.MAX_TRANSCRIPT_PAGE
+    assert reaching_back(Page(10), fork=40, depth=45, longest=longest) == Page(10)  # ends there
+    assert reaching_back(Page(2), fork=40, depth=45, longest=longest) == Page(6)  # from 39 on
+    assert reaching_back(Page(2), fork=0, depth=45, longest=longest) == Page(45)  # the whole
+    assert reaching_back(Page(2), fork=1, depth=5000, longest=longest) == Page(longest)
+    assert reaching_back(WHOLE, fork=40, depth=45, longest=longest) == WHOLE
+    before = Page(2, Position(0, 3))
+    assert reaching_back(before, fork=1, depth=45, longest=longest) == before
 
 
 def test_a_page_asked_for_wrongly_is_refused_and_reveals_nothing(client: TestClient) -> None:

@@ -88,6 +88,17 @@ class Page(NamedTuple):
 WHOLE = Page()
 
 
+def reaching_back(page: Page, fork: int, depth: int, longest: int) -> Page:
+    """`page` of a branch of `depth` exchanges just shown by switching the alternative at
+    depth `fork`, lengthened (up to `longest` exchanges) to begin one exchange before the
+    fork: what precedes the fork is the same on both branches, so a client that had read
+    further back keeps what it read, and the exchange switched stays in its view."""
+    if page.limit is None or page.before is not None:
+        return page
+    wanted = min(depth - max(0, fork - 1), longest)
+    return page._replace(limit=max(page.limit, wanted))
+
+
 @dataclass(frozen=True)
 class Window:
     """The exchanges of a page: depths `start` on of the path `segments`, and for each

@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from thinwire import wire
 from thinwire.admin import is_operator
 from thinwire.boundary import PROTOCOL_HEADERS
-from thinwire.branches import Page, parse_turn_id
+from thinwire.branches import Page, parse_turn_id, reaching_back
 from thinwire.contexts import Context
 from thinwire.errors import BadRequest
 from thinwire.openapi import openapi_document
@@ -210,7 +210,9 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         context = await owned_context(request)
         body = await read_model(request, wire.BranchRequest, server.max_body_bytes)
         page = page_of(request)
-        await server.switch_branch(context, body.turn_id, body.index)
+        fork = await server.switch_branch(context, body.turn_id, body.index)
+        depth = context.record.lines.depth
+        page = reaching_back(page, fork, depth, wire.MAX_TRANSCRIPT_PAGE)
         return json_body(await server.transcript(context, page))
 
     async def forget_context(request: Request) -> Response:

@@ -344,9 +344,9 @@ class AgentServer:
             )
         return log.follow(0, self.heartbeat_interval)
 
-    async def switch_branch(self, context: Context, turn_id: str, index: int) -> None:
+    async def switch_branch(self, context: Context, turn_id: str, index: int) -> int:
         """Show alternative `index` of the exchange holding `turn_id` (on any branch), and
-        the latest branch that goes on from it."""
+        the latest branch that goes on from it; the depth of that exchange."""
         async with self.contexts.hold(context, "branch"):
             record = context.record
             await self.store.load_branch(record)
@@ -358,6 +358,7 @@ class AgentServer:
             await self.store.load_branch(record)
             record.recount()
             await self.contexts.save(context)
+        return position.depth
 
     async def _exchange_of(self, record: ContextRecord, turn_id: str) -> Position:
         """The exchange of a turn of the conversation, on whichever branch;
