@@ -391,6 +391,21 @@ def test_branch_and_edit_errors_are_typed(client: TestClient) -> None:
     )
 
 
+def test_an_index_past_the_alternatives_says_how_many_there_are(client: TestClient) -> None:
+    context_id = conversation(client, "one")
+    first = turns(client, context_id)[0]["id"]
+
+    def refused(index: int) -> str:
+        body = {"turnId": first, "index": index}
+        response = client.post(url(context_id, "/branch"), json=body, headers=ADA)
+        assert error(response) == (404, "branch_not_found")
+        return str(response.json()["error"]["message"])
+
+    assert refused(1) == "that turn has 1 alternative"
+    regenerate(client, context_id)
+    assert refused(2) == "that turn has 2 alternatives"
+
+
 def test_regenerate_and_edit_wait_for_a_pending_decision(client: TestClient) -> None:
     context_id = send(client, "hello", agent="demo")[0]["contextId"]
     send(client, "refund please", context_id, agent="demo")
@@ -944,3 +959,127 @@ def test_an_agent_with_a_window_loads_only_the_latest_exchanges() -> None:
         edited = parse_sse(client.post(url(context_id, "/edits"), json=body, headers=ADA).text)
         assert edited[-1]["text"] == "M0 #14"
         assert texts(client, context_id) == ["M0", "M0 #14"]
+
+
+# --- turn ids the conversation never had --------------------------------------------------
+
+#: Of a conversation of one exchange (`turn-000000000000-u0`, `-a0`): ids of a turn's form
+#: that name no turn of it — a role or index its exchange never had, an exchange it never
+#: had.
+NEVER_HAD = (
+    "turn-000000000000-a9",
+    "turn-000000000000-u5",
+    "turn-000000000001-u5",
+    "turn-000000000002-a3",
+)
+
+
+@pytest.mark.parametrize("cold", [False, True], ids=["live", "cold"])
+def test_every_route_refuses_a_turn_id_the_conversation_never_had(
+    stored_client: TestClient, cold: bool
+) -> None:
+    client = stored_client
+    context_id = conversation(client, "one")
+    shown = turns(client, context_id)
+    assert [t["id"] for t in shown] == ["turn-000000000000-u0", "turn-000000000000-a0"]
+    runs = Numbered.runs
+
+    def refused(response: Any) -> tuple[int, str]:
+        if cold:
+            cool(client, context_id)
+        return error(response)
+
+    for unknown in NEVER_HAD:
+        if cold:
+            cool(client, context_id)
+        assert refused(post_run(client, "x", context_id, after=unknown)) == (
+            404,
+            "turn_not_found",
+        ), unknown
+        assert refused(regenerate(client, context_id, unknown)) == (404, "turn_not_found")
+        assert refused(page(client, context_id, limit=1, before=unknown)) == (
+            404,
+            "turn_not_found",
+        ), unknown
+        branch = {"turnId": unknown, "index": 0}
+        assert refused(client.post(url(context_id, "/branch"), json=branch, headers=ADA)) == (
+            404,
+            "turn_not_found",
+        )
+        edit = {"turnId": unknown, "message": {"text": "x"}}
+        assert refused(client.post(url(context_id, "/edits"), json=edit, headers=ADA)) == (
+            404,
+            "turn_not_found",
+        )
+    with client.websocket_connect(
+        "/agents/chat/ws", subprotocols=["thinwire.v1"], headers=ADA
+    ) as socket:
+        for unknown in NEVER_HAD:
+            for command in (
+                {"type": "send", "message": {"text": "x"}, "afterTurnId": unknown},
+                {"type": "regenerate", "turnId": unknown},
+                {"type": "edit", "turnId": unknown, "message": {"text": "x"}},
+            ):
+                if cold:
+                    cool(client, context_id)
+                socket.send_text(json.dumps({**command, "contextId": context_id}))
+                [rejected] = until_done(socket)
+                assert (rejected["code"], rejected["command"]) == (
+                    "turn_not_found",
+                    command["type"],
+                ), unknown
+    # Nothing recorded, no run started.
+    assert Numbered.runs == runs and turns(client, context_id) == shown
+    assert listed(client)["conversations"][0]["turnCount"] == 2
+
+
+class Quiet(Numbered):
+    """Numbers its replies, but says nothing to "hush": a reply the transcript does not
+    keep."""
+
+    async def run(self, run: Run, text: str) -> None:
+        if text != "hush":
+            await super().run(run, text)
+
+
+def test_a_reply_that_showed_nothing_still_names_its_exchange() -> None:
+    # A tab shows the reply its run announced until it reads the transcript again: its
+    # next send, regenerate or page names it.
+    Numbered.runs, Numbered.seen = 0, []
+    with TestClient(app_for({"chat": Quiet}, identify=by_header)) as client:
+        context_id = conversation(client, "one")
+        quiet = send(client, "hush", context_id)
+        announced, asked = quiet[0]["turnId"], quiet[0]["userTurnId"]
+        assert [t["id"] for t in turns(client, context_id)][-1] == asked  # no reply kept
+        sent = parse_sse(post_run(client, "two", context_id, after=announced).text)
+        assert sent[0]["afterTurnId"] == asked and sent[-1]["text"] == "two #2"
+        first_page = page(client, context_id, limit=1, before=announced)
+        assert [t["text"] for t in first_page.json()["turns"]] == ["one", "one #1"]
+        # One past the reply announced is no turn of it.
+        past = announced[:-1] + str(int(announced[-1]) + 1)
+        assert error(page(client, context_id, before=past)) == (404, "turn_not_found")
+
+
+def test_a_turn_id_is_checked_by_reading_its_exchange_only() -> None:
+    from thinwire import MemoryStore
+
+    class Counting(MemoryStore):
+        loaded: ClassVar[list[int]] = []
+
+        async def load_exchanges(self, context_id: str, positions: Any) -> Any:
+            type(self).loaded.append(len(positions))
+            return await super().load_exchanges(context_id, positions)
+
+    Numbered.runs, Numbered.seen = 0, []
+    app = app_for({"chat": Recent}, identify=by_header, store=Counting())
+    with TestClient(app) as client:
+        context_id = conversation(client, *(f"m{n}" for n in range(12)))
+        shown = turns(client, context_id)
+        cool(client, context_id)
+        Counting.loaded.clear()  # a cold read: the page, and the exchange its turn names
+        assert page(client, context_id, limit=2, before=shown[10]["id"]).status_code == 200
+        assert sorted(Counting.loaded) == [1, 2]
+        cool(client, context_id)
+        Counting.loaded.clear()  # a cold send: the agent's window, which holds its turn
+        assert post_run(client, "m12", context_id, after=shown[-1]["id"]).status_code == 200
+        assert Counting.loaded == [4]

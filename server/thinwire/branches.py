@@ -18,7 +18,8 @@ The branch shown ends at the tail of one line (`leaf`); every line's tail ends a
 nothing follows a tail). A client names the last turn it shows when it adds to the
 conversation: the addition goes on that branch, shown or not, unless the conversation went
 on from it (`check_ends_branch`). Turn ids name their exchange:
-`turn-{line:04x}{depth:08x}-u0` for the user's turn, `-a0`, `-a1`… for the replies.
+`turn-{line:04x}{depth:08x}-u0` for the user's turn, `-a0`, `-a1`… for the replies
+(whether one a client sends names a turn the exchange has, `turns.py` checks).
 """
 
 from __future__ import annotations
@@ -82,6 +83,14 @@ class Page(NamedTuple):
 
     limit: int | None = None
     before: Position | None = None
+    #: The id of the turn a client named as `before`: the lines know its exchange, the
+    #: server checks it names a turn of that exchange (`turns.exchange_of`).
+    before_turn: str | None = None
+
+    @classmethod
+    def before_turn_id(cls, limit: int | None, turn_id: str) -> Page:
+        """The page of the exchanges before the turn `turn_id` (its form checked)."""
+        return cls(limit, parse_turn_id(turn_id)[0], turn_id)
 
 
 #: The whole branch shown.
@@ -124,7 +133,7 @@ def turn_id(position: Position, role: str, index: int) -> str:
 
 def parse_turn_id(value: str) -> tuple[Position, str, int]:
     """The exchange a turn id names, its role ("u" or "a") and index; `turn_not_found`
-    for anything else."""
+    for anything else. Its form only: `turns.exchange_of` checks it names a turn."""
     match = TURN_ID.fullmatch(value)
     if match is None:
         raise NotFound("turn_not_found", "no such turn")
@@ -186,6 +195,10 @@ class Lines:
         spec = self.lines.get(position.line)
         return spec is not None and spec.start <= position.depth <= spec.tail
 
+    def dropped(self, position: Position) -> bool:
+        """Whether `position` is on a line a clear dropped."""
+        return position.line not in self.lines and position.line < self.next_line
+
     def on_branch(self, position: Position, leaf: Position | None = None) -> bool:
         """Whether `position` is on the branch to `leaf` (the one shown by default)."""
         return any(
@@ -197,9 +210,9 @@ class Lines:
         client shows) unless it still ends one: `branch_moved` when the conversation went
         on from it (an exchange follows it) or was cleared since, `turn_not_found` when it
         never had an exchange there."""
-        spec = self.lines.get(position.line)
-        if spec is None and position.line < self.next_line:  # a line a clear dropped
+        if self.dropped(position):
             raise branch_moved()
+        spec = self.lines.get(position.line)
         if spec is None or not spec.start <= position.depth <= spec.tail:
             raise NotFound("turn_not_found", "no such turn in this conversation")
         if position.depth < spec.tail:

@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from thinwire import wire
 from thinwire.admin import is_operator
 from thinwire.boundary import PROTOCOL_HEADERS
-from thinwire.branches import Page, parse_turn_id, reaching_back
+from thinwire.branches import Page, reaching_back
 from thinwire.contexts import Context
 from thinwire.errors import BadRequest
 from thinwire.openapi import openapi_document
@@ -67,8 +67,7 @@ def page_of(request: Request) -> Page:
             "invalid_request",
             f"limit: a whole number of exchanges from 1 to {wire.MAX_TRANSCRIPT_PAGE}",
         )
-    before = None if raw_before is None else parse_turn_id(raw_before)[0]
-    return Page(limit, before)
+    return Page(limit) if raw_before is None else Page.before_turn_id(limit, raw_before)
 
 
 #: What a face's work hands its response: thinwire's frames, or a face's own events.

@@ -38,6 +38,7 @@ from thinwire.jsontext import dumps, is_unicode
 from thinwire.records import Checkpoint, ContextRecord
 from thinwire.runlog import RunLog, shown
 from thinwire.stores import Event, Store
+from thinwire.turns import ending_exchange
 
 __all__ = ["begin_run", "execute"]
 
@@ -56,27 +57,29 @@ async def begin_run(
     message_id: str | None = None,
     request_id: str | None = None,
     fork: Callable[[ContextRecord], Position] | None = None,
-    after: Position | None = None,
+    after: str | None = None,
     through: Position | None = None,
 ) -> RunLog:
     """Hold the context and durably record the run's start: the user's `text`, or the
     answer `decision` to the pending interrupt `answering`; after the branch shown, or beside the
     exchange `fork` finds in the record once it is held (a regenerated reply, an edited
-    message). With `after` (the exchange a client's view ends with), on the branch that
-    ends there: shown first if it is another, `branch_moved` if the conversation went on
-    from it. With `through` (an exchange `fork` forks beside), the latest branch through
-    it is shown first when it is not on the branch shown. `context_busy` if the context
-    is held, `decision_pending` if it waits for an answer and this is not one."""
+    message). With `after` (the id of the turn a client's view ends with), on the branch
+    that ends with its exchange: shown first if it is another, `branch_moved` if the
+    conversation went on from it, `turn_not_found` if it never had that turn. With
+    `through` (an exchange `fork` forks beside), the latest branch through it is shown
+    first when it is not on the branch shown. `context_busy` if the context is held,
+    `decision_pending` if it waits for an answer and this is not one."""
     run_id = run_id or new_run_id()
     await registry.acquire(context, "decision" if answering else "run")
     switched = False
     try:
         record = context.record
         resumed = record.resume(answering, decision) if answering is not None else None
-        if after is not None and after != record.lines.leaf:
-            record.lines.check_ends_branch(after)  # refused before anything changes
+        # Refused before anything changes.
+        ends = None if after is None else await ending_exchange(registry.store, record, after)
+        if ends is not None and ends != record.lines.leaf:
             switched = True
-            await show_whole_branch(registry.store, record, after)
+            await show_whole_branch(registry.store, record, ends)
         elif through is not None and not record.lines.on_branch(through):
             switched = True
             await show_whole_branch(registry.store, record, through)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 import weakref
@@ -42,6 +41,7 @@ from thinwire.runner import begin_run, execute
 from thinwire.stores import Store
 from thinwire.stores.listing import Summary, decode_cursor, encode_cursor
 from thinwire.tickets import Tickets
+from thinwire.turns import ending_exchange, exchange_of, names_turn, no_such_turn
 
 __all__ = ["AgentServer", "running"]
 
@@ -223,14 +223,15 @@ class AgentServer:
         after_turn_id: str | None = None,
     ) -> RunLog:
         """Start a run; it goes on whether or not anyone follows it."""
-        after = None if after_turn_id is None else parse_turn_id(after_turn_id)[0]
+        if after_turn_id is not None:
+            parse_turn_id(after_turn_id)  # its form, before anything; the turn once held
         with self._admitted(principal) as release:
             if context_id is None:
                 context = self.contexts.create(agent_name, principal, new_context_id)
             else:
                 context = await self.context(agent_name, context_id, principal)
             return await self._run(
-                context, text, data, message_id, request_id, release, after=after
+                context, text, data, message_id, request_id, release, after=after_turn_id
             )
 
     @contextlib.contextmanager
@@ -257,7 +258,7 @@ class AgentServer:
         release: Callable[[], None],
         fork: Callable[[ContextRecord], Position] | None = None,
         *,
-        after: Position | None = None,
+        after: str | None = None,
         through: Position | None = None,
     ) -> RunLog:
         log = await begin_run(
@@ -288,8 +289,7 @@ class AgentServer:
         turn's exchange, shown first if it is another (see `begin_run`)."""
         if message_id is not None and message_id in context.record.sends:
             return await self._again(context, context.record.sends[message_id], request_id)
-        after = None if turn_id is None else parse_turn_id(turn_id)[0]
-        asked = await self._last_message(context.record, after)
+        asked = await self._last_message(context.record, turn_id)
 
         def again(record: ContextRecord) -> Position:
             # Another replica sent one meanwhile.
@@ -301,16 +301,16 @@ class AgentServer:
         text, data = asked["content"], asked.get("data")
         with self._admitted(context.record.owner) as release:
             log = await self._run(
-                context, text, data, message_id, request_id, release, again, after=after
+                context, text, data, message_id, request_id, release, again, after=turn_id
             )
         return log.follow(0, self.heartbeat_interval)
 
-    async def _last_message(self, record: ContextRecord, leaf: Position | None) -> Message:
+    async def _last_message(self, record: ContextRecord, turn_id: str | None) -> Message:
         """The user message a regenerate answers again: the last of the branch shown, or
-        of the branch ending with the exchange `leaf`."""
+        of the branch ending with the exchange of `turn_id`."""
+        leaf = None if turn_id is None else await ending_exchange(self.store, record, turn_id)
         if leaf is None or leaf == record.lines.leaf:
             return last_message(record.latest_exchange)
-        record.lines.check_ends_branch(leaf)
         exchange = record.exchanges.get(leaf)
         if exchange is None:  # on another branch: from the store
             exchange = next(iter(await self.store.load_exchanges(record.id, [leaf])), None)
@@ -331,7 +331,7 @@ class AgentServer:
         not shown (a tab left on it): the latest branch through it is shown first."""
         if message_id is not None and message_id in context.record.sends:
             return await self._again(context, context.record.sends[message_id], request_id)
-        position = await self._exchange_of(context.record, turn_id)  # refused now if unknown
+        position = await exchange_of(self.store, context.id, turn_id, context.record)
         if parse_turn_id(turn_id)[1] != "u":
             raise not_a_user_turn()
 
@@ -350,31 +350,19 @@ class AgentServer:
         async with self.contexts.hold(context, "branch"):
             record = context.record
             await self.store.load_branch(record)
-            position = await self._exchange_of(record, turn_id)
+            position = await exchange_of(self.store, record.id, turn_id, record)
             siblings = record.lines.siblings(position)
             if index >= len(siblings):
-                raise NotFound("branch_not_found", f"that turn has {len(siblings)} alternatives")
+                count = len(siblings)
+                raise NotFound(
+                    "branch_not_found",
+                    f"that turn has {count} alternative{'' if count == 1 else 's'}",
+                )
             record.show(siblings[index])
             await self.store.load_branch(record)
             record.recount()
             await self.contexts.save(context)
         return position.depth
-
-    async def _exchange_of(self, record: ContextRecord, turn_id: str) -> Position:
-        """The exchange of a turn of the conversation, on whichever branch;
-        `turn_not_found` for any other id."""
-        position, _, _ = parse_turn_id(turn_id)
-        exchange = record.exchanges.get(position)
-        if exchange is not None:
-            turns = exchange.turns
-        elif record.lines.holds(position):  # on another branch: its turns from the store
-            stored = await self.store.load_turns(record.id, [position])
-            turns = json.loads(stored[position]) if position in stored else []
-        else:
-            turns = []
-        if not any(turn.get("id") == turn_id for turn in turns):
-            raise no_such_turn()
-        return position
 
     async def rename(self, context: Context, title: str) -> None:
         """The user names the conversation: no agent renames it after that."""
@@ -520,6 +508,8 @@ class AgentServer:
             if view.turns is None:
                 raise no_such_turn()
             if view.active_run is None:  # else: a run to find alive or record as killed
+                if page.before_turn is not None:  # its exchange is there: is the turn?
+                    await exchange_of(self.store, context_id, page.before_turn)
                 return encode_transcript(
                     context_id,
                     agent_name,
@@ -539,6 +529,8 @@ class AgentServer:
         window = record.lines.window(page)
         if window is None:
             raise no_such_turn()
+        if page.before_turn is not None:
+            await exchange_of(self.store, record.id, page.before_turn, record)
         return encode_transcript(
             context.id,
             context.agent_name,
@@ -651,10 +643,6 @@ def encode_transcript(
     return json_array(turns, before=b'{"turns":', after=b"," + rest[1:].encode())
 
 
-def no_such_turn() -> NotFound:
-    return NotFound("turn_not_found", "no such turn in this conversation")
-
-
 def last_message(exchange: Exchange | None) -> Message:
     """The user message a regenerate of the last exchange of a branch answers again."""
     messages = exchange.messages if exchange is not None else []
@@ -670,7 +658,7 @@ def shown_turn(record: ContextRecord, turn_id: str) -> tuple[Position, str]:
     exchange = record.exchanges.get(position)
     if exchange is None or not record.lines.on_branch(position):
         raise NotFound("turn_not_found", "no such turn on the conversation's branch shown")
-    if not any(turn.get("id") == turn_id for turn in exchange.turns):
+    if not names_turn(exchange.turns, turn_id):
         raise NotFound("turn_not_found", "no such turn on the conversation's branch shown")
     return position, role
 
