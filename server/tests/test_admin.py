@@ -126,6 +126,31 @@ def test_malformed_patches_are_typed(client: TestClient, body: Any) -> None:
     assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_request"
 
 
+def test_if_match_in_several_headers_is_one_list(client: TestClient) -> None:
+    context_id = send(client, "hi")[0]["contextId"]
+    version = client.get(state_url(context_id), headers=AUTH).json()["version"]
+    body = {"state": {"notes": ["x"]}}
+
+    def patched(*tags: str) -> Any:
+        headers = [*AUTH.items(), *(("if-match", tag) for tag in tags)]
+        return client.patch(state_url(context_id), json=body, headers=headers)
+
+    stale = patched('"998"', '"999"')  # every header counts, not the first alone
+    assert stale.status_code == 412 and "not 998, 999" in stale.json()["error"]["message"]
+    listed = patched('"998"', f'"{version}"')
+    assert listed.status_code == 200 and listed.json()["version"] == version + 1
+    version += 1
+    # If-Match compares strongly (RFC 9110 13.1.1): a weak tag never matches, not even
+    # the current version's.
+    for tags in ((f'W/"{version}"',), ('"998"', f'W/"{version}"'), (f'"998", W/"{version}"',)):
+        weak = patched(*tags)
+        assert weak.status_code == 412, tags
+        assert weak.json()["error"]["code"] == "version_mismatch"
+        assert "weak" in weak.json()["error"]["message"]
+    assert client.get(state_url(context_id), headers=AUTH).json()["version"] == version
+    assert patched('"998"', f'W/"998", "{version}"').status_code == 200
+
+
 def test_operator_api_needs_its_own_token(tmp_path: Path) -> None:
     app = create_demo_app(delay=0, data_dir=tmp_path, store=SQLiteStore(tmp_path / "db"))
     with TestClient(app) as demo:  # no operator token configured: no operator API at all
@@ -148,6 +173,41 @@ def test_operator_api_needs_its_own_token(tmp_path: Path) -> None:
         for scheme in ("Bearer", "bearer", "BEARER"):  # the scheme is case-insensitive
             headers = {"authorization": f"{scheme} {TOKEN}"}
             assert client.get(state_url(context_id), headers=headers).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "weak", [" ", "a", "fifteen-chars-x", f" {TOKEN}", f"{TOKEN}\n", "\t" * 20]
+)
+def test_a_weak_operator_token_is_refused_at_startup(
+    weak: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The bearer token alone opens /admin: one a guess finds, or padded by a copy and
+    # paste, must not turn it on.
+    with pytest.raises(ValueError, match="operator_token"):
+        app_for({"demo": DemoAgent}, operator_token=weak)
+    # Set for the demo, the message names the variable — by the CLI too, before serving.
+    monkeypatch.setenv("THINWIRE_OPERATOR_TOKEN", weak)
+    with pytest.raises(ValueError, match=r"\$THINWIRE_OPERATOR_TOKEN"):
+        create_demo_app(delay=0, data_dir=tmp_path, store=SQLiteStore(tmp_path / "db"))
+    from thinwire import cli
+
+    monkeypatch.setattr(cli, "run", lambda *a, **k: pytest.fail("served with a weak token"))
+    with pytest.raises(SystemExit):
+        cli.main(["demo", "--data-dir", str(tmp_path / "cli")])
+    assert "error: $THINWIRE_OPERATOR_TOKEN must " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("none", [None, ""])
+def test_no_operator_token_no_operator_api(
+    none: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with TestClient(app_for({"demo": DemoAgent}, operator_token=none)) as client:
+        assert client.get(state_url("ctx-" + "0" * 36), headers=AUTH).status_code == 404
+    if none is not None:
+        monkeypatch.setenv("THINWIRE_OPERATOR_TOKEN", none)
+    app = create_demo_app(delay=0, data_dir=tmp_path, store=SQLiteStore(tmp_path / "db"))
+    with TestClient(app) as demo:
+        assert demo.get(state_url("ctx-" + "0" * 36), headers=AUTH).status_code == 404
 
 
 def test_ui_credentials_do_not_open_the_operator_api(

@@ -225,12 +225,13 @@ ADDS = {  # every way a message gets into a history, and the index it would take
 @pytest.mark.parametrize(
     ("message", "where", "kind"),
     [
-        ({"role": "note", "content": {1, 2}}, "['content']", "set"),
-        ({"role": "note", "at": datetime.date(2026, 1, 1)}, "['at']", "date"),
-        ({"role": "note", "pair": (1, 2)}, "['pair']", "tuple"),
-        ({"role": "note", "content": [b"bytes"]}, "['content'][0]", "bytes"),
-        ("a note", "", "str"),
-        (["role", "note"], "", "list"),
+        ({"role": "note", "content": {1, 2}}, "['content']", "a set"),
+        ({"role": "note", "at": datetime.date(2026, 1, 1)}, "['at']", "a date"),
+        ({"role": "note", "pair": (1, 2)}, "['pair']", "a tuple"),
+        ({"role": "note", "content": [b"bytes"]}, "['content'][0]", "a bytes object"),
+        ("a note", "", "a str"),
+        (["role", "note"], "", "a list"),
+        (7, "", "an int"),
     ],
 )
 def test_a_message_that_is_not_a_json_object_is_refused_however_it_is_added(
@@ -241,7 +242,7 @@ def test_a_message_that_is_not_a_json_object_is_refused_however_it_is_added(
     with pytest.raises(StateValueError) as refused:
         change(history, message)
     text = str(refused.value)
-    assert text.startswith(f"run.history[{index}]{where} is a {kind}; run.history holds ")
+    assert text.startswith(f"run.history[{index}]{where} is {kind}; run.history holds ")
     assert "AgentState" not in text and isinstance(refused.value, TypeError)
     assert [m["content"] for m in history] == ["s", "old", "new"]
     assert not history.exchanges[1].changed  # nothing was written

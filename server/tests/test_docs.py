@@ -358,6 +358,19 @@ def test_the_protocol_docs_decision_is_the_demos(client: TestClient) -> None:
     assert_stream_shown(example, parse_sse(response.text))
 
 
+def test_the_server_doc_states_the_operator_apis_limits_as_the_code_has_them() -> None:
+    from thinwire.admin import MAX_PATCH_BYTES
+    from thinwire.app import OPERATOR_TOKEN_LENGTH
+    from thinwire.records import USAGE_KEPT
+
+    text = (ROOT / "docs/server.md").read_text(encoding="utf-8")
+    section = " ".join(text.split("## The operator API")[1].split("\n## ")[0].split())
+    mib, rest = divmod(MAX_PATCH_BYTES, 1024**2)
+    assert rest == 0 and f"`413 body_too_large` (a body over {mib} MiB)" in section
+    assert f"for each of the latest {USAGE_KEPT} runs" in section
+    assert f"shorter than {OPERATOR_TOKEN_LENGTH} characters" in section
+
+
 def test_the_server_doc_names_every_create_app_option() -> None:
     import inspect
 

@@ -15,6 +15,8 @@ from conftest import app_for, parse_sse, server_context
 from thinwire import Agent, Approval, Rejected, Run, SQLiteStore
 
 PRIVATE = "tw-canary-checkpoint-5e1f"
+OPERATOR_TOKEN = "interrupts-operator-token"
+OPERATOR = {"authorization": f"Bearer {OPERATOR_TOKEN}"}
 
 
 class Refunder(Agent):
@@ -290,7 +292,9 @@ def test_a_stop_while_waiting_keeps_what_the_run_did_as_any_stop_does(tmp_path: 
     Keeper.done = []
 
     def app() -> Any:
-        return app_for({"keeper": Keeper}, store=SQLiteStore(tmp_path / "db"), operator_token="op")
+        return app_for(
+            {"keeper": Keeper}, store=SQLiteStore(tmp_path / "db"), operator_token=OPERATOR_TOKEN
+        )
 
     with TestClient(app()) as first:
         asked = parse_sse(first.post("/agents/keeper/runs", json={"message": {"text": "go"}}).text)
@@ -309,7 +313,7 @@ def test_a_stop_while_waiting_keeps_what_the_run_did_as_any_stop_does(tmp_path: 
         )
         audit = restarted.get(
             f"/admin/agents/keeper/contexts/{context_id}/audit",
-            headers={"authorization": "Bearer op"},
+            headers=OPERATOR,
         ).json()
     assert recalled[-1]["text"] == "['looked', 'went on']|look,act"
     assert Keeper.done == ["look", "act"]  # each once: kept, not done again
@@ -403,14 +407,14 @@ class Counts(Agent):
 def test_usage_is_counted_once_across_a_resume() -> None:
     """The resume replays the code before the question: what it counted then was counted
     already, in the operator's totals and in the public meta of the reply that asked."""
-    with TestClient(app_for({"demo": Counts}, operator_token="op")) as client:
+    with TestClient(app_for({"demo": Counts}, operator_token=OPERATOR_TOKEN)) as client:
         frames = ask(client)
         context_id = frames[0]["contextId"]
         interrupt_id = frames[-2]["interrupt"]["interruptId"]
         resumed = parse_sse(decide(client, context_id, interrupt_id, "yes").text)
         usage = client.get(
             f"/admin/agents/demo/contexts/{context_id}/usage",
-            headers={"authorization": "Bearer op"},
+            headers=OPERATOR,
         ).json()
         turns = client.get(f"/agents/demo/contexts/{context_id}").json()["turns"]
     assert resumed[-1]["text"] == "went on"

@@ -4,6 +4,7 @@ import collections
 import datetime
 import enum
 import math
+import uuid
 from typing import Any
 
 import pytest
@@ -60,6 +61,11 @@ class Color(enum.StrEnum):
         ({"\ud800": 1}, "a key of AgentState['k'] is not valid Unicode (a lone surrogate)"),
         ([0.5, math.inf], "AgentState['k'][1] is inf, which JSON cannot represent"),
         ((1, 2), "AgentState['k'] is a tuple; AgentState holds JSON values only (convert it"),
+        # Said as a sentence says it: "an", and bytes named as what they are.
+        ({"a": object()}, "AgentState['k']['a'] is an object; AgentState holds JSON"),
+        (b"x", "AgentState['k'] is a bytes object; AgentState holds JSON"),
+        (Ellipsis, "AgentState['k'] is an ellipsis; AgentState holds JSON"),
+        (uuid.UUID(int=1), "AgentState['k'] is a UUID; AgentState holds JSON"),
     ],
 )
 def test_error_says_where_and_what(value: Any, complaint: str) -> None:
@@ -136,3 +142,17 @@ def test_reads_are_copies_so_in_place_changes_cannot_skip_the_audit() -> None:
     written.append(4)
     assert state["items"] == [3]
     assert [e.value for e in state.take_audit()] == [[3]]
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [(7, "an int"), (b"x", "a bytes object"), (None, "None"), (["x"], "a list")],
+)
+def test_a_history_message_of_another_type_is_named_as_a_sentence_says_it(
+    value: Any, said: str
+) -> None:
+    from thinwire.exchanges import checked
+
+    with pytest.raises(StateValueError) as refused:
+        checked(value, 1)
+    assert str(refused.value).startswith(f"run.history[1] is {said}; run.history holds messages")

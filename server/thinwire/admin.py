@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
@@ -53,21 +53,42 @@ class StatePatch(BaseModel):
     )
 
 
-def parse_if_match(request: Request) -> frozenset[int] | None:
-    """The versions `If-Match` accepts (RFC 9110: one tag, or a list of them); None for
-    any version (`*`, or no header)."""
-    header = request.headers.get("if-match")
-    if header is None or header.strip() == "*":
+class IfMatch(NamedTuple):
+    """The versions an `If-Match` accepts, and the weak tags it named, which match none."""
+
+    versions: frozenset[int]
+    weak: tuple[str, ...] = ()
+
+    def named(self) -> str:
+        return ", ".join([*(str(v) for v in sorted(self.versions)), *self.weak])
+
+
+def parse_if_match(request: Request) -> IfMatch | None:
+    """What `If-Match` accepts (RFC 9110: one tag, or a list of them — several headers
+    make one list); None for any version (`*`, or no header). It compares strongly: a
+    weak tag (`W/"3"`) matches no version."""
+    headers = request.headers.getlist("if-match")
+    if not headers or (len(headers) == 1 and headers[0].strip() == "*"):
         return None
-    versions = set()
-    for tag in header.split(","):
-        version = ascii_number(tag.strip().removeprefix("W/").strip('"'), 2**62)
+    versions, weak = set(), []
+    for tag in ",".join(headers).split(","):
+        tag = tag.strip()
+        if not tag:  # an empty list element, which a list may have (RFC 9110 5.6.1)
+            continue
+        version = ascii_number(tag.removeprefix("W/").strip('"'), 2**62)
         if version is None:
             raise BadRequest(
                 "invalid_request", 'If-Match must name context versions, e.g. "3" or "3", "4"'
             )
-        versions.add(version)
-    return frozenset(versions)
+        if tag.startswith("W/"):
+            weak.append(tag)
+        else:
+            versions.add(version)
+    if not versions and not weak:
+        raise BadRequest(
+            "invalid_request", 'If-Match must name context versions, e.g. "3" or "3", "4"'
+        )
+    return IfMatch(frozenset(versions), tuple(weak))
 
 
 def entry_json(entry: AuditEntry) -> dict[str, Any]:
@@ -135,11 +156,12 @@ def operator_routes(registry: ContextRegistry, token: str) -> list[BaseRoute]:
         except ValidationError as exc:
             raise BadRequest("invalid_request", describe(exc)) from exc
         async with registry.hold(context, "operator"):
-            if expected is not None and context.record.version not in expected:
-                named = ", ".join(str(v) for v in sorted(expected))
+            if expected is not None and context.record.version not in expected.versions:
+                strongly = " (If-Match compares strongly: a weak tag never matches)"
                 raise PreconditionFailed(
                     "version_mismatch",
-                    f"context is at version {context.record.version}, not {named}",
+                    f"context is at version {context.record.version}, not {expected.named()}"
+                    + (strongly if expected.weak else ""),
                 )
             # WriteDenied (403), StateValueError (400) and VersionConflict (409) are in the
             # exception tree, and leave as the typed errors they are.

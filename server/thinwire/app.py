@@ -93,7 +93,8 @@ def create_app(
     `thinwire.coordination`): with Redis, a replica that dies mid-run frees its contexts
     after `lease_ttl` seconds. Up to `max_contexts` conversations, holding at most
     `max_context_bytes` between them, stay live in memory (the least recently used go
-    first; the store has them). `operator_token` enables the operator API at `/admin`.
+    first; the store has them). `operator_token` enables the operator API at `/admin`
+    (at least 16 characters, no whitespace around them; None or "" for none).
     `max_message_bytes` bounds a user message (UTF-8), `max_data_bytes` the data a page
     sends with it, `max_body_bytes` the request body (default: room for both with JSON
     escaping). `heartbeat_interval` keeps idle streams alive through proxies; a client
@@ -122,6 +123,7 @@ def create_app(
     if store is not None and not isinstance(store, Store):
         raise TypeError(f"store must be a thinwire Store, not {type(store).__name__}")
     origins = check_origins(allowed_origins, cors=cors)
+    operator_token = check_operator_token(operator_token)
     server = AgentServer(
         agents,
         identify=identify,
@@ -210,6 +212,30 @@ def check_agents(agents: Mapping[str, AgentFactory]) -> None:
             )
         if not callable(factory):
             raise TypeError(f"agents[{name!r}] must be an Agent class or a function making one")
+
+
+#: The shortest operator token taken: the bearer token alone opens `/admin`.
+OPERATOR_TOKEN_LENGTH = 16
+
+
+def check_operator_token(token: str | None, name: str = "operator_token") -> str | None:
+    """The operator token, or None for no operator API (none, or ""): one a guess could
+    find, or padded with whitespace (a copy and paste's, which no client sends back), is
+    refused now rather than guarding `/admin` weakly. `name` is what the message calls it
+    (an environment variable it came from, say)."""
+    if token is None or token == "":
+        return None
+    if not isinstance(token, str):
+        raise TypeError(f"{name} must be a string, not {type(token).__name__}")
+    if token != token.strip():
+        raise ValueError(f"{name} must not start or end with whitespace")
+    if len(token) < OPERATOR_TOKEN_LENGTH:
+        raise ValueError(
+            f"{name} must be at least {OPERATOR_TOKEN_LENGTH} characters, not {len(token)}: "
+            "it alone opens the operator API (make one with "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+        )
+    return token
 
 
 def check_identify(identify: Identify) -> None:

@@ -81,9 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         from thinwire.demo import create_demo_app
 
-        app = create_demo_app(
-            delay=args.delay, data_dir=args.data_dir, store_url=args.store, model=args.model
-        )
+        try:
+            app = create_demo_app(
+                delay=args.delay, data_dir=args.data_dir, store_url=args.store, model=args.model
+            )
+        except ValueError as exc:  # its configuration, from options and the environment
+            demo.error(str(exc))
     else:
         try:
             app = import_app(args.app, factory=args.factory)

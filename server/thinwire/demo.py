@@ -30,7 +30,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from thinwire.agent import Agent, Run
-from thinwire.app import create_app, default_data_dir
+from thinwire.app import check_operator_token, create_app, default_data_dir
 from thinwire.contexts import AgentFactory
 from thinwire.errors import BadRequest
 from thinwire.identity import SignedValue
@@ -293,6 +293,9 @@ def create_demo_app(
     instead of the scripted one; `GET /demo/about` tells the page which."""
     from thinwire.demo_model import chat_demo, configured_model
 
+    operator_token = check_operator_token(
+        os.environ.get("THINWIRE_OPERATOR_TOKEN"), "$THINWIRE_OPERATOR_TOKEN"
+    )
     data_dir = data_dir or default_data_dir()
     data_dir.mkdir(parents=True, exist_ok=True)
     if store is None and store_url:
@@ -311,7 +314,7 @@ def create_demo_app(
         {"demo": agent},
         identify=identity,
         store=store or SQLiteStore.in_directory(data_dir),
-        operator_token=os.environ.get("THINWIRE_OPERATOR_TOKEN"),
+        operator_token=operator_token,
         # A guest needs no credentials: only names of this machine, unless told others.
         allowed_hosts=[h for h in os.environ.get("THINWIRE_ALLOWED_HOSTS", "").split(",") if h],
         lease_ttl=float(os.environ.get("THINWIRE_LEASE_TTL", "10")),

@@ -23,7 +23,7 @@ from typing import Any, overload
 from thinwire.branches import Position
 from thinwire.errors import StateValueError
 from thinwire.jsontext import dumps
-from thinwire.jsonvalues import check_json
+from thinwire.jsonvalues import a_value_of, check_json
 
 __all__ = ["Exchange", "History"]
 
@@ -37,7 +37,7 @@ def checked(message: object, index: int) -> Message:
     """`message`, added to the history at `index`, if it is a JSON object."""
     if not isinstance(message, dict):
         raise StateValueError(
-            f"run.history[{index}] is a {type(message).__name__}; "
+            f"run.history[{index}] is {a_value_of(message)}; "
             "run.history holds messages that are JSON objects (dicts) only"
         )
     check_json(message, f"run.history[{index}]", rule=HISTORY_RULE)

@@ -14,9 +14,27 @@ from typing import Any
 from thinwire.errors import StateValueError
 from thinwire.jsontext import is_unicode
 
-__all__ = ["check_json", "copy_json"]
+__all__ = ["a_value_of", "check_json", "copy_json"]
 
 JSONValue = Any
+
+#: Types a message names otherwise than "a"/"an" and their class's name.
+SAID = {bytes: "a bytes object", type(None): "None"}
+
+
+def a_value_of(value: object) -> str:
+    """What `value` is, as a sentence says it: "an object", "a set", "a bytes object".
+    The article goes by the name's first letter — "a" before a "u" said "you" (a UUID, a
+    UserDict), "an" before "un" (an UnknownThing)."""
+    kind = type(value)
+    if kind in SAID:
+        return SAID[kind]
+    name = kind.__name__
+    first = name[:1].lower()
+    vowel = first in "aeio" or (
+        first == "u" and name[:2].lower() == "un" and name[:3].lower() != "uni"
+    )
+    return f"{'an' if vowel else 'a'} {name}"
 
 
 def check_json(
@@ -53,7 +71,7 @@ class Refused(Exception):
         if self.problem == "number":
             return f"{path} is {self.value!r}, which JSON cannot represent"
         return (
-            f"{path} is a {type(self.value).__name__}; {rule} "
+            f"{path} is {a_value_of(self.value)}; {rule} "
             "(convert it explicitly, e.g. a datetime to an ISO string)"
         )
 
