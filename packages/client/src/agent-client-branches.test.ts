@@ -678,6 +678,29 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     }
   });
 
+  it("shows the question another tab's run asked when a branch switch is refused for it, as a send does", async () => {
+    const base = conversationScript({ answer });
+    let pending = false;
+    const script: Script = {
+      ...base,
+      transcript: (contextId, query) => {
+        const shown = base.transcript!(contextId, query);
+        return pending && shown && !("error" in shown) ? { ...shown, pendingInterrupt: refund } : shown;
+      },
+      branch: (contextId, request, query) =>
+        pending
+          ? { error: { status: 409, code: "decision_pending", message: "Answer the pending decision first." } }
+          : base.branch!(contextId, request, query),
+    };
+    const { client } = setup(script);
+    await client.send("one");
+    const [user] = client.getSnapshot().turns;
+    pending = true; // another tab's run asks a question
+    const refused = await rejection(client.switchBranch(user!.id, 0));
+    expect(refused).toMatchObject({ code: "decision_pending", interruptId: "int-1" });
+    expect(client.getSnapshot().interrupt).toEqual(refund);
+  });
+
   it("numbers a reply it follows, not started, as its exchange: a regeneration found on load, then a decision", async () => {
     // A reload while a regeneration streams: the exchange is the second of two, its reply not written yet.
     const contextId = "ctx-" + "0".repeat(35) + "1";

@@ -80,6 +80,7 @@ import {
   ThinwireError,
   toThinwireError,
   turnNotFound,
+  withInterruptId,
 } from "./errors.js";
 import { type EditRequest, MAX_TRANSCRIPT_PAGE, type RunRequest } from "./generated/wire.js";
 import { Holds } from "./holds.js";
@@ -484,14 +485,18 @@ export class AgentClient {
           await this.#holds.add(this.#transcripts.branch(contextId!, { turnId, index }, signal, current), signal);
         } catch (caught) {
           if (signal.aborted) throw aborted(caught);
-          const error = toThinwireError(caught);
+          let error = toThinwireError(caught);
           if (!current()) throw error;
           this.#view.fail(error);
-          if (error.code === "context_busy") {
-            // Another tab's run holds the conversation, as when a send is refused: follow it,
-            // the error kept beside it (see `Messages`).
-            await this.#transcripts.refresh(contextId!, signal, current, { keepError: true });
+          if (error.code === "context_busy" || error.code === "decision_pending") {
+            // Another tab's run holds the conversation, or asked a question this client did not
+            // know of, as when a send is refused: show it (a run followed), the error kept
+            // beside it (see `Messages`).
+            const interrupt = await this.#transcripts.refresh(contextId!, signal, current, { keepError: true });
             if (signal.aborted) throw aborted(caught);
+            if (error.code === "decision_pending" && error.interruptId === undefined && interrupt) {
+              error = withInterruptId(error, interrupt.interruptId);
+            }
           }
           this.#failed(error);
           throw error;
