@@ -23,18 +23,13 @@ SAID = {bytes: "a bytes object", type(None): "None"}
 
 
 def a_value_of(value: object) -> str:
-    """What `value` is, as a sentence says it: "an object", "a set", "a bytes object".
-    The article goes by the name's first letter — "a" before a "u" said "you" (a UUID, a
-    UserDict), "an" before "un" (an UnknownThing)."""
+    """What `value` is, as a sentence says it: "an object", "a set", "a bytes object"
+    (the article by the name's first letter: "a UUID", "a UserDict")."""
     kind = type(value)
     if kind in SAID:
         return SAID[kind]
     name = kind.__name__
-    first = name[:1].lower()
-    vowel = first in "aeio" or (
-        first == "u" and name[:2].lower() == "un" and name[:3].lower() != "uni"
-    )
-    return f"{'an' if vowel else 'a'} {name}"
+    return f"{'an' if name[:1].lower() in 'aeio' else 'a'} {name}"
 
 
 def check_json(
