@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -10,16 +11,23 @@ from starlette.websockets import WebSocketDisconnect
 
 from conftest import app_for, send
 from thinwire.demo import DemoAgent
+from thinwire.web import API_PREFIXES
 
 EVIL = "https://evil.example"
 OWN = "http://testserver"
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> TestClient:
+def web(tmp_path: Path) -> Path:
+    """The page's directory, for a test to add files to."""
     web = tmp_path / "web"
     web.mkdir()
     (web / "index.html").write_text("<!doctype html><title>mine</title>")
+    return web
+
+
+@pytest.fixture
+def client(web: Path) -> TestClient:
     app = app_for({"demo": DemoAgent}, web_dir=web, allowed_origins=["https://app.example"])
     return TestClient(app)
 
@@ -105,3 +113,75 @@ def test_a_websocket_from_another_scheme_is_refused(client: TestClient) -> None:
     with client.websocket_connect(url, headers={"origin": OWN}) as socket:
         socket.send_json({"type": "send", "message": {"text": "hi"}})
         assert socket.receive_json()["type"] == "run_start"
+
+
+HTML = {"accept": "text/html"}
+
+
+def missing(response: Any) -> bool:
+    """Answered as a path that names no file is: the typed 404."""
+    return response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+
+
+def test_the_pages_dotfiles_are_missing_files_but_well_known_is_served(
+    client: TestClient, web: Path
+) -> None:
+    """A build directory may hold a `.env` or a `.git`; a site never means to serve them."""
+    (web / ".env").write_text("SECRET=tw-dotfile-canary")
+    (web / ".git").mkdir()
+    (web / ".git" / "config").write_text("[remote] tw-dotfile-canary")
+    (web / "assets").mkdir()
+    (web / "assets" / ".secret.js").write_text("tw-dotfile-canary")
+    (web / ".well-known").mkdir()
+    (web / ".well-known" / "security.txt").write_text("Contact: mailto:security@example.com")
+    (web / ".well-known" / ".hidden").write_text("tw-dotfile-canary")
+    hidden = ["/.env", "/%2eenv", "/.git/config", "/.git/", "/assets/.secret.js"]
+    for path in [*hidden, "/.well-known/.hidden"]:
+        answer = client.get(path)
+        assert missing(answer), path
+        assert "tw-dotfile-canary" not in answer.text
+        # A browser's navigation gets what it gets for any path that names no file.
+        assert "tw-dotfile-canary" not in client.get(path, headers=HTML).text
+    assert (
+        client.get("/.git/config", headers=HTML).text == client.get("/no/config", headers=HTML).text
+    )
+    assert missing(client.get("/.env", headers=HTML))  # a dotted name: no page either
+    served = client.get("/.well-known/security.txt")
+    assert served.status_code == 200 and served.text.startswith("Contact:")
+    # Nor is a file outside the directory a symlink points at.
+    (web.parent / "outside.txt").write_text("tw-dotfile-canary")
+    (web / "outside.txt").symlink_to(web.parent / "outside.txt")
+    assert missing(client.get("/outside.txt"))
+
+
+def test_every_file_of_the_page_carries_the_pages_security_headers(
+    client: TestClient, web: Path
+) -> None:
+    """An SVG (or any file a browser renders) opened directly runs its script on this
+    origin unless the page's policy comes with it."""
+    (web / "x.svg").write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(document.cookie)</script></svg>'
+    )
+    (web / "app.js").write_text("console.log(1)")
+    page = client.get("/", headers=HTML)
+    for path in ("/x.svg", "/app.js"):
+        served = client.get(path)
+        assert served.status_code == 200, path
+        for header in ("content-security-policy", "x-frame-options", "x-content-type-options"):
+            assert served.headers[header] == page.headers[header], (path, header)
+    assert client.get("/x.svg").headers["content-type"] == "image/svg+xml"
+    assert "cache-control" not in client.get("/app.js").headers  # the page's own, not its assets'
+
+
+@pytest.mark.parametrize("prefix", API_PREFIXES)
+def test_the_api_prefixes_without_their_slash_are_not_the_pages(
+    client: TestClient, prefix: str
+) -> None:
+    """Answered as any unknown API path is, not with the page's index.html."""
+    assert missing(client.get(prefix + "x/y", headers=HTML))
+    for path in (prefix.rstrip("/"), prefix):
+        assert missing(client.get(path, headers=HTML)), path
+        assert missing(client.get(path)), path
+    # Another path that only begins like one is the page's, as is another case's.
+    assert "<title>mine</title>" in client.get(prefix.rstrip("/") + "x", headers=HTML).text
+    assert "<title>mine</title>" in client.get(prefix.upper() + "x", headers=HTML).text

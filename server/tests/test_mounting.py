@@ -79,6 +79,8 @@ def test_a_mounted_app_starts_and_stops_with_its_parent(kind: str, tmp_path: Pat
         assert dotted.status_code == 404
         assert client.get("/api/missing.js").status_code == 404  # a missing file is not
         assert client.get("/api/agents/demo/runs").status_code == 405  # nor the API
+        for path in ("/api/agents", "/api/admin", "/api/.env"):  # nor its roots, nor dotfiles
+            assert client.get(path, headers={"accept": "text/html"}).status_code == 404, path
     assert server.closing.is_set()  # …and its shutdown ran
 
 

@@ -1,6 +1,9 @@
 """Serving a built page — a Vite build, or any directory with an index.html — beside the
 agents: its files as they are, and its own index.html (title and all) for `/` and for any
-page route the client handles itself.
+page route the client handles itself. A dotfile, or anything under a dot-directory
+(`.env`, `.git/config`), is no file of the page: a build directory may hold one, a site
+never means to serve it. Only what is under `.well-known/` is served (ACME challenges,
+security.txt).
 
 Nothing about the build is assumed but that: no manifest, no fixed title. Under a mount
 prefix the page works when it refers to its assets relatively (Vite's `base: "./"`) or
@@ -9,6 +12,7 @@ under that prefix (`base: "/app/"`).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from starlette.exceptions import HTTPException
@@ -21,8 +25,13 @@ from thinwire.browser import PAGE_HEADERS
 
 __all__ = ["BuiltPage", "page_route"]
 
-#: Paths of the API, never the page's: a wrong method there is a 405, not the page.
-API_PREFIXES = ("/agents/", "/admin/")
+#: Paths of the API and of its other protocols' faces, never the page's: a wrong method
+#: there is a 405, not the page.
+API_PREFIXES = ("/agents/", "/admin/", "/a2a/", "/ai-sdk/", "/ag-ui/")
+#: …and the prefixes themselves, without their slash.
+API_ROOTS = frozenset(prefix.rstrip("/") for prefix in API_PREFIXES)
+#: The one dot-directory a site serves.
+WELL_KNOWN = ".well-known"
 
 NOT_BUILT = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Not built</title></head>
@@ -32,7 +41,8 @@ otherwise build your app and point <code>web_dir</code> at its output.</p></body
 
 
 class BuiltPage(StaticFiles):
-    """The files of `directory`; its index.html, with the page's security headers, for a
+    """The files of `directory`, each with the page's security headers (an SVG opened
+    directly would run its script on this origin without them); its index.html for a
     browser asking for a path that names no file."""
 
     def __init__(self, directory: Path) -> None:
@@ -53,9 +63,15 @@ class BuiltPage(StaticFiles):
             if exc.status_code != 404 or not (wants_page(scope, path) or path in ("", ".")):
                 raise
             return self.page()
+        response.headers.update(PAGE_HEADERS)
         if response.media_type == "text/html":
-            response.headers.update({**PAGE_HEADERS, "Cache-Control": "no-cache"})
+            response.headers["Cache-Control"] = "no-cache"
         return response
+
+    def lookup_path(self, path: str) -> tuple[str, os.stat_result | None]:
+        if hidden(path):  # answered as a file that is not there is, 404 or the page
+            return "", None
+        return super().lookup_path(path)
 
     def page(self) -> Response:
         if not self.index.is_file():
@@ -71,14 +87,21 @@ def wants_page(scope: Scope, path: str) -> bool:
     return b"text/html" in accept and "." not in path.rsplit("/", 1)[-1]
 
 
+def hidden(path: str) -> bool:
+    """Whether a segment of `path` (relative to the page's directory) starts with a dot,
+    but for a first `.well-known`."""
+    segments = os.path.normpath(path).split(os.sep)
+    if segments[0] == WELL_KNOWN:
+        segments = segments[1:]
+    return any(segment.startswith(".") for segment in segments if segment != ".")
+
+
 class PageMount(Mount):
     """The page at `/`, leaving the API's paths to the API."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        path = scope.get("path", "")
-        if scope["type"] == "http" and path.removeprefix(scope.get("root_path", "")).startswith(
-            API_PREFIXES
-        ):
+        path = scope.get("path", "").removeprefix(scope.get("root_path", ""))
+        if scope["type"] == "http" and (path.startswith(API_PREFIXES) or path in API_ROOTS):
             return Match.NONE, {}
         return super().matches(scope)
 
