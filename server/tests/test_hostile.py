@@ -266,3 +266,65 @@ def test_a_websocket_command_nested_too_deep_is_refused(client: TestClient) -> N
     with client.websocket_connect("/agents/demo/ws") as socket:
         socket.send_json({"type": "send", "message": {"text": "hi"}, "data": nested(500)})
         assert socket.receive_json()["code"] == "invalid_json"
+
+
+FIRST_AND_SECOND = '{"message": {"text": "first"}, "message": {"text": "second"}}'
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "key"),
+    [
+        ("/agents/demo/runs", FIRST_AND_SECOND, "message"),
+        ("/agents/demo/runs", '{"message": {"text": "first", "text": "second"}}', "text"),
+        (
+            "/agents/demo/runs",
+            '{"message": {"text": "hi"}, "data": {"rows": [{"n": 1}, {"n": 1, "n": 2}]}}',
+            "n",
+        ),
+        (
+            "/ai-sdk/demo/chat",
+            '{"id": "c", "message": {"role": "user", "parts": [{"type": "text", "text": "first"}],'
+            ' "parts": [{"type": "text", "text": "second"}]}}',
+            "parts",
+        ),
+        (
+            "/ag-ui/demo",
+            '{"threadId": "t", "runId": "r", "tools": [], "context": [], "state": {},'
+            ' "forwardedProps": {}, "messages": [{"id": "m", "role": "user", "content": "first",'
+            ' "content": "second"}]}',
+            "content",
+        ),
+    ],
+    ids=["top", "nested", "in-data", "ai-sdk", "ag-ui"],
+)
+def test_a_key_given_twice_is_invalid_json_at_any_depth(
+    client: TestClient, url: str, body: str, key: str
+) -> None:
+    """Strict JSON: a proxy or filter that reads the first of two keys would see another
+    request than the agent, which would get the last."""
+    refused = client.post(url, content=body, headers={"content-type": "application/json"})
+    assert code_of(refused, 400) == "invalid_json"
+    assert f"{key!r}" in refused.json()["error"]["message"]
+    assert client.get("/agents/demo/contexts").json()["conversations"] == []  # no run began
+
+
+def test_a_key_given_twice_is_refused_by_the_operator_api_a2a_and_the_websocket(
+    client: TestClient,
+) -> None:
+    context_id = send(client, "hi")[0]["contextId"]
+    patch = '{"state": {"notes": "first", "notes": "second"}}'
+    url = f"/admin/agents/demo/contexts/{context_id}/state"
+    headers = {"content-type": "application/json", **OPERATOR}
+    assert code_of(client.patch(url, content=patch, headers=headers), 400) == "invalid_json"
+    call = '{"jsonrpc": "2.0", "id": "x", "method": "ListTasks", "params": {}, "method": "GetTask"}'
+    headers = {"content-type": "application/json", "A2A-Version": "1.0"}
+    error = client.post("/a2a/demo", content=call, headers=headers).json()["error"]
+    assert error["code"] == -32700 and "'method'" in error["message"]
+    with client.websocket_connect("/agents/demo/ws") as socket:
+        socket.send_text('{"type": "send", "message": {"text": "first"}, "type": "attach"}')
+        refused = socket.receive_json()
+        assert refused["code"] == "invalid_json" and "'type'" in refused["message"]
+        with pytest.raises(WebSocketDisconnect) as closed:
+            socket.receive_json()
+    assert closed.value.code == 1007
+    assert len(client.get(f"/agents/demo/contexts/{context_id}").json()["turns"]) == 2
