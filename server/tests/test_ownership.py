@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +12,9 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from conftest import app_for, parse_sse, server_context
-from thinwire.demo import DemoAgent
+from thinwire import MemoryStore
+from thinwire.demo import COOKIE, DemoAgent, create_demo_app
+from thinwire.identity import SignedValue
 
 
 def by_header(connection: HTTPConnection) -> str | None:
@@ -70,16 +74,55 @@ def test_another_principal_gets_exactly_what_a_missing_id_gets(client: TestClien
         foreign = client.request(method, url, json=body, headers=EVE)
         missing = client.request(method, missing_url, json=missing_body, headers=EVE)
         assert foreign.status_code == missing.status_code == 404, (method, url)
-        assert (
-            foreign.json()["error"]["code"]
-            == missing.json()["error"]["code"]
-            == "context_not_found"
-        )
-        assert set(foreign.headers) == set(missing.headers)
-    # The owner's conversation is untouched by all of that.
+        assert missing.json()["error"]["code"] == "context_not_found"
+        # Byte for byte, but for the id the message repeats; every header, name and value
+        # (none here differs from one request to the next, as a real server's Date would).
+        same = foreign.content.replace(context_id.encode(), UNKNOWN.encode())
+        assert same == missing.content, (method, url)
+        assert foreign.headers.multi_items() == missing.headers.multi_items(), (method, url)
+    assert_untouched(client, context_id)
+
+
+def assert_untouched(client: TestClient, context_id: str) -> None:
+    """The owner's conversation is as it began."""
     transcript = client.get(f"/agents/demo/contexts/{context_id}", headers=ADA).json()
     assert transcript["turns"][0]["text"] == "private"
     assert len(transcript["turns"]) == 2
+
+
+def commands(context_id: str) -> list[dict[str, Any]]:
+    """Every WebSocket command that names a context: send, attach, stop, decide,
+    regenerate, edit."""
+    return [
+        {"type": "send", "contextId": context_id, "message": {"text": "hi"}},
+        {"type": "attach", "contextId": context_id},
+        {"type": "stop", "contextId": context_id},
+        {
+            "type": "decide",
+            "contextId": context_id,
+            "interruptId": "int-" + "0" * 24,
+            "value": "approve",
+        },
+        {"type": "regenerate", "contextId": context_id},
+        {"type": "edit", "contextId": context_id, "turnId": TURN, "message": {"text": "x"}},
+    ]
+
+
+def test_another_principal_gets_exactly_the_rejection_of_a_missing_id_on_the_websocket(
+    client: TestClient,
+) -> None:
+    context_id = start(client, ADA)
+    with client.websocket_connect("/agents/demo/ws", headers=EVE) as socket:
+        for foreign, missing in zip(commands(context_id), commands(UNKNOWN), strict=True):
+            socket.send_json({**foreign, "requestId": "r-1"})
+            refused = socket.receive_text()
+            socket.send_json({**missing, "requestId": "r-1"})
+            expected = socket.receive_text()
+            frame = json.loads(expected)
+            assert (frame["type"], frame["code"]) == ("rejected", "context_not_found")
+            assert frame["command"] == foreign["type"]
+            assert refused.replace(context_id, UNKNOWN) == expected, foreign["type"]
+    assert_untouched(client, context_id)
 
 
 def test_unauthenticated_requests_are_401(client: TestClient) -> None:
@@ -144,3 +187,48 @@ def test_contexts_record_their_owner(client: TestClient) -> None:
         headers=ADA,
     )
     assert parse_sse(second.text)[-1]["stopReason"] == "end"
+
+
+def test_the_demo_treats_a_forged_cookie_as_unauthenticated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its cookie names the user, signed: one not signed with the demo's secret is no user
+    (not the guest either), on every route and the WebSocket."""
+    monkeypatch.delenv("THINWIRE_DEMO_SECRET", raising=False)
+    app = create_demo_app(delay=0, store=MemoryStore(), data_dir=tmp_path)
+    with TestClient(app) as client:
+        assert client.post("/demo/login", json={"user": "alice"}).status_code == 200
+        signed = client.cookies[COOKIE]
+        context_id = start(client, {})
+        client.cookies.clear()
+        value, _, signature = signed.rpartition(".")
+        forged = {
+            "tampered": f"{value}.{signature[:-1]}{'0' if signature[-1] != '0' else '1'}",
+            "another user's name": f"bob.{signature}",
+            "another secret's": SignedValue(b"not the demo's secret").sign("alice"),
+            "unsigned": "alice",
+            "empty": "",
+        }
+        routes = [
+            *probes(context_id),
+            ("GET", "/agents/demo/contexts", None),
+            ("POST", "/agents/demo/tickets", None),
+        ]
+        for what, cookie in forged.items():
+            headers = {"cookie": f"{COOKIE}={cookie}"}
+            for method, url, body in routes:
+                response = client.request(method, url, json=body, headers=headers)
+                assert response.status_code == 401, (what, method, url)
+                assert response.json()["error"]["code"] == "unauthenticated"
+            with (
+                pytest.raises(WebSocketDisconnect) as closed,
+                client.websocket_connect("/agents/demo/ws", headers=headers) as socket,
+            ):
+                assert socket.receive_json()["code"] == "unauthenticated"
+                socket.receive_json()
+            assert closed.value.code == 4401, what
+        # The cookie as signed still names alice, whose conversation is as it was.
+        own = client.get(
+            f"/agents/demo/contexts/{context_id}", headers={"cookie": f"{COOKIE}={signed}"}
+        )
+        assert own.status_code == 200 and own.json()["turns"][0]["text"] == "private"
