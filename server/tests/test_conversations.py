@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from conftest import app_for, parse_sse, server_context
-from thinwire import Agent, Run, wire
+from thinwire import Agent, MemoryStore, Run, wire
 from thinwire.branches import WHOLE, Page, Position, reaching_back
 from thinwire.demo import DemoAgent
 
@@ -920,19 +920,19 @@ class Recent(Numbered):
     history_window = 4
 
 
+class Counting(MemoryStore):
+    """Counts the exchanges each load reads."""
+
+    loaded: ClassVar[list[int]] = []
+
+    async def load_exchanges(self, context_id: str, positions: Any) -> Any:
+        type(self).loaded.append(len(positions))
+        return await super().load_exchanges(context_id, positions)
+
+
 def test_an_agent_with_a_window_loads_only_the_latest_exchanges() -> None:
-    from thinwire import MemoryStore
-
-    class Counting(MemoryStore):
-        loaded: ClassVar[list[int]] = []
-
-        async def load_exchanges(self, context_id: str, positions: Any) -> Any:
-            type(self).loaded.append(len(positions))
-            return await super().load_exchanges(context_id, positions)
-
     Numbered.runs, Numbered.seen = 0, []
-    store = Counting()
-    app = app_for({"chat": Recent}, identify=by_header, store=store)
+    app = app_for({"chat": Recent}, identify=by_header, store=Counting())
     with TestClient(app) as client:
         context_id = conversation(client, *(f"m{n}" for n in range(12)))
         registry = client.app.state.thinwire.contexts  # type: ignore[attr-defined]
@@ -1061,15 +1061,6 @@ def test_a_reply_that_showed_nothing_still_names_its_exchange() -> None:
 
 
 def test_a_turn_id_is_checked_by_reading_its_exchange_only() -> None:
-    from thinwire import MemoryStore
-
-    class Counting(MemoryStore):
-        loaded: ClassVar[list[int]] = []
-
-        async def load_exchanges(self, context_id: str, positions: Any) -> Any:
-            type(self).loaded.append(len(positions))
-            return await super().load_exchanges(context_id, positions)
-
     Numbered.runs, Numbered.seen = 0, []
     app = app_for({"chat": Recent}, identify=by_header, store=Counting())
     with TestClient(app) as client:
