@@ -3,18 +3,23 @@ argument) or when it starts (a store that does not answer, an agent that cannot 
 
 from __future__ import annotations
 
+import inspect
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.routing import Route
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from conftest import app_for
-from thinwire import Agent, Run, SQLiteStore, anonymous, create_app
+from thinwire import Agent, MemoryStore, Run, SQLiteStore, anonymous, create_app
+from thinwire.coordination import LocalCoordinator
 from thinwire.demo import DemoAgent, create_demo_app
 from thinwire.errors import Misconfigured
+from thinwire.identity import SignedValue
 
 
 class Echo(Agent):
@@ -38,6 +43,13 @@ class Echo(Agent):
         ({"demo": Echo}, {"cors": True}, ValueError, "needs allowed_origins"),
         ({"demo": Echo}, {"allowed_hosts": "a.example"}, TypeError, "a list"),
         ({"demo": Echo}, {"allowed_hosts": ["http://a.example"]}, ValueError, "a name"),
+        # A class that is no Agent passed `callable`, then every request was a 500.
+        (
+            {"echo": int},
+            {},
+            TypeError,
+            r"agents\['echo'\] must be an Agent class .* not the class int",
+        ),
     ],
 )
 def test_a_wrong_argument_is_refused_when_the_app_is_made(
@@ -46,6 +58,128 @@ def test_a_wrong_argument_is_refused_when_the_app_is_made(
     options.setdefault("identify", anonymous)
     with pytest.raises(error, match=says):
         create_app(agents, **options)
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize(
+    ("parameter", "value", "error", "says"),
+    [
+        # Each was taken, and then every request was a 429, a 413 or a 500, or a stream broke.
+        ("max_streams", -1, ValueError, "an int of at least 0 .*, not -1$"),
+        ("max_streams", "32", TypeError, "an int, not str$"),
+        ("max_runs", -1, ValueError, "an int of at least 0 .*, not -1$"),
+        ("max_runs", True, TypeError, "an int, not bool$"),  # a bool is not a count
+        ("run_burst", 0, ValueError, "an int of at least 1, not 0$"),
+        ("run_burst", 2.5, TypeError, "an int, not float$"),
+        ("max_message_bytes", 0, ValueError, "an int of at least 1, not 0$"),
+        ("max_message_bytes", -5, ValueError, "an int of at least 1, not -5$"),
+        ("max_message_bytes", "32k", TypeError, "an int, not str$"),
+        ("max_contexts", "100", TypeError, "an int, not str$"),
+        ("max_contexts", 0, ValueError, "an int of at least 1, not 0$"),
+        ("max_contexts", -1, ValueError, "an int of at least 1, not -1$"),
+        ("max_context_bytes", 0, ValueError, "an int of at least 1, not 0$"),
+        ("max_data_bytes", -1, ValueError, "an int of at least 2 .*, not -1$"),
+        ("max_body_bytes", 10, ValueError, r"of at least 53248 or None .*, not 10$"),
+        ("max_body_bytes", -1, ValueError, r"of at least 53248 or None .*, not -1$"),
+        ("max_body_bytes", 0, ValueError, r"of at least 53248 or None .*, not 0$"),
+        ("heartbeat_interval", "15", TypeError, "a number or None, not str$"),
+        ("heartbeat_interval", 0, ValueError, "a finite number above 0 or None, not 0$"),
+        ("lease_ttl", -1, ValueError, "a finite number above 0, not -1$"),
+        ("lease_ttl", INF, ValueError, "a finite number above 0, not inf$"),
+        ("event_ttl", -1, ValueError, "a finite number above 0, not -1$"),
+        ("send_timeout", 0, ValueError, "a finite number above 0, not 0$"),
+        ("send_timeout", -1, ValueError, "a finite number above 0, not -1$"),
+        ("runs_per_second", -1, ValueError, "a finite number of at least 0 .*, not -1$"),
+        ("runs_per_second", NAN, ValueError, "a finite number of at least 0 .*, not nan$"),
+        ("runs_per_second", "2", TypeError, "a number, not str$"),
+        ("routes", [1], TypeError, r"\[0\] must be a Starlette route .*, not int$"),
+        ("routes", Route("/x", lambda r: None), TypeError, "a list of routes, not one route"),
+        ("web_dir", 5, TypeError, r"a directory's path \(a str or a Path\) or None, not int$"),
+        ("coordinator", "redis://x", TypeError, "a thinwire Coordinator, not str$"),
+        # An origin is compared with what a browser sends: anything more matches no page.
+        ("allowed_origins", ["http://localhost:5173?x"], ValueError, "it has a query$"),
+        ("allowed_origins", ["http://ada@localhost:5173"], ValueError, "it has a user name$"),
+        ("allowed_origins", ["http://localhost:5173/app"], ValueError, "it has a path$"),
+        ("allowed_origins", ["http://localhost:5173/#top"], ValueError, "it has a fragment$"),
+        ("allowed_origins", ["ftp://localhost"], ValueError, "scheme://host.*'ftp://localhost'$"),
+        (
+            "allowed_origins",
+            ["http://localhost:99999"],
+            ValueError,
+            "not 'http://localhost:99999'$",
+        ),
+        ("allowed_origins", [5173], TypeError, "a string, not int$"),
+    ],
+)
+def test_a_wrong_limit_or_option_is_refused_naming_it_and_what_it_was_given(
+    parameter: str, value: Any, error: type[Exception], says: str
+) -> None:
+    with pytest.raises(error, match=says) as refused:
+        create_app({"demo": Echo}, identify=anonymous, **{parameter: value})
+    assert str(refused.value).startswith(parameter), refused.value
+
+
+def test_every_default_and_documented_special_value_makes_an_app(tmp_path: Path) -> None:
+    defaults = {
+        name: parameter.default
+        for name, parameter in inspect.signature(create_app).parameters.items()
+        if parameter.default is not inspect.Parameter.empty and name != "store"
+    }
+    server = app_for({"demo": Echo}, **defaults).state.thinwire
+    assert server.max_body_bytes == 299_008  # deploy.md's number: 6 * (32 + 16) KiB + 4 KiB
+    least_body = 32 * 1024 + 16 * 1024 + 4096
+    specials: list[dict[str, Any]] = [
+        {"max_streams": 0, "max_runs": 0},  # 0: no cap
+        {"runs_per_second": 0, "run_burst": 1},  # 0: no rate limit
+        {"runs_per_second": 2, "lease_ttl": 10, "event_ttl": 1, "send_timeout": 1},  # ints too
+        {"heartbeat_interval": None},
+        {"heartbeat_interval": 0.05, "send_timeout": 0.3},  # the tests' own
+        {"max_contexts": 1, "max_context_bytes": 1, "max_message_bytes": 1, "max_data_bytes": 2},
+        {"max_body_bytes": least_body},
+        {"max_message_bytes": 10, "max_data_bytes": 2, "max_body_bytes": 10 + 2 + 4096},
+        {"web_dir": str(tmp_path), "routes": [Route("/mine", lambda r: None)]},
+        {"web_dir": tmp_path / "not built yet", "routes": ()},
+        {"coordinator": LocalCoordinator()},
+        {"allowed_origins": ["http://localhost:5173/", "http://[::1]:8000"], "cors": True},
+    ]
+    for options in specials:
+        assert app_for({"demo": Echo}, **options).state.thinwire is not None, options
+    assert app_for({"demo": Echo}, max_body_bytes=least_body).state.thinwire.max_body_bytes == (
+        least_body
+    )
+    with pytest.raises(ValueError, match="max_body_bytes"):  # one byte short
+        app_for({"demo": Echo}, max_body_bytes=least_body - 1)
+    # A plain function that makes an agent is a factory, as a class is.
+    assert app_for({"demo": lambda: Echo(), "other": DemoAgent}) is not None
+
+
+def test_an_allowed_origin_is_compared_as_a_browser_spells_it() -> None:
+    """Scheme and host in any case, a default port or a trailing slash: the same origin
+    (RFC 6454), listed as the browser's `Origin` header will say it."""
+    app = app_for(
+        {"demo": Echo},
+        allowed_origins=["HTTP://LocalHost:5173", "https://App.Example:443/"],
+        cors=True,
+    )
+    assert sorted(app.state.thinwire.allowed_origins) == [
+        "http://localhost:5173",
+        "https://app.example",
+    ]
+    run = {"message": {"text": "hi"}}
+    with TestClient(app) as client:
+        for origin in ("http://localhost:5173", "https://app.example"):
+            response = client.post("/agents/demo/runs", json=run, headers={"origin": origin})
+            assert response.status_code == 200, (origin, response.text)
+            assert response.headers["access-control-allow-origin"] == origin
+            preflight = client.options(
+                "/agents/demo/runs",
+                headers={"origin": origin, "access-control-request-method": "POST"},
+            )
+            assert preflight.status_code == 200, origin
+            with client.websocket_connect("/agents/demo/ws", headers={"origin": origin}):
+                pass  # accepted at the handshake
 
 
 def test_an_app_on_sqlite_starts_again_in_the_same_process(tmp_path: Path) -> None:
@@ -213,3 +347,35 @@ def test_a_database_file_that_cannot_be_opened_is_named(tmp_path: Path) -> None:
         TestClient(app_for({"demo": DemoAgent}, store=SQLiteStore(where))),
     ):
         pass
+
+
+def test_a_short_demo_secret_is_refused_naming_where_it_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the operator token's: the operator reads which setting to change."""
+    monkeypatch.delenv("THINWIRE_OPERATOR_TOKEN", raising=False)
+    monkeypatch.setenv("THINWIRE_DEMO_SECRET", "short")
+    with pytest.raises(
+        ValueError, match=r"^\$THINWIRE_DEMO_SECRET must be at least 16 bytes, not 5"
+    ):
+        create_demo_app(delay=0, data_dir=tmp_path, store=MemoryStore())
+    from thinwire import cli
+
+    monkeypatch.setattr(cli, "run", lambda *a, **k: pytest.fail("served with a short secret"))
+    with pytest.raises(SystemExit):
+        cli.main(["demo", "--data-dir", str(tmp_path / "cli")])
+    assert "error: $THINWIRE_DEMO_SECRET must be at least 16 bytes" in capsys.readouterr().err
+    # The one the demo keeps in its data directory, made short by hand, is named too.
+    monkeypatch.delenv("THINWIRE_DEMO_SECRET")
+    (tmp_path / "demo-secret").write_text("abc\n")
+    with pytest.raises(
+        ValueError, match="^" + re.escape(f"the secret in {tmp_path / 'demo-secret'} must be")
+    ):
+        create_demo_app(delay=0, data_dir=tmp_path, store=MemoryStore())
+    # SignedValue, used directly, says which secret in its own terms.
+    with pytest.raises(
+        ValueError, match=r"^SignedValue's secret must be at least 16 bytes, not 5$"
+    ):
+        SignedValue(b"short")
+    with pytest.raises(TypeError, match=r"^SignedValue's secret must be bytes, not str$"):
+        SignedValue("a long random secret, but a str")  # type: ignore[arg-type]

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import os
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -34,7 +36,7 @@ from thinwire.agent import Agent
 from thinwire.agui import ag_ui_routes
 from thinwire.aisdk import ai_sdk_routes
 from thinwire.boundary import EXCEPTION_HANDLERS, error_response
-from thinwire.browser import COMMON_HEADERS, BrowserGuard, HostCheck, name_of
+from thinwire.browser import COMMON_HEADERS, DEFAULT_PORTS, BrowserGuard, HostCheck, name_of
 from thinwire.contexts import DEFAULT_CACHE_BYTES, AgentFactory
 from thinwire.coordination import Coordinator
 from thinwire.direct import SERVER_SEND
@@ -49,6 +51,9 @@ from thinwire.web import page_route
 __all__ = ["create_app", "default_data_dir"]
 
 AGENT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+#: A request body's room for all but the message and its data: ids, keys, quotes.
+BODY_ENVELOPE_BYTES = 4096
 
 
 def default_data_dir() -> Path:
@@ -122,8 +127,42 @@ def create_app(
     check_identify(identify)
     if store is not None and not isinstance(store, Store):
         raise TypeError(f"store must be a thinwire Store, not {type(store).__name__}")
+    if coordinator is not None and not isinstance(coordinator, Coordinator):
+        raise TypeError(
+            f"coordinator must be a thinwire Coordinator, not {type(coordinator).__name__}"
+        )
     origins = check_origins(allowed_origins, cors=cors)
     operator_token = check_operator_token(operator_token)
+    # Each refused now: taken, a wrong one would be a 429, 413 or 500 on every request.
+    check_number("max_contexts", max_contexts, least=1)
+    check_number("max_context_bytes", max_context_bytes, least=1)
+    check_number("max_message_bytes", max_message_bytes, least=1)
+    check_number("max_data_bytes", max_data_bytes, least=2, why="2 holds {}: no data")
+    # JSON may spell each byte of a string in six (\u0000): the default has room for that.
+    least_body = max_message_bytes + max_data_bytes + BODY_ENVELOPE_BYTES
+    check_number(
+        "max_body_bytes",
+        max_body_bytes,
+        least=least_body,
+        optional=True,
+        why=f"max_message_bytes + max_data_bytes + {BODY_ENVELOPE_BYTES}: room for both",
+    )
+    if max_body_bytes is None:
+        max_body_bytes = 6 * (max_message_bytes + max_data_bytes) + BODY_ENVELOPE_BYTES
+    check_number("lease_ttl", lease_ttl, above=0, whole=False)
+    check_number("heartbeat_interval", heartbeat_interval, above=0, whole=False, optional=True)
+    check_number("send_timeout", send_timeout, above=0, whole=False)
+    check_number("event_ttl", event_ttl, above=0, whole=False)
+    check_number("runs_per_second", runs_per_second, least=0, whole=False, why="0: no limit")
+    check_number("run_burst", run_burst, least=1)
+    check_number("max_runs", max_runs, least=0, why="0: no limit")
+    check_number("max_streams", max_streams, least=0, why="0: no limit")
+    check_routes(routes)
+    if web_dir is not None and not isinstance(web_dir, str | os.PathLike):
+        raise TypeError(
+            f"web_dir must be a directory's path (a str or a Path) or None, "
+            f"not {type(web_dir).__name__}"
+        )
     server = AgentServer(
         agents,
         identify=identify,
@@ -133,7 +172,7 @@ def create_app(
         max_context_bytes=max_context_bytes,
         lease_ttl=lease_ttl,
         max_message_bytes=max_message_bytes,
-        max_body_bytes=max_body_bytes or 6 * (max_message_bytes + max_data_bytes) + 4096,
+        max_body_bytes=max_body_bytes,
         max_data_bytes=max_data_bytes,
         heartbeat_interval=heartbeat_interval,
         send_timeout=send_timeout,
@@ -212,6 +251,11 @@ def check_agents(agents: Mapping[str, AgentFactory]) -> None:
             )
         if not callable(factory):
             raise TypeError(f"agents[{name!r}] must be an Agent class or a function making one")
+        if isinstance(factory, type) and not issubclass(factory, Agent):
+            raise TypeError(
+                f"agents[{name!r}] must be an Agent class or a function making one, "
+                f"not the class {factory.__name__}, which is no thinwire Agent"
+            )
 
 
 #: The shortest operator token taken: the bearer token alone opens `/admin`.
@@ -253,19 +297,100 @@ def check_identify(identify: Identify) -> None:
         raise TypeError(f"{wrong}: it cannot be called with one") from None
 
 
+def check_number(
+    name: str,
+    value: object,
+    *,
+    least: int | None = None,
+    above: int = 0,
+    whole: bool = True,
+    optional: bool = False,
+    why: str = "",
+) -> None:
+    """`value` is an int (`whole`; a bool is no count) or a finite number, of at least
+    `least` if given, else above `above`; or None if `optional`. `why` says what the
+    bound is for."""
+    if value is None and optional:
+        return
+    kind = "an int" if whole else "a number"
+    or_none = " or None" if optional else ""
+    if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
+        raise TypeError(f"{name} must be {kind}{or_none}, not {type(value).__name__}")
+    if least is not None:
+        bound, out = f"of at least {least}", value < least
+    else:
+        bound, out = f"above {above}", value <= above
+    if out or not math.isfinite(value):
+        kind = kind if whole else "a finite number"
+        why = f" ({why})" if why else ""
+        raise ValueError(f"{name} must be {kind} {bound}{or_none}{why}, not {value!r}")
+
+
+def check_routes(routes: Sequence[BaseRoute]) -> None:
+    """The app's own routes: Starlette's (`Route`, `Mount`, `WebSocketRoute`)."""
+    if isinstance(routes, BaseRoute):
+        raise TypeError("routes is a list of routes, not one route")
+    for index, route in enumerate(routes):
+        if not isinstance(route, BaseRoute):
+            raise TypeError(
+                f"routes[{index}] must be a Starlette route (Route, Mount, WebSocketRoute), "
+                f"not {type(route).__name__}"
+            )
+
+
+#: An origin as a browser sends it (RFC 6454): scheme, host and port, and nothing else.
+ORIGIN = re.compile(r"(https?)://([a-z0-9_.-]+|\[[0-9a-f:.]+\])(?::(\d{1,5}))?", re.IGNORECASE)
+
+
 def check_origins(origins: Sequence[str], *, cors: bool) -> list[str]:
     """`scheme://host[:port]` each, as browsers send `Origin`; `*` only without `cors`
     credentials would make sense of it, so never."""
     if isinstance(origins, str):
         raise TypeError("allowed_origins is a list of origins, not one string")
-    checked = []
-    for origin in origins:
-        if not re.fullmatch(r"https?://[^/\s]+", origin.rstrip("/")):
-            raise ValueError(f"an allowed origin is scheme://host[:port], not {origin!r}")
-        checked.append(origin.rstrip("/").lower())
+    checked = [check_origin(index, origin) for index, origin in enumerate(origins)]
     if cors and not checked:
         raise ValueError("cors=True needs allowed_origins: the sites whose pages may call")
     return checked
+
+
+def check_origin(index: int, origin: str) -> str:
+    """The origin as a browser spells it in `Origin`, which is what it is compared with:
+    scheme and host in lower case, no default port. Anything more (a path, a query) would
+    match no browser's, and its page would be refused."""
+    name = f"allowed_origins[{index}]"
+    if not isinstance(origin, str):
+        raise TypeError(f"{name} must be a string, not {type(origin).__name__}")
+    match = ORIGIN.fullmatch(origin.removesuffix("/"))
+    if match is None or not 0 < int(match[3] or 80) < 65536:
+        raise ValueError(
+            f"{name} must be scheme://host[:port] (http or https), as a browser's Origin "
+            f"header says it, not {origin!r}{more_than_an_origin(origin)}"
+        )
+    scheme, host, port = match[1].lower(), match[2].lower(), match[3]
+    if port is None or port.lstrip("0") == DEFAULT_PORTS[scheme]:
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{int(port)}"
+
+
+def more_than_an_origin(url: str) -> str:
+    """What a URL has that an origin has not, for the message: ": it has a path"."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    if not parts.scheme or not parts.netloc:
+        return ""  # not a URL at all
+    extras = [
+        what
+        for what, there in (
+            ("a user name", "@" in parts.netloc),
+            ("a path", parts.path.strip("/")),
+            ("a query", "?" in url),
+            ("a fragment", "#" in url),
+        )
+        if there
+    ]
+    return f": it has {' and '.join(extras)}" if extras else ""
 
 
 class Cors(CORSMiddleware):

@@ -33,7 +33,7 @@ from thinwire.agent import Agent, Run
 from thinwire.app import check_operator_token, create_app, default_data_dir
 from thinwire.contexts import AgentFactory
 from thinwire.errors import BadRequest
-from thinwire.identity import SignedValue
+from thinwire.identity import SECRET_BYTES, SignedValue
 from thinwire.interrupts import Approval, Rejected
 from thinwire.parsing import describe, read_json
 from thinwire.stores import SQLiteStore, Store, store_from_url
@@ -255,14 +255,26 @@ def demo_secret(data_dir: Path) -> bytes:
     signed-in users stay signed in across restarts."""
     configured = os.environ.get("THINWIRE_DEMO_SECRET")
     if configured:
-        return configured.encode()
+        return long_enough(configured.encode(), "$THINWIRE_DEMO_SECRET")
     path = data_dir / "demo-secret"
     if not path.exists():
         data_dir.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as file:
             file.write(secrets.token_hex(32))
-    return path.read_text().strip().encode()
+    return long_enough(path.read_text().strip().encode(), f"the secret in {path}")
+
+
+def long_enough(secret: bytes, name: str) -> bytes:
+    """The secret, if a guess cannot find it; refused in words naming where it came from
+    (the CLI says the message as it is)."""
+    if len(secret) < SECRET_BYTES:
+        raise ValueError(
+            f"{name} must be at least {SECRET_BYTES} bytes, not {len(secret)}: it signs "
+            "the demo's sign-in cookies (make one with "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+        )
+    return secret
 
 
 def default_web_dir() -> Path:

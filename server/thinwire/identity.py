@@ -69,12 +69,20 @@ async def principal_of(connection: HTTPConnection, identify: Identify) -> str:
     return principal
 
 
+#: The shortest secret `SignedValue` takes: a shorter one a guess could find.
+SECRET_BYTES = 16
+
+
 class SignedValue:
     """HMAC-SHA256 signing of short values, e.g. a user name kept in a cookie."""
 
     def __init__(self, secret: bytes) -> None:
-        if len(secret) < 16:
-            raise ValueError("use a secret of at least 16 bytes")
+        if not isinstance(secret, bytes):
+            raise TypeError(f"SignedValue's secret must be bytes, not {type(secret).__name__}")
+        if len(secret) < SECRET_BYTES:
+            raise ValueError(
+                f"SignedValue's secret must be at least {SECRET_BYTES} bytes, not {len(secret)}"
+            )
         self._secret = secret
 
     def _signature(self, value: str) -> str:
