@@ -281,6 +281,25 @@ describe("useAgent binding", () => {
     client.dispose();
   });
 
+  it("takes either form chosen at run time, in one call (a union of the two)", async () => {
+    const transport = new MockTransport(() => {
+      const r = runFrames("ctx-1", "run-1", 10);
+      return [r.start(), r.done("ok")];
+    });
+    const client = new AgentClient({ agent: "demo", transport });
+    const { result, rerender } = renderHook(
+      ({ own }: { own: boolean }) => useAgent(own ? { client } : { agent: "demo", transport }),
+      { initialProps: { own: true } },
+    );
+    await act(async () => {
+      await result.current.send("hi");
+    });
+    expect(result.current.turns).toBe(client.getSnapshot().turns);
+    rerender({ own: false });
+    expect(result.current.turns).toEqual([]); // a client of its own
+    client.dispose();
+  });
+
   it("keeps useAgent(options) a client of its own, apart from the provider's", async () => {
     const shared = new MockTransport(() => []);
     const own = new MockTransport(() => {

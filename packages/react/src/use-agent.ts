@@ -114,6 +114,8 @@ export function useAgent(): UseAgentResult;
 export function useAgent(options: { client: AgentClient }): UseAgentResult;
 /** Binds to a client of this component's own, made from `options`. */
 export function useAgent(options: UseAgentOptions): UseAgentResult;
+/** Either of the two, chosen at run time (`own ? { client } : { agent }`). */
+export function useAgent(options: UseAgentOptions | { client: AgentClient }): UseAgentResult;
 export function useAgent(options?: UseAgentOptions | { client: AgentClient }): UseAgentResult {
   const provided = useContext(AgentContext);
   const given = options !== undefined && "client" in options ? options.client : null;
