@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import secrets
 from collections.abc import Iterator
@@ -788,6 +790,112 @@ def test_regenerate_names_the_reply_its_tab_shows(client: TestClient) -> None:
     assert parse_sse(regenerate(client, context_id).text)[-1]["text"] == "two #6"
 
 
+def test_run_start_says_when_the_run_made_another_branch_the_one_shown(
+    client: TestClient,
+) -> None:
+    def switched(response: Any) -> bool:
+        assert response.status_code == 200, response.text
+        start = parse_sse(response.text)[0]
+        assert start["type"] == "run_start"
+        return bool(start["branchSwitched"])
+
+    context_id = conversation(client, "one", "two")
+    shown_in_b = turns(client, context_id)  # tab B shows this, and stays on it
+    regenerated = regenerate(client, context_id)  # tab A: "two #3", a sibling, shown
+    a_reply = parse_sse(regenerated.text)[0]["turnId"]
+    assert not switched(regenerated)
+    # B's send goes on B's branch, shown first: its exchanges have siblings B never saw.
+    sent = post_run(client, "three", context_id, after=shown_in_b[-1]["id"])
+    assert switched(sent)
+    b_user = parse_sse(sent.text)[0]["userTurnId"]
+    # On from the branch shown: no switch, named or not.
+    assert not switched(post_run(client, "four", context_id, after=None))
+    shown = turns(client, context_id)[-1]["id"]
+    assert not switched(post_run(client, "five", context_id, after=shown))
+    # A regenerate of A's reply (not shown) shows A's branch first; of the reply shown, not.
+    assert switched(regenerate(client, context_id, a_reply))
+    assert not switched(regenerate(client, context_id, turns(client, context_id)[-1]["id"]))
+    # An edit of a message of B's branch (not shown now) shows that branch first.
+    edit = {"turnId": b_user, "message": {"text": "THREE"}}
+    assert switched(client.post(url(context_id, "/edits"), json=edit, headers=ADA))
+    edit = {"turnId": turns(client, context_id)[-2]["id"], "message": {"text": "3"}}
+    assert not switched(client.post(url(context_id, "/edits"), json=edit, headers=ADA))
+    assert texts(client, context_id) == ["one", "one #1", "two", "two #2", "3", "3 #10"]
+    # A decision's run goes on where it asked.
+    demo = send(client, "hello", agent="demo")[0]["contextId"]
+    asked = send(client, "refund please", demo, agent="demo")
+    interrupt = next(f for f in asked if f["type"] == "interrupt")["interrupt"]
+    answer = {"interruptId": interrupt["interruptId"], "value": "approve"}
+    assert not switched(
+        client.post(url(demo, "/decisions", agent="demo"), json=answer, headers=ADA)
+    )
+
+
+class Holding(Numbered):
+    """Numbered, but its answer to "long" ends only once the test lets it go."""
+
+    let_go: ClassVar[asyncio.Event]
+
+    async def run(self, run: Run, text: str) -> None:
+        if text == "long":
+            await type(self).let_go.wait()
+        await super().run(run, text)
+
+
+@contextlib.contextmanager
+def holding() -> Iterator[TestClient]:
+    Numbered.seen, Holding.runs = [], 0  # it counts its own runs
+    Holding.let_go = asyncio.Event()
+    with TestClient(app_for({"chat": Holding}, identify=by_header)) as client:
+        yield client
+
+
+def let_go(client: TestClient) -> None:
+    assert client.portal is not None
+    client.portal.call(Holding.let_go.set)
+
+
+def test_a_regenerate_while_another_tabs_run_streams_is_busy_whatever_turn_it_names() -> None:
+    with holding() as client:
+        context_id = conversation(client, "one", "two")
+        shown_in_b = turns(client, context_id)  # tab B shows this
+        body = {"contextId": context_id, "message": {"text": "long"}}
+        with client.stream("POST", "/agents/chat/runs", json=body, headers=ADA) as running:
+            lines = running.iter_lines()
+            assert "run_start" in "\n".join(iter(lambda: next(lines), ""))  # tab A's streams
+            # As a send is: the hold's refusal first, whatever the turn named says.
+            for turn_id in (shown_in_b[-1]["id"], shown_in_b[1]["id"], "turn-00ff00000000-a0"):
+                assert error(regenerate(client, context_id, turn_id)) == (409, "context_busy")
+            assert error(regenerate(client, context_id)) == (409, "context_busy")
+            assert error(regenerate(client, context_id, "turn-1")) == (400, "invalid_request")
+            let_go(client)
+            assert '"done"' in "\n".join(lines)
+        # Nothing of the refusals recorded.
+        after = turns(client, context_id)
+        assert [t["text"] for t in after] == ["one", "one #1", "two", "two #2", "long", "long #3"]
+        assert [t["siblings"] for t in after] == [1] * 6 and Holding.runs == 3
+        # Once it is over, the turn is checked as ever.
+        assert error(regenerate(client, context_id, shown_in_b[-1]["id"])) == (
+            409,
+            "branch_moved",
+        )
+
+
+def test_a_regenerate_of_a_turn_before_a_pending_decision_is_decision_pending(
+    client: TestClient,
+) -> None:
+    context_id = send(client, "hello", agent="demo")[0]["contextId"]
+    shown_in_b = client.get(url(context_id, agent="demo"), headers=ADA).json()["turns"]
+    send(client, "refund please", context_id, agent="demo")  # tab A: the question waits
+    before = client.get(url(context_id, agent="demo"), headers=ADA).json()
+    for turn_id in (shown_in_b[-1]["id"], shown_in_b[0]["id"], "turn-00ff00000000-a0"):
+        body = {"turnId": turn_id}
+        refused = client.post(url(context_id, "/regenerate", agent="demo"), json=body, headers=ADA)
+        assert error(refused) == (409, "decision_pending"), turn_id
+        assert refused.json()["error"]["interruptId"] == before["pendingInterrupt"]["interruptId"]
+    assert client.get(url(context_id, agent="demo"), headers=ADA).json() == before
+
+
 def test_a_windowed_agent_continues_another_branch_with_that_branchs_history() -> None:
     class Windowed(Recent):  # counts its own runs, from 0
         pass
@@ -838,10 +946,12 @@ def test_edit_and_regenerate_over_a_websocket(client: TestClient) -> None:
         )
         edited = until_done(socket)
         assert edited[0]["requestId"] == "r-edit" and edited[-1]["text"] == "TWO #3"
+        assert edited[0]["branchSwitched"] is False  # on the branch shown
         command = {"type": "regenerate", "contextId": context_id, "requestId": "r-again"}
         socket.send_text(json.dumps(command))
         again = until_done(socket)
         assert again[0]["requestId"] == "r-again" and again[-1]["text"] == "TWO #4"
+        assert again[0]["branchSwitched"] is False
         reply = turns(client, context_id)[1]["id"]
         socket.send_text(
             json.dumps(
@@ -883,6 +993,7 @@ def test_a_send_and_a_regenerate_name_the_turn_they_follow_over_a_websocket(
         socket.send_text(json.dumps(command))
         sent = until_done(socket)
         assert sent[0]["afterTurnId"] == shown_in_b[-1]["id"]
+        assert sent[0]["branchSwitched"] is True  # B's branch, shown again
         assert Numbered.seen[-1][-3:] == ["two", "two #2", "three"]
         socket.send_text(json.dumps({**command, "requestId": "r-behind"}))
         [rejected] = until_done(socket)
@@ -905,10 +1016,70 @@ def test_a_send_and_a_regenerate_name_the_turn_they_follow_over_a_websocket(
         socket.send_text(json.dumps(command))
         again = until_done(socket)
         assert again[0]["afterTurnId"] == shown_in_b[-1]["id"] and again[-1]["text"] == "three #5"
+        assert again[0]["branchSwitched"] is True
         socket.send_text(json.dumps({**command, "turnId": shown_in_b[-1]["id"]}))
         [rejected] = until_done(socket)
         assert (rejected["code"], rejected["command"]) == ("branch_moved", "regenerate")
     assert texts(client, context_id) == ["one", "one #1", "two", "two #2", "three", "three #5"]
+
+
+def rejection(socket: Any, request_id: str) -> dict[str, Any]:
+    """The `rejected` frame of the command `request_id`; frames of other runs pass by."""
+    while True:
+        frame = json.loads(socket.receive_text())
+        if frame["type"] == "rejected" and frame["requestId"] == request_id:
+            return dict(frame)
+
+
+def test_a_regenerate_over_a_websocket_is_busy_before_its_turn_is_checked() -> None:
+    with holding() as held:
+        context_id = conversation(held, "one", "two")
+        shown_in_b = turns(held, context_id)
+        with held.websocket_connect(
+            "/agents/chat/ws", subprotocols=["thinwire.v1"], headers=ADA
+        ) as socket:
+            long = {"type": "send", "contextId": context_id, "message": {"text": "long"}}
+            socket.send_text(json.dumps({**long, "requestId": "r-long"}))
+            assert json.loads(socket.receive_text())["type"] == "run_start"
+            for index, turn_id in enumerate((shown_in_b[-1]["id"], "turn-00ff00000000-a0")):
+                command = {
+                    "type": "regenerate",
+                    "contextId": context_id,
+                    "turnId": turn_id,
+                    "requestId": f"r-{index}",
+                }
+                socket.send_text(json.dumps(command))
+                refused = rejection(socket, f"r-{index}")
+                assert (refused["code"], refused["command"]) == ("context_busy", "regenerate")
+            let_go(held)
+            assert until_done(socket)[-1]["text"] == "long #3"
+        assert [t["siblings"] for t in turns(held, context_id)] == [1] * 6
+
+
+def test_a_regenerate_over_a_websocket_is_decision_pending_before_its_turn_is_checked(
+    client: TestClient,
+) -> None:
+    demo = send(client, "hello", agent="demo")[0]["contextId"]
+    shown_in_b = client.get(url(demo, agent="demo"), headers=ADA).json()["turns"]
+    send(client, "refund please", demo, agent="demo")
+    before = client.get(url(demo, agent="demo"), headers=ADA).json()
+    with client.websocket_connect(
+        "/agents/demo/ws", subprotocols=["thinwire.v1"], headers=ADA
+    ) as socket:
+        for index, turn_id in enumerate((shown_in_b[-1]["id"], "turn-00ff00000000-a0")):
+            command = {
+                "type": "regenerate",
+                "contextId": demo,
+                "turnId": turn_id,
+                "requestId": f"r-{index}",
+            }
+            socket.send_text(json.dumps(command))
+            refused = rejection(socket, f"r-{index}")
+            assert (refused["code"], refused["interruptId"]) == (
+                "decision_pending",
+                before["pendingInterrupt"]["interruptId"],
+            )
+    assert client.get(url(demo, agent="demo"), headers=ADA).json() == before
 
 
 # --- long conversations ----------------------------------------------------------------

@@ -122,13 +122,21 @@ class RunLog:
     """
 
     def __init__(
-        self, context: Context, run_id: str, seq_lease: int, request_id: str | None = None
+        self,
+        context: Context,
+        run_id: str,
+        seq_lease: int,
+        request_id: str | None = None,
+        *,
+        switched: bool = False,
     ) -> None:
         self.context = context
         self.run_id = run_id
         self.seq_lease = seq_lease
         #: The client's id of the command that started the run, echoed in `run_start`.
         self.request_id = request_id
+        #: The run made another branch the one shown first (`run_start`'s `branchSwitched`).
+        self.switched = switched
         #: Seqs in an array, not a list: nothing for the garbage collector to visit.
         self.seqs: array[int] = array("q")
         self.frames: list[str] = []
@@ -241,6 +249,7 @@ class RunLog:
             turn_id=turn_id,
             user_turn_id=user_turn_id,
             after_turn_id=after,
+            branch_switched=self.switched,
         )
 
     def title(self, title: str) -> None:

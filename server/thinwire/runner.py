@@ -63,12 +63,14 @@ async def begin_run(
     """Hold the context and durably record the run's start: the user's `text`, or the
     answer `decision` to the pending interrupt `answering`; after the branch shown, or beside the
     exchange `fork` finds in the record once it is held (a regenerated reply, an edited
-    message). With `after` (the id of the turn a client's view ends with), on the branch
-    that ends with its exchange: shown first if it is another, `branch_moved` if the
-    conversation went on from it, `turn_not_found` if it never had that turn. With
-    `through` (an exchange `fork` forks beside), the latest branch through it is shown
-    first when it is not on the branch shown. `context_busy` if the context is held,
-    `decision_pending` if it waits for an answer and this is not one."""
+    message) — without `text`, on that exchange's message again (a regenerate). With
+    `after` (the id of the turn a client's view ends with), on the branch that ends with
+    its exchange: shown first if it is another, `branch_moved` if the conversation went on
+    from it, `turn_not_found` if it never had that turn. With `through` (an exchange
+    `fork` forks beside), the latest branch through it is shown first when it is not on
+    the branch shown. Either switch is said in the run's `run_start` (`branchSwitched`).
+    `context_busy` if the context is held, `decision_pending` if it waits for an answer
+    and this is not one: before anything `after` or `fork` finds."""
     run_id = run_id or new_run_id()
     await registry.acquire(context, "decision" if answering else "run")
     switched = False
@@ -87,6 +89,9 @@ async def begin_run(
         if fork is not None:  # a new branch: the whole of the one it forks from in hand
             await registry.store.load_branch(record)
             beside = fork(record)
+            if text is None:  # a regenerate: the message of the exchange beside, again
+                asked = record.exchanges[beside].messages[0]
+                text, data = asked["content"], asked.get("data")
         trim_before = record.start_run(
             run_id,
             text,
@@ -104,7 +109,9 @@ async def begin_run(
         await registry.release(context)
         raise
     assert record.active_run is not None
-    log = context.log = RunLog(context, run_id, record.active_run.seq_lease, request_id)
+    log = context.log = RunLog(
+        context, run_id, record.active_run.seq_lease, request_id, switched=switched
+    )
     return log
 
 

@@ -41,7 +41,7 @@ from thinwire.runner import begin_run, execute
 from thinwire.stores import Store
 from thinwire.stores.listing import Summary, decode_cursor, encode_cursor
 from thinwire.tickets import Tickets
-from thinwire.turns import ending_exchange, exchange_of, names_turn, no_such_turn
+from thinwire.turns import exchange_of, names_turn, no_such_turn
 
 __all__ = ["AgentServer", "running"]
 
@@ -251,7 +251,7 @@ class AgentServer:
     async def _run(
         self,
         context: Context,
-        text: str,
+        text: str | None,
         data: dict[str, Any] | None,
         message_id: str | None,
         request_id: str | None,
@@ -261,6 +261,8 @@ class AgentServer:
         after: str | None = None,
         through: Position | None = None,
     ) -> RunLog:
+        """Start a run on `text` — without, on the message `fork` answers again (a
+        regenerate; see `begin_run`)."""
         log = await begin_run(
             self.contexts,
             context,
@@ -272,6 +274,9 @@ class AgentServer:
             after=after,
             through=through,
         )
+        if text is None:  # the message answered again, as the run recorded it
+            asked = context.record.running_exchange.messages[0]
+            text, data = asked["content"], asked.get("data")
         self._spawn(log, execute(self.contexts, context, log, text, data=data), release)
         return log
 
@@ -286,35 +291,25 @@ class AgentServer:
         """Answer the last user message of the branch shown again, in a new exchange
         beside its own: the reply it replaces stays, as the sibling before it. With
         `turn_id` (the reply the client shows last), of the branch that ends with that
-        turn's exchange, shown first if it is another (see `begin_run`)."""
+        turn's exchange, shown first if it is another (see `begin_run`). The message is
+        found once the context is held, so a regenerate is refused as a send is:
+        `context_busy` or `decision_pending` before anything its turn says."""
         if message_id is not None and message_id in context.record.sends:
             return await self._again(context, context.record.sends[message_id], request_id)
-        asked = await self._last_message(context.record, turn_id)
+        if turn_id is not None:
+            parse_turn_id(turn_id)  # its form, before anything; the turn once held
 
         def again(record: ContextRecord) -> Position:
-            # Another replica sent one meanwhile.
-            if last_message(record.latest_exchange) != asked:
-                raise Conflict("context_busy", "the conversation changed; try again")
+            # The branch shown ends with `turn_id`'s exchange now (`begin_run` showed it).
+            last_message(record.latest_exchange)  # else `nothing_to_regenerate`
             assert record.lines.leaf is not None
             return record.lines.leaf
 
-        text, data = asked["content"], asked.get("data")
         with self._admitted(context.record.owner) as release:
             log = await self._run(
-                context, text, data, message_id, request_id, release, again, after=turn_id
+                context, None, None, message_id, request_id, release, again, after=turn_id
             )
         return log.follow(0, self.heartbeat_interval)
-
-    async def _last_message(self, record: ContextRecord, turn_id: str | None) -> Message:
-        """The user message a regenerate answers again: the last of the branch shown, or
-        of the branch ending with the exchange of `turn_id`."""
-        leaf = None if turn_id is None else await ending_exchange(self.store, record, turn_id)
-        if leaf is None or leaf == record.lines.leaf:
-            return last_message(record.latest_exchange)
-        exchange = record.exchanges.get(leaf)
-        if exchange is None:  # on another branch: from the store
-            exchange = next(iter(await self.store.load_exchanges(record.id, [leaf])), None)
-        return last_message(exchange)
 
     async def edit(
         self,

@@ -278,6 +278,15 @@ class RunStartFrame(FrameBase):
         "for the first message. A client whose view does not end with it has missed turns "
         "(another tab's) and loads the transcript again.",
     )
+    branch_switched: bool = Field(
+        default=False,
+        description="True when the run first made another branch the one shown: the one "
+        "its command named (a send's `afterTurnId`, a regenerate's `turnId`, the turn an "
+        "edit replaces), left by the client while another tab switched, regenerated or "
+        "edited. The exchanges that client shows may then have alternatives it does not "
+        "know of: it loads the transcript again once the run is over. False otherwise "
+        "(an older server omits it).",
+    )
 
 
 class TitleFrame(FrameBase):

@@ -89,7 +89,10 @@ describe.each(wires)("branches over %s", (_name, wire) => {
       "user: three",
       "assistant: “three”, 1 words; first: “one”.",
     ]);
-    expect(log.transcripts.length).toBe(loads); // the view missed nothing
+    // The run made the second tab's branch the one shown again, and said so: the transcript,
+    // loaded once the run is over, shows the alternative the first tab made of "two".
+    expect(log.transcripts.length).toBe(loads + 1);
+    expect(shown(second.getSnapshot()).map(([, , index]) => index)).toEqual(["1/1", "1/1", "1/2", "1/2", "1/1", "1/1"]);
     // A reload shows the branch the second tab went on with.
     const third = make({ contextId: first.getSnapshot().contextId });
     await third.start();
@@ -104,6 +107,61 @@ describe.each(wires)("branches over %s", (_name, wire) => {
       ["user", "three", "2/2"],
       ["assistant", "“three”, 1 words; first: “one”.", "2/2"],
     ]);
+  });
+
+  it("a tab left on a branch another tab switched away from shows the server's sibling counts once a run switched back", async () => {
+    const { client: first, make, log } = setup();
+    await first.send("one");
+    await first.send("two");
+    const second = make({ contextId: first.getSnapshot().contextId });
+    await second.start();
+    const before = second.getSnapshot().turns;
+    await first.edit(before[0]!.id, "uno"); // the server's branch is the first tab's now
+    const loads = log.transcripts.length;
+    // A regeneration loads the transcript in any case; the numbers are the server's.
+    await second.regenerate();
+    expect(log.regenerations.at(-1)).toMatchObject({ turnId: before[3]!.id });
+    expect(log.transcripts.length).toBe(loads + 1);
+    expect(shown(second.getSnapshot()).map(([, , index]) => index)).toEqual(["1/2", "1/2", "2/2", "2/2"]);
+    // The first tab's view is behind now, its branch no longer the one shown: its send switches back, and loads once.
+    await first.send("dos");
+    expect(log.transcripts.length).toBe(loads + 2);
+    expect(shown(first.getSnapshot()).map(([, text, index]) => `${text.split(",")[0]} ${index}`)).toEqual([
+      "uno 2/2",
+      "“uno” 2/2",
+      "dos 1/1",
+      "“dos” 1/1",
+    ]);
+    // Sent again on the branch shown, nothing was switched: nothing is loaded.
+    await first.send("tres");
+    expect(log.transcripts.length).toBe(loads + 2);
+  });
+
+  it("loads no transcript after a run that does not say it switched the branch shown (an older server)", async () => {
+    const base = conversationScript({ answer });
+    const older = (frame: Frame): Frame => {
+      if (frame.type !== "run_start") return frame;
+      const { branchSwitched: _, ...rest } = frame;
+      return rest as Frame;
+    };
+    const script: Script = {
+      ...base,
+      run: (body) => {
+        const reply = base.run(body);
+        return "frames" in reply ? { frames: [...(reply.frames as Frame[])].map(older) } : reply;
+      },
+    };
+    const { client: first, make, log } = setup(script);
+    await first.send("one");
+    await first.send("two");
+    const second = make({ contextId: first.getSnapshot().contextId });
+    await second.start();
+    await first.regenerate();
+    const loads = log.transcripts.length;
+    await second.send("three");
+    expect(log.transcripts.length).toBe(loads);
+    // Its arrows show what it loaded last, until it loads the transcript again.
+    expect(shown(second.getSnapshot()).map(([, , index]) => index)).toEqual(["1/1", "1/1", "1/1", "1/1", "1/1", "1/1"]);
   });
 
   it("a tab left on a branch another tab switched away from edits a message it shows there", async () => {

@@ -156,6 +156,66 @@ describe("AgentClient after another tab ran on", () => {
     expect(texts(tab.getSnapshot())).toEqual(["Refund order 1234", "Checking.", "Refunded."]);
   });
 
+  const movedOn: Array<[string, (client: AgentClient) => Promise<unknown>]> = [
+    ["a send", (client) => client.send("two")],
+    ["a regeneration", (client) => client.regenerate()],
+  ];
+
+  it.each(movedOn)("keeps branch_moved shown beside the run it follows once %s is refused so, and after it", async (_name, command) => {
+    const hi = transcriptTurn("user", "hi", { id: "turn-u1" });
+    const hello = transcriptTurn("assistant", "Hello", { id: "turn-a1" });
+    const transcripts = [
+      transcript({ turns: [hi, hello] }),
+      // What it reads once refused: another tab went on, and its reply streams.
+      transcript({ turns: [hi, hello, transcriptTurn("user", "more", { id: "turn-u2" })], activeRunId: "run-2" }),
+    ];
+    const fetch = vi.fn(async () => jsonResponse(200, transcripts.shift()));
+    let refusing = true;
+    const moved = () => {
+      throw new ThinwireError("branch_moved", "The conversation moved on.", { status: 409 });
+    };
+    const r3 = run(CTX_1, "run-3", 20);
+    const stream = channel();
+    const transport = new MockTransport(
+      () => (refusing ? moved() : [r3.start({ userTurnId: "turn-u3", turnId: "turn-a3", afterTurnId: "turn-a2" }), r3.done("Three.")]),
+      { regenerate: moved, attach: () => stream.frames() },
+    );
+    const onFinish = vi.fn();
+    const onError = vi.fn();
+    const tab = new AgentClient({ agent: "demo", contextId: CTX_1, transport, fetch, onFinish, onError });
+    await tab.start();
+    const errors: Array<string | null> = [];
+    const unsubscribe = tab.subscribe(() => errors.push(tab.getSnapshot().error?.code ?? null));
+
+    const refused = await rejection(command(tab));
+    expect(refused).toMatchObject({ code: "branch_moved", status: 409 });
+    expect(onError.mock.calls).toEqual([[refused]]);
+    expect(fetch).toHaveBeenCalledTimes(2);
+    // The run the other tab started, followed with the refusal beside it, as for context_busy.
+    expect(transport.attaches.map(({ contextId, after }) => [contextId, after])).toEqual([[CTX_1, 0]]);
+    expect(tab.getSnapshot()).toMatchObject({ status: "streaming", error: { code: "branch_moved" } });
+    const r2 = run(CTX_1, "run-2", 10);
+    stream.push(r2.start({ userTurnId: "turn-u2", turnId: "turn-a2", afterTurnId: "turn-a1" }));
+    stream.push(r2.token("More"));
+    await vi.waitFor(() => expect(tab.getSnapshot().turns.at(-1)).toMatchObject({ text: "More", streaming: true }));
+    expect(tab.getSnapshot()).toMatchObject({ status: "streaming", error: { code: "branch_moved" } });
+    stream.push(r2.done("More."));
+    await vi.waitFor(() => expect(onFinish).toHaveBeenCalledTimes(1));
+    expect(tab.getSnapshot()).toMatchObject({ status: "idle", error: { code: "branch_moved" } });
+    expect(texts(tab.getSnapshot())).toEqual(["hi", "Hello", "more", "More."]);
+    unsubscribe();
+    // Once shown, the error never left the view, the run followed opening included.
+    const since = errors.slice(errors.indexOf("branch_moved"));
+    expect(since.length).toBeGreaterThan(1);
+    expect(new Set(since)).toEqual(new Set(["branch_moved"]));
+
+    // Until the next send.
+    refusing = false;
+    expect((await tab.send("three")).text).toBe("Three.");
+    expect(tab.getSnapshot()).toMatchObject({ status: "idle", error: null });
+    expect(fetch).toHaveBeenCalledTimes(2);
+  });
+
   it("follows another tab's run found when its own ended unseen, after showing its own reply", async () => {
     const r1 = run(CTX_1, "run-1");
     const stream = channel();

@@ -7,8 +7,8 @@ import { describe, expect, it, vi } from "vitest";
 import { AgentClient } from "./agent-client.js";
 import { ConversationList, type ConversationListOptions } from "./conversation-list.js";
 import type { ConversationSummary } from "./generated/wire.js";
-import { conversationScript, fakeFetch, newLog, type Reply, type Script } from "./testing/index.js";
-import { rejection, wires } from "./test-helpers.js";
+import { conversationScript, fakeFetch, newLog, type Reply, runFrames, type Script, transcriptTurn } from "./testing/index.js";
+import { refund, rejection, wires } from "./test-helpers.js";
 
 /** A server with `count` conversations, the first one the least recently active. */
 async function serverWith(count: number, script: Script = conversationScript()) {
@@ -226,6 +226,49 @@ describe.each(wires)("ConversationList sharing a client over %s", (_name, wire) 
     await vi.waitFor(() => expect(list.getSnapshot().loading).toBe(false));
     // A refresh when the new conversation appeared, one per run that ended.
     expect(log.listings.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it("refreshes when a stop ends the run that waits for a decision, as when a run ends", async () => {
+    const contextId = "ctx-" + "1".repeat(36);
+    const r = runFrames(contextId, "run-1");
+    let waiting = true;
+    const user = transcriptTurn("user", "Refund order 1234", { id: "turn-000000000000-u0" });
+    const asked = () => transcriptTurn("assistant", "Checking.", {
+      id: "turn-000000000000-a0",
+      stopReason: waiting ? "interrupted" : "stopped",
+      asked: { request: refund, status: waiting ? "waiting" : "stopped", decision: null },
+    });
+    const script: Script = {
+      run: () => ({ frames: [r.start({ turnId: "turn-000000000000-a0", userTurnId: "turn-000000000000-u0" }), r.title("Refund"), r.interrupt(refund), r.done("Checking.", [], "interrupted")] }),
+      stop: () => {
+        waiting = false;
+      },
+      transcript: () => ({ contextId, agent: "demo", title: "Refund", turns: [user, asked()], activeRunId: null, pendingInterrupt: waiting ? refund : null, hasEarlier: false }),
+      conversations: () => ({
+        conversations: [{ contextId, title: "Refund", createdAt: 1, updatedAt: 2, turnCount: 2, preview: "Checking.", status: waiting ? "waiting" : "idle" }],
+        nextCursor: null,
+      }),
+    };
+    const log = newLog();
+    const { transport, fetch } = wire(script, log);
+    const client = new AgentClient({ agent: "demo", baseUrl: "http://server.test", transport, fetch });
+    const list = new ConversationList({ agent: "demo", baseUrl: "http://server.test", fetch, client });
+    await list.start();
+    await client.send("Refund order 1234");
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: refund });
+    await vi.waitFor(() => expect(list.getSnapshot().conversations[0]?.status).toBe("waiting"));
+    await vi.waitFor(() => expect(list.getSnapshot().loading).toBe(false));
+    const listings = log.listings.length;
+
+    await client.stop();
+    expect(log.stops).toEqual([contextId]);
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", interrupt: null });
+    // The run ended: the list says so, loaded again once, as after any run.
+    await vi.waitFor(() => expect(list.getSnapshot().conversations[0]?.status).toBe("idle"));
+    await vi.waitFor(() => expect(list.getSnapshot().loading).toBe(false));
+    expect(log.listings.length).toBe(listings + 1);
+    list.dispose();
+    client.dispose();
   });
 
   it("select opens the conversation in the client; create starts a new one", async () => {

@@ -12,12 +12,13 @@
  * title the client learns shows in the list — and one a page lists for it, in
  * the client, unless the page may be older than the client's title (the rule
  * is the client's): then the list shows the client's. The list follows the
- * client's snapshot: when a run ends, or the client starts a conversation the
- * list does not show, the list is loaded again. A conversation the client
- * finds gone from the server (deleted elsewhere: a load or a request of it
- * refused with `context_not_found`) leaves the list as it leaves the client,
- * and a page asked for before does not bring it back. Without a client, the
- * selection is the list's own.
+ * client's snapshot: when a run ends (a stop of one that waits for a decision
+ * included), or the client starts a conversation the list does not show, the
+ * list is loaded again. A conversation the client finds gone from the server
+ * (deleted elsewhere: a load or a request of it refused with
+ * `context_not_found`) leaves the list as it leaves the client, and a page
+ * asked for before does not bring it back. Without a client, the selection is
+ * the list's own.
  *
  * The server owns the list; the store holds the pages it loaded and the
  * cursor of the next. A refresh loads from the top as many conversations as
@@ -257,7 +258,8 @@ export class ConversationList {
 
   /**
    * Follows the client's snapshot: its id is the selection; a run that ends
-   * refreshes the list. And the conversations it finds gone leave the list.
+   * refreshes the list — one that waited for a decision too, once a stop ends
+   * it. And the conversations it finds gone leave the list.
    */
   #follow(client: AgentClient): () => void {
     let previous = client.getSnapshot();
@@ -271,7 +273,7 @@ export class ConversationList {
       const { contextId, title } = next;
       if (contextId !== this.#snapshot.selected) this.#show({ selected: contextId });
       if (title !== null && contextId !== null && title !== before.title) this.#retitle(contextId, title);
-      const ended = running(before) && !running(next);
+      const ended = running(before) ? !running(next) : waitEnded(before, next);
       const unknown = contextId !== null && contextId !== before.contextId && !this.#shows(contextId);
       if (ended || unknown) void this.refresh();
     });
@@ -405,6 +407,14 @@ function titleRefusal(title: unknown): ThinwireError | null {
 
 function running(snapshot: Snapshot): boolean {
   return snapshot.status === "streaming" || snapshot.status === "reconnecting";
+}
+
+/**
+ * The run that waited for a decision ended with no run streaming in its place
+ * (a stop, or an answer refused as gone): the question left the conversation shown.
+ */
+function waitEnded(before: Snapshot, next: Snapshot): boolean {
+  return before.interrupt !== null && next.interrupt === null && next.contextId === before.contextId && !running(next);
 }
 
 /** Tolerant receiver: an item without an id is no conversation. */

@@ -31,6 +31,10 @@ export class ThinwireError extends Error {
   override readonly name = "ThinwireError";
   /** One of `ErrorCode`, or a code of a newer server. */
   readonly code: ErrorCode | (string & {});
+  /**
+   * The HTTP status of a refusal over HTTP; undefined for the same refusal
+   * over a WebSocket (a `rejected` frame carries none). Read `code`, the same on both.
+   */
   readonly status?: number;
   readonly retryable: boolean;
   /** With `decision_pending`: the interrupt to answer first, when known. */

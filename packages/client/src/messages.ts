@@ -12,10 +12,12 @@
  * then the transcript is loaded again, so the sibling counts and the turns'
  * meta are the server's. So it is after any run that follows another turn
  * than the view's last (another tab's turns, or a clear: the view is
- * behind), and after one that ends with no title shown (the server names a
- * conversation after a message without a frame). A request refused before
- * its run began leaves no trace but the error: the turns shown before it
- * come back.
+ * behind), after one that made another branch the one shown (`run_start`'s
+ * `branchSwitched`: this view's, which another tab left — the exchanges shown
+ * may have alternatives it never saw), and after one that ends with no title
+ * shown (the server names a conversation after a message without a frame). A
+ * request refused before its run began leaves no trace but the error: the
+ * turns shown before it come back.
  *
  * A send and a regeneration name the last turn the view shows, so they go on
  * the branch the user sees even when another tab switched the server's to
@@ -24,9 +26,10 @@
  * nothing, and the transcript is loaded again: the user sees what it holds
  * now, and the rejection lets a UI restore the draft. So it is when the
  * server refuses with `context_busy`: a run this view did not see start holds
- * the conversation (another tab's), and the transcript names it — it is
- * followed (`TranscriptLoader.refresh`) to its end, the error still shown,
- * after which the view is current and a message goes at the first try.
+ * the conversation (another tab's), and the transcript names it. Either way a
+ * run the transcript names is followed (`TranscriptLoader.refresh`) to its
+ * end, the error still shown, after which the view is current and a message
+ * goes at the first try.
  *
  * A message is shown at once, but its request waits for this client's own
  * requests that hold the conversation on the server (`Holds`: a branch switch
@@ -177,13 +180,16 @@ export class Messages {
     // The run follows another turn than the view's last: this client missed turns (another
     // tab's), which the transcript has — or the conversation was cleared (a null after turns).
     let behind = false;
+    // The run first made another branch the one shown (this view's, which another tab left by
+    // a switch, a regeneration or an edit): exchanges shown may have alternatives this client
+    // never saw, and their sibling counts are the transcript's.
+    let switched = false;
     const open = (): AsyncIterable<Frame> =>
-      plan.after === undefined
-        ? plan.open(messageId, signal)
-        : noting(plan.open(messageId, signal), (start) => {
-            // Undefined (an older server) says nothing.
-            if (start.afterTurnId !== undefined && start.afterTurnId !== plan.after) behind = true;
-          });
+      noting(plan.open(messageId, signal), (start) => {
+        // Undefined (an older server) says nothing.
+        if (plan.after !== undefined && start.afterTurnId !== undefined && start.afterTurnId !== plan.after) behind = true;
+        if (start.branchSwitched === true) switched = true;
+      });
     const shown = this.#transcripts.shown;
     let result: SendResult;
     try {
@@ -208,18 +214,20 @@ export class Messages {
         if (signal.aborted) throw aborted(caught);
       } else if (error.code === "branch_moved" && plan.contextId !== null) {
         // The conversation went on from the turn shown last (another tab's turns, a clear):
-        // nothing was recorded; show what it holds now, for the user to send again. A clear
-        // drops a title taken from a message: the next run's may name it anew.
-        await this.#transcripts.refresh(plan.contextId, signal, () => !job.superseded);
+        // nothing was recorded; show what it holds now, for the user to send again — a run in
+        // progress there followed, the error beside it as for context_busy. A clear drops a
+        // title taken from a message: the next run's may name it anew.
+        await this.#transcripts.refresh(plan.contextId, signal, () => !job.superseded, { keepError: true });
         if (signal.aborted) throw aborted(caught);
         this.#askedTitleOf = null;
       }
       throw error;
     }
     const untitled = this.#untitled(result.contextId, shown);
-    if (plan.forks || behind || untitled) {
-      // The server's numbering of the alternatives, the turns' meta, the turns missed, the
-      // title; best effort, and dropped once a job that began since changes the view.
+    if (plan.forks || behind || switched || untitled) {
+      // The server's numbering of the alternatives, the turns' meta, the turns (and
+      // alternatives) missed, the title; best effort, and dropped once a job that began since
+      // changes the view.
       const refreshed = await this.#transcripts.refresh(result.contextId, signal, () => !job.superseded);
       if (signal.aborted) throw aborted();
       if (untitled && refreshed !== undefined) this.#askedTitleOf = result.contextId;

@@ -9,7 +9,7 @@ const ids = { contextId: "ctx-1", runId: "run-1" };
 const blank = { toolCalls: [], streaming: false, stopReason: null, thinking: "", activity: [], meta: NO_META, asked: null, siblings: 1, siblingIndex: 0 };
 
 const RUN: Frame[] = [
-  { ...ids, seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null },
+  { ...ids, seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null, branchSwitched: false },
   { ...ids, seq: 2, type: "thinking", delta: "Let me " },
   { ...ids, seq: 3, type: "thinking", delta: "check." },
   { ...ids, seq: 4, type: "tool_call", callId: "c1", name: "weather" },
@@ -157,7 +157,7 @@ describe("reduceFrame", () => {
   it("accepts a lower seq once the context changes", () => {
     const first = reduceFrames(initialReducerState(), RUN);
     const other = { contextId: "ctx-2", runId: "run-9" };
-    const next = reduceFrame({ ...first, runId: null }, { ...other, seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null });
+    const next = reduceFrame({ ...first, runId: null }, { ...other, seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null, branchSwitched: false });
     expect(next.snapshot.contextId).toBe("ctx-2");
     expect(next.lastSeq).toBe(1);
   });

@@ -26,7 +26,7 @@ function sse(frames: object[]): string {
 
 const ids = { contextId: "ctx-1", runId: "run-1" };
 const FRAMES: Frame[] = [
-  { ...ids, seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null },
+  { ...ids, seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null, branchSwitched: false },
   { ...ids, seq: 2, type: "token", delta: "Grüße 👋" },
   { ...ids, seq: 3, type: "done", text: "Grüße 👋", toolCalls: [], stopReason: "end" },
 ];

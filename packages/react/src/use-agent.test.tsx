@@ -449,7 +449,7 @@ describe("useAgent streaming", () => {
     const ids = () => ({ contextId: "ctx-1", runId: "run-1", seq: seq++ });
     let expected = "";
     try {
-      stream.push({ ...ids(), type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null });
+      stream.push({ ...ids(), type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null, branchSwitched: false });
       for (let batch = 0; batch < 20; batch++) {
         for (let index = 0; index < 25; index++) {
           const delta = `${batch * 25 + index} `;
@@ -489,7 +489,7 @@ describe("useAgent streaming", () => {
       act(() => {
         void result.current.send("Hi").catch(() => undefined);
       });
-      stream.push({ contextId: "ctx-1", runId: "run-1", seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null });
+      stream.push({ contextId: "ctx-1", runId: "run-1", seq: 1, type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null, branchSwitched: false });
       stream.push({ contextId: "ctx-1", runId: "run-1", seq: 2, type: "token", delta: "Hel" });
       await waitFor(() => expect(result.current.turns[1]?.text).toBe("Hel"));
       expect(result.current.status).toBe("streaming");
@@ -514,7 +514,7 @@ describe("useAgent streaming", () => {
       sent = result.current.send("Long story");
     });
     await act(async () => {
-      stream.push({ ...ids(), type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null });
+      stream.push({ ...ids(), type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null, branchSwitched: false });
       stream.push({ ...ids(), type: "token", delta: "Par" });
       await new Promise((resolve) => setTimeout(resolve, 0));
     });
@@ -573,13 +573,13 @@ describe("useAgent decisions", () => {
     const ids = (runId: string) => ({ contextId: "ctx-1", runId, seq: seq++ });
     const transport = new MockTransport(
       () => [
-        { ...ids("run-1"), type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null },
+        { ...ids("run-1"), type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null, branchSwitched: false },
         { ...ids("run-1"), type: "interrupt", interrupt },
         { ...ids("run-1"), type: "done", text: "Checking.", toolCalls: [], stopReason: "interrupted" },
       ],
       {
         decide: () => [
-          { ...ids("run-2"), type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null },
+          { ...ids("run-2"), type: "run_start", agent: "demo", requestId: null, turnId: null, userTurnId: null, afterTurnId: null, branchSwitched: false },
           { ...ids("run-2"), type: "done", text: "Refunded.", toolCalls: [], stopReason: "end" },
         ],
       },

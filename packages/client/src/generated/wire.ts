@@ -226,6 +226,8 @@ export interface RunStartFrame {
   userTurnId: string | null;
   /** The turn the run's first new turn follows on its branch: the last turn of the exchange before (or, continuing a reply, that reply's turn before it); null for the first message. A client whose view does not end with it has missed turns (another tab's) and loads the transcript again. */
   afterTurnId: string | null;
+  /** True when the run first made another branch the one shown: the one its command named (a send's `afterTurnId`, a regenerate's `turnId`, the turn an edit replaces), left by the client while another tab switched, regenerated or edited. The exchanges that client shows may then have alternatives it does not know of: it loads the transcript again once the run is over. False otherwise (an older server omits it). */
+  branchSwitched: boolean;
 }
 
 /** WebSocket: start a run, like `POST /agents/{agent}/runs`. */

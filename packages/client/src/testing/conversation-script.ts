@@ -20,7 +20,9 @@
  * names the turn it follows (`afterTurnId`) and a regeneration that names its
  * reply (`turnId`) go on the branch that ends with that turn's exchange, shown
  * from then on, or are refused with `branch_moved` when an exchange follows it
- * (or a clear dropped it), as the server does.
+ * (or a clear dropped it), as the server does; and, as the server does, the
+ * run's `run_start` says when that (or an edit of a turn off the branch shown)
+ * made another branch the one shown (`branchSwitched`).
  */
 import type {
   Activity,
@@ -246,8 +248,16 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
     return { id, role, text, toolCalls: [], stopReason, thinking: "", activity: [], meta, asked: null, siblings: 1, siblingIndex: 0 };
   }
 
-  /** Adds an exchange for `text` under `parent`, as the alternative the branch shows, and runs its reply. */
-  function exchange(conversation: Conversation, parent: Node, text: string): Reply {
+  /** Whether showing `path` switched the conversation from the branch `shown` before: it is not along that one. */
+  function switchedFrom(shown: readonly Step[], path: readonly Step[]): boolean {
+    return path.some((step, index) => shown[index]?.exchange !== step.exchange);
+  }
+
+  /**
+   * Adds an exchange for `text` under `parent`, as the alternative the branch shows, and runs its reply;
+   * `switched`: the command first made another branch the one shown (`run_start`'s `branchSwitched`).
+   */
+  function exchange(conversation: Conversation, parent: Node, text: string, switched = false): Reply {
     const history = branch(conversation);
     const cut = history.findIndex((step) => step.parent === parent);
     const before = turns(history).slice(0, cut < 0 ? undefined : 2 * cut);
@@ -267,7 +277,7 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
     const runId = `run-${conversation.runs}`;
     const r = runFrames(conversation.contextId, runId, conversation.seq + 1);
     const afterTurnId = before[before.length - 1]?.id ?? null;
-    const frames = [r.start({ turnId: reply.id, userTurnId: user.id, afterTurnId })];
+    const frames = [r.start({ turnId: reply.id, userTurnId: user.id, afterTurnId, branchSwitched: switched })];
     if (answer.title !== undefined && (conversation.titleSource ?? "auto") === "auto") {
       conversation.title = answer.title;
       conversation.titleSource = "agent";
@@ -326,18 +336,21 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
         conversation = idle(find(body.contextId));
       }
       if ("error" in conversation) return conversation;
-      const path = body.afterTurnId == null ? branch(conversation) : follow(conversation, body.afterTurnId);
+      const shown = branch(conversation);
+      const path = body.afterTurnId == null ? shown : follow(conversation, body.afterTurnId);
       if ("error" in path) return path;
-      return exchange(conversation, path[path.length - 1]?.exchange ?? conversation, body.message.text);
+      return exchange(conversation, path[path.length - 1]?.exchange ?? conversation, body.message.text, switchedFrom(shown, path));
     },
     regenerate(contextId, { turnId }) {
       const conversation = idle(find(contextId));
       if ("error" in conversation) return conversation;
-      const path = turnId == null ? branch(conversation) : follow(conversation, turnId);
+      const shown = branch(conversation);
+      const path = turnId == null ? shown : follow(conversation, turnId);
       if ("error" in path) return path;
+      const switched = switchedFrom(shown, path);
       const last = path.pop();
       if (!last) return refusal(409, "nothing_to_regenerate", "There is no reply to regenerate.");
-      return exchange(conversation, last.parent, last.exchange.user.text);
+      return exchange(conversation, last.parent, last.exchange.user.text, switched);
     },
     edit(contextId, { turnId, message }) {
       const conversation = idle(find(contextId));
@@ -347,8 +360,9 @@ export function conversationScript(options: ConversationScriptOptions = {}): Scr
       const step = path?.[path.length - 1];
       if (!path || !step) return NO_TURN;
       if (step.exchange.user.id !== turnId) return refusal(400, "not_a_user_turn", "Only a user's turn can be edited.");
+      const switched = switchedFrom(branch(conversation), path);
       for (const { exchange, parent } of path) parent.active = parent.children.indexOf(exchange);
-      return exchange(conversation, step.parent, message.text);
+      return exchange(conversation, step.parent, message.text, switched);
     },
     branch(contextId, { turnId, index }, query) {
       const conversation = idle(find(contextId));

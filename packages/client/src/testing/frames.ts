@@ -23,6 +23,11 @@ export interface StartIds {
    * transcript once the run is over.
    */
   afterTurnId?: string | null;
+  /**
+   * The run first made another branch the one shown (the one the command
+   * named): a client loads the transcript once the run is over. False by default.
+   */
+  branchSwitched?: boolean;
 }
 
 /** Builds the frames of one run of `contextId`, seqs counting up from `firstSeq`. */
@@ -32,10 +37,11 @@ export function runFrames(contextId: string, runId: string, firstSeq = 1) {
   return {
     /**
      * The run_start: `turnId` is the id its reply will have in the transcript,
-     * `userTurnId` the user turn it answers, `afterTurnId` the turn before it;
+     * `userTurnId` the user turn it answers, `afterTurnId` the turn before it,
+     * `branchSwitched` whether it first made another branch the one shown;
      * `requestId` is what a WebSocket server echoes of the command that started it.
      */
-    start: ({ turnId = null, userTurnId = null, requestId = null, afterTurnId = null }: StartIds = {}): RunFrame => ({
+    start: ({ turnId = null, userTurnId = null, requestId = null, afterTurnId = null, branchSwitched = false }: StartIds = {}): RunFrame => ({
       ...base(),
       type: "run_start",
       agent: "demo",
@@ -43,6 +49,7 @@ export function runFrames(contextId: string, runId: string, firstSeq = 1) {
       turnId,
       userTurnId,
       afterTurnId,
+      branchSwitched,
     }),
     /** The agent named the conversation. */
     title: (title: string): RunFrame => ({ ...base(), type: "title", title }),
