@@ -8,6 +8,7 @@ $THINWIRE_DATA_DIR, for tests that kill and restart the server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 
 from starlette.applications import Starlette
@@ -43,6 +44,22 @@ app = create_app(
     store=MemoryStore(),
     heartbeat_interval=0.2,
     routes=[RELEASE],
+)
+
+
+class Stubborn(Agent):
+    """Swallows every cancellation: it ends only when released (`POST /test/release`)."""
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("holding on. ")
+        while not gate.is_set():
+            with contextlib.suppress(asyncio.CancelledError):
+                await gate.wait()
+
+
+#: A run that holds shutdown: its agent ignores its cancellation.
+stubborn = create_app(
+    {"stubborn": Stubborn}, identify=anonymous, store=MemoryStore(), routes=[RELEASE]
 )
 
 

@@ -8,6 +8,8 @@ import os
 import re
 import signal
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,9 @@ import pytest
 
 from conftest import assert_no_canary, parse_sse
 from thinwire.codes import CLOSE_CODES, ERROR_CODES, RETRYABLE_CODES
-from thinwire.testing import ServerProcess, serve
+from thinwire.server import CANCEL_GRACE
+from thinwire.serving import STREAMS_GRACE
+from thinwire.testing import ServerProcess, free_port, serve
 
 HERE = Path(__file__).resolve().parent
 
@@ -342,9 +346,66 @@ def test_serve_finds_a_module_in_the_working_directory(tmp_path: Path) -> None:
 def test_a_second_server_on_one_sqlite_file_refuses_to_start(tmp_path: Path) -> None:
     with serve("demo", "--data-dir", str(tmp_path), log_dir=tmp_path) as first:
         second = serve("demo", "--data-dir", str(tmp_path), log_dir=tmp_path)
-        with pytest.raises(RuntimeError, match="one process owns a SQLite store"), second:
+        with (
+            pytest.raises(RuntimeError, match="one process owns a SQLite store") as refused,
+            second,
+        ):
             pass
         assert httpx.get(f"{first.url}/healthz").status_code == 200  # the first serves on
+    # In one line, which says what to change: no traceback.
+    assert "ERROR:    thinwire cannot start: another process serves" in str(refused.value)
+    assert "Traceback" not in str(refused.value)
+
+
+def test_a_store_that_does_not_answer_is_one_line_and_a_failed_exit(tmp_path: Path) -> None:
+    closed = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    command = [sys.executable, "-m", "thinwire.cli", "demo", "--data-dir", str(tmp_path)]
+    command += ["--store", closed, "--port", str(free_port())]
+    ended = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    assert ended.returncode == 3, ended.stderr  # uvicorn's STARTUP_FAILURE
+    errors = [line for line in ended.stderr.splitlines() if line.startswith("ERROR")]
+    assert errors == [
+        errors[0],
+        "ERROR:    Application startup failed. Exiting.",
+    ]
+    assert errors[0].startswith("ERROR:    thinwire cannot start: the store does not answer: ")
+    assert "Traceback" not in ended.stderr
+
+
+def wait_until_closed(port: int) -> None:
+    """Until the server stops accepting: it has begun to shut down."""
+
+    def refused() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return True
+        return False
+
+    wait_for(refused)
+
+
+@pytest.mark.parametrize("signals", [1, 2], ids=["sigterm", "sigterm-twice"])
+def test_a_run_that_ignores_its_cancellation_holds_shutdown_only_so_long(signals: int) -> None:
+    """Its runs get `--shutdown-timeout`, then `CANCEL_GRACE` once cancelled, then the
+    streams their 3 s; a second SIGTERM stops waiting at once."""
+    env = {"PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    args = ("serve", "apps:stubborn", "--shutdown-timeout", "0.1")
+    with serve(*args, env=env) as server, httpx.Client(timeout=30) as client:
+        body = {"message": {"text": "hold on"}}
+        with client.stream("POST", f"{server.url}/agents/stubborn/runs", json=body) as response:
+            frames = events(response)
+            assert next(frames) is not None  # the run is on, its stream open
+            server.process.send_signal(signal.SIGTERM)
+            if signals == 2:
+                wait_until_closed(server.port)
+                server.process.send_signal(signal.SIGTERM)
+                assert server.process.wait(CANCEL_GRACE) == -signal.SIGTERM
+            else:
+                assert server.process.wait(CANCEL_GRACE + STREAMS_GRACE + 5) == -signal.SIGTERM
+        log = server.log()
+    if signals == 1:
+        assert "WARNING:     thinwire: 1 run(s) ignored their cancellation" in log
 
 
 @pytest.mark.parametrize(

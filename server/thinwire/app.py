@@ -16,6 +16,7 @@ import inspect
 import math
 import os
 import re
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from thinwire import wire
 from thinwire.a2a import A2A, a2a_routes
@@ -40,7 +41,7 @@ from thinwire.browser import COMMON_HEADERS, DEFAULT_PORTS, BrowserGuard, HostCh
 from thinwire.contexts import DEFAULT_CACHE_BYTES, AgentFactory
 from thinwire.coordination import Coordinator
 from thinwire.direct import SERVER_SEND
-from thinwire.errors import BadRequest, Forbidden, ThinwireError
+from thinwire.errors import BadRequest, Forbidden, Misconfigured, ThinwireError
 from thinwire.identity import Identify, anonymous
 from thinwire.limits import RateLimiter
 from thinwire.routes import http_routes
@@ -48,7 +49,7 @@ from thinwire.server import AgentServer
 from thinwire.stores import SQLiteStore, Store
 from thinwire.web import page_route
 
-__all__ = ["create_app", "default_data_dir"]
+__all__ = ["create_app", "default_data_dir", "one_line_startup_failure"]
 
 AGENT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
@@ -225,7 +226,10 @@ class ThinwireApp(Starlette):
         self._own_middleware = list(self.user_middleware)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan" or self.user_middleware != self._own_middleware:
+        if scope["type"] == "lifespan":
+            await super().__call__(scope, receive, one_line_startup_failure(send))
+            return
+        if self.user_middleware != self._own_middleware:
             await super().__call__(scope, receive, send)
             return
         scope[SERVER_SEND] = send
@@ -236,6 +240,24 @@ class ThinwireApp(Starlette):
             # the scope: left here, the two would keep each other, and the connection's
             # objects with them, until a full collection found them.
             scope.pop(SERVER_SEND, None)
+
+
+def one_line_startup_failure(send: Send) -> Send:
+    """The lifespan's `send`, where a startup that failed for a misconfiguration (a
+    `Misconfigured`: a store that does not answer, one another process owns, an agent
+    that cannot be made) is reported as its one sentence, which says what to change:
+    Starlette sends the whole traceback, which the server logs. Any other failure keeps
+    its traceback."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "lifespan.startup.failed":
+            failure = sys.exc_info()[1]  # Starlette sends this as it handles the failure
+            if isinstance(failure, Misconfigured):
+                sentence = " ".join(str(failure).split())
+                message = {**message, "message": f"thinwire cannot start: {sentence}"}
+        await send(message)
+
+    return sending
 
 
 def check_agents(agents: Mapping[str, AgentFactory]) -> None:

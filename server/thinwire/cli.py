@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+from uvicorn.config import LOG_LEVELS
 
 from thinwire.serving import NotAnApp, import_app, run
 
 __all__ = ["main"]
+
+#: uvicorn's levels, `trace` (5, below debug) among them.
+LEVELS = tuple(LOG_LEVELS)
 
 
 def configure_logging(level: str) -> None:
@@ -20,12 +28,64 @@ def configure_logging(level: str) -> None:
     handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
     logger = logging.getLogger("thinwire")
     logger.addHandler(handler)
-    logger.setLevel(level.upper())
+    logger.setLevel(LOG_LEVELS[level])
     logger.propagate = False
+
+
+def number(
+    kind: type[int] | type[float], least: float, most: float | None = None, *, above: bool = False
+) -> Callable[[str], float]:
+    """An option's type: a finite number from `least` (exclusive `above` it) to `most`,
+    refused with argparse's one-line error otherwise, before anything starts."""
+    if above:
+        wanted = f"above {least:g}"
+    elif most is None:
+        wanted = f"{least:g} or more"
+    else:
+        wanted = f"{least:g}-{most:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = math.nan
+        in_range = value > least if above else value >= least
+        if not (math.isfinite(value) and in_range and (most is None or value <= most)):
+            noun = "a whole number" if kind is int else "a number of seconds"
+            raise argparse.ArgumentTypeError(f"must be {noun}, {wanted}, not {text!r}")
+        return value
+
+    return parse
+
+
+port = number(int, 0, 65535)
+
+
+def version_of_thinwire() -> str:
+    try:
+        return version("thinwire")
+    except PackageNotFoundError:  # a checkout on the path, not installed
+        return "unknown"
+
+
+def refused_by_create_app(exc: BaseException) -> str | None:
+    """Where `create_app` refused its arguments, as the user's module called it: the
+    call's place, `file, line N`; None for an error raised anywhere else."""
+    from thinwire.app import create_app
+
+    caller, frames = None, exc.__traceback__
+    while frames is not None:
+        if frames.tb_frame.f_code is create_app.__code__:
+            if caller is None:
+                return None
+            return f"{Path(caller.tb_frame.f_code.co_filename).name}, line {caller.tb_lineno}"
+        caller, frames = frames, frames.tb_next
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="thinwire", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"thinwire {version_of_thinwire()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="serve an app, given as module:attribute")
@@ -33,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--factory", action="store_true", help="APP is a factory to call")
 
     demo = commands.add_parser("demo", help="serve the demo agent and page")
-    demo.add_argument("--delay", type=float, default=0.03, help="seconds between streamed pieces")
+    demo.add_argument(
+        "--delay", type=number(float, 0), default=0.03, help="seconds between streamed pieces"
+    )
     demo.add_argument("--data-dir", type=Path, help="where the SQLite store lives")
     demo.add_argument(
         "--store",
@@ -49,23 +111,23 @@ def main(argv: list[str] | None = None) -> int:
 
     for command in (serve, demo):
         command.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-        command.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-        command.add_argument("--log-level", default="info")
+        command.add_argument("--port", type=port, help="0-65535 (default $PORT, else 8000)")
+        command.add_argument("--log-level", type=str.lower, choices=LEVELS, default="info")
         command.add_argument(
             "--shutdown-timeout",
-            type=float,
+            type=number(float, 0),
             default=5.0,
             help="seconds open streams get on SIGTERM before runs are interrupted",
         )
         command.add_argument(
             "--max-connections",
-            type=int,
+            type=number(int, 0),
             default=2048,
             help="past this many open connections a request gets 503 at once (0: no limit)",
         )
         command.add_argument(
             "--header-timeout",
-            type=float,
+            type=number(float, 0, above=True),
             default=10.0,
             help="seconds a connection may take to send a request's headers",
         )
@@ -77,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     args = parser.parse_args(argv)
+    if args.port is None:  # $PORT is read only when no --port is given
+        try:
+            args.port = port(os.environ.get("PORT") or "8000")
+        except argparse.ArgumentTypeError as exc:
+            (demo if args.command == "demo" else serve).error(f"$PORT {exc}")
     configure_logging(args.log_level)
     if args.command == "demo":
         from thinwire.demo import create_demo_app
@@ -92,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             app = import_app(args.app, factory=args.factory)
         except NotAnApp as exc:
             serve.error(str(exc))
+        except (ValueError, TypeError) as exc:
+            if (place := refused_by_create_app(exc)) is None:
+                raise  # an error of the module's own: its traceback says where
+            serve.error(f"{args.app}: create_app ({place}) refused: {exc}")
     try:
         run(
             app,

@@ -257,12 +257,19 @@ def demo_secret(data_dir: Path) -> bytes:
     if configured:
         return long_enough(configured.encode(), "$THINWIRE_DEMO_SECRET")
     path = data_dir / "demo-secret"
-    if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as file:
-            file.write(secrets.token_hex(32))
-    return long_enough(path.read_text().strip().encode(), f"the secret in {path}")
+    try:
+        if not path.exists():
+            data_dir.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as file:
+                file.write(secrets.token_hex(32))
+        kept = path.read_text().strip().encode()
+    except OSError as exc:
+        raise ValueError(
+            f"cannot keep the demo's cookie secret in {path} ({exc.strerror}): name a "
+            "writable --data-dir, or set $THINWIRE_DEMO_SECRET"
+        ) from exc
+    return long_enough(kept, f"the secret in {path}")
 
 
 def long_enough(secret: bytes, name: str) -> bytes:
@@ -303,18 +310,24 @@ def create_demo_app(
     $THINWIRE_OPERATOR_TOKEN is set. With a `model` (or an OpenAI endpoint configured in
     the environment, see `demo_model`), a model-backed agent with the same tools answers
     instead of the scripted one; `GET /demo/about` tells the page which."""
-    from thinwire.demo_model import chat_demo, configured_model
+    from thinwire.demo_model import chat_demo, configured_model, warn_without_key
 
     operator_token = check_operator_token(
         os.environ.get("THINWIRE_OPERATOR_TOKEN"), "$THINWIRE_OPERATOR_TOKEN"
     )
     data_dir = data_dir or default_data_dir()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file there, a read-only parent…
+        wrong = "is a file" if data_dir.is_file() else f"cannot be made ({exc.strerror})"
+        raise ValueError(f"--data-dir {data_dir} {wrong}: name a directory") from exc
     if store is None and store_url:
         store = store_from_url(store_url)
     identity = DemoIdentity(demo_secret(data_dir))
     ledger = data_dir / "ledger.log"
     model = configured_model(model)
+    if model:
+        warn_without_key(model)
     canaries = read_canaries()
     scripted = DemoAgent.planting(canaries)
     agent: AgentFactory = (

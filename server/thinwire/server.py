@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import jsonschema
@@ -54,6 +54,10 @@ RUNNING: weakref.WeakSet[AgentServer] = weakref.WeakSet()
 def running() -> list[AgentServer]:
     return list(RUNNING)
 
+
+#: Seconds a cancelled run gets to record its end, on shutdown: one whose agent swallows
+#: the cancellation is then left to run, rather than holding shutdown with no bound.
+CANCEL_GRACE = 3.0
 
 #: A context id no conversation has (not even the right form): reading its version is a
 #: round trip to the store that finds nothing.
@@ -116,6 +120,8 @@ class AgentServer:
         self.operator_token: str | None = None
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._janitor: asyncio.Task[None] | None = None
+        #: Runs that went on after being cancelled at shutdown: not waited for again.
+        self._ignored_cancel: set[asyncio.Task[None]] = set()
         #: Signs WebSocket tickets with the coordinator's secret; made at startup.
         self.tickets: Tickets | None = None
         #: Set when the server stops: open streams end.
@@ -559,6 +565,8 @@ class AgentServer:
             await self.store.open()
         except StoreError as exc:
             raise Misconfigured(f"the store does not answer: {exc.__cause__ or exc}") from exc
+        except OSError as exc:  # its files, for a store that has some
+            raise Misconfigured(f"the store cannot be opened: {exc}") from exc
         for name, factory in self.agents.items():
             try:
                 factory()
@@ -569,7 +577,13 @@ class AgentServer:
         self._janitor = asyncio.create_task(self._expire_events())
         RUNNING.add(self)
         # Leases name the replica that holds a conversation; the log says which one this is.
-        logger.info("serving %s as %s", ", ".join(self.agents), self.coordinator.replica_id)
+        logger.info(
+            "serving %s as %s, store: %s, operator API: %s",
+            ", ".join(self.agents),
+            self.coordinator.replica_id,
+            self.store.describe(),
+            "on, at /admin" if self.operator_token else "off",
+        )
 
     async def _expire_events(self) -> None:
         """Event logs outlive connections and restarts, but not `event_ttl`."""
@@ -588,10 +602,34 @@ class AgentServer:
         runs = list(self._runs.values())
         if runs:
             _, late = await asyncio.wait(runs, timeout=grace)
-            for task in late:
-                task.cancel()
-            await asyncio.gather(*late, return_exceptions=True)
+            await self._cancel(late)
         self.closing.set()
+
+    async def _cancel(self, runs: Iterable[asyncio.Task[None]]) -> None:
+        """Cancel `runs`, and give them `CANCEL_GRACE` seconds to record their end. A run
+        still going then has an agent that swallowed its cancellation (`except
+        BaseException`): shutdown goes on without it, saying so. (`asyncio.run` still
+        waits for it before it returns; `thinwire serve` on SIGTERM exits all the same,
+        as uvicorn raises the signal again once its shutdown is done.)"""
+        waited = []
+        for task in runs:
+            task.cancel()
+            if task not in self._ignored_cancel:
+                waited.append(task)
+        if not waited:
+            return
+        ended, going_on = await asyncio.wait(waited, timeout=CANCEL_GRACE)
+        for task in ended:  # retrieved, so that none is reported as never retrieved
+            if not task.cancelled():
+                task.exception()
+        if going_on:
+            self._ignored_cancel |= going_on
+            logger.warning(
+                "%d run(s) ignored their cancellation (their agent catches CancelledError "
+                "and goes on): shutdown goes on without them; a process left waiting for "
+                "them can be killed safely, their turns recover as interrupted",
+                len(going_on),
+            )
 
     async def shutdown(self) -> None:
         """Bring runs in flight to a recorded end (`interrupted`), then close the store."""
@@ -601,10 +639,7 @@ class AgentServer:
             self._janitor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._janitor
-        runs = list(self._runs.values())
-        for task in runs:
-            task.cancel()
-        await asyncio.gather(*runs, return_exceptions=True)
+        await self._cancel(list(self._runs.values()))
         for factory in self.agents.values():
             if isinstance(factory, type) and issubclass(factory, Agent):
                 await factory.aclose()

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import os
 import socket
 import sys
+from types import FrameType
 from typing import Any
 
 import h11
@@ -37,6 +39,7 @@ from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from thinwire import wire
+from thinwire.app import ThinwireApp, one_line_startup_failure
 from thinwire.browser import COMMON_HEADERS
 from thinwire.codes import ERROR_CODES
 from thinwire.jsontext import dumps
@@ -128,13 +131,66 @@ def import_app(target: str, *, factory: bool = False) -> Any:
         found = import_from_string(target)
     except ImportFromStringError as exc:
         raise NotAnApp(str(exc)) from None
+    if not factory:
+        refuse_if_not_an_app(found, target)
+        return found
     if not callable(found):
-        wanted = "a function returning an ASGI app" if factory else "an ASGI app"
-        raise NotAnApp(f"{target} is {type(found).__name__!r}, not {wanted}")
-    app = found() if factory else found
-    if not callable(app):
-        raise NotAnApp(f"{target}() returned {type(app).__name__!r}, not an ASGI app")
+        raise NotAnApp(
+            f"{target} is {type(found).__name__!r}, not a function returning an ASGI app"
+        )
+    if is_asgi3(found):
+        raise NotAnApp(f"{target} is an ASGI app, not a factory: serve it without --factory")
+    if not takes(found, 0):
+        raise NotAnApp(f"{target} takes arguments: a factory is called with none")
+    app = found()
+    refuse_if_not_an_app(app, f"{target}()", "returned")
     return app
+
+
+def refuse_if_not_an_app(app: Any, name: str, verb: str = "is") -> None:
+    """An ASGI 3 app is an async function of (scope, receive, send), or an object whose
+    `__call__` is one. uvicorn runs any other callable as an ASGI 2 app, which most often
+    it is not (a plain function, a factory without --factory, a class) and which would
+    answer every request 500: refused here instead, in one line."""
+    if not callable(app):
+        raise NotAnApp(f"{name} {verb} {type(app).__name__!r}, not an ASGI app")
+    if not is_asgi3(app):
+        hint = "; a factory making one needs --factory" if takes(app, 0) else ""
+        raise NotAnApp(
+            f"{name} {verb} {kind_of(app)}, not an ASGI app (an async function of scope, "
+            f"receive and send{hint})"
+        )
+    if not takes(app, 3):
+        raise NotAnApp(f"{name} {verb} an async function that cannot take scope, receive, send")
+
+
+def is_asgi3(app: Any) -> bool:
+    """What uvicorn takes for an ASGI 3 app (`Config.load`, interface "auto")."""
+    if inspect.isclass(app):
+        return False
+    if inspect.isfunction(app):
+        return asyncio.iscoroutinefunction(app)
+    return asyncio.iscoroutinefunction(type(app).__call__)
+
+
+def takes(function: Any, count: int) -> bool:
+    """`function` can be called with `count` positional arguments; True for one Python
+    cannot describe (taken on trust)."""
+    try:
+        inspect.signature(function).bind(*(None,) * count)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read
+        return True
+    return True
+
+
+def kind_of(thing: Any) -> str:
+    if inspect.isclass(thing):
+        return f"the class {thing.__name__}"
+    if inspect.isfunction(thing) or inspect.ismethod(thing):
+        return f"the function {thing.__name__}"
+    return f"{type(thing).__name__!r}"
 
 
 #: Compact, as every other error body (`boundary.error_response`).
@@ -164,6 +220,20 @@ def ws_max_size(app: Any) -> int:
     return int(getattr(server, "max_body_bytes", DEFAULT_WS_MAX_SIZE))
 
 
+def reporting_misconfiguration(app: Any) -> Any:
+    """An app a thinwire app is mounted in reports a misconfigured startup in one line,
+    as a thinwire app served alone does itself (`one_line_startup_failure`)."""
+    if isinstance(app, ThinwireApp):
+        return app
+
+    async def served(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            send = one_line_startup_failure(send)
+        await app(scope, receive, send)
+
+    return served
+
+
 class DrainingServer(uvicorn.Server):
     """uvicorn's server, which on SIGTERM first stops accepting, then gives the runs in
     flight `shutdown_timeout` seconds and interrupts the rest, so that every stream ends
@@ -174,8 +244,24 @@ class DrainingServer(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for server in self.servers:
             server.close()
-        await asyncio.gather(*(agents.drain(self.shutdown_timeout) for agents in running()))
+        drains = {
+            asyncio.ensure_future(agents.drain(self.shutdown_timeout)) for agents in running()
+        }
+        waiting = drains
+        while waiting and not self.force_exit:  # a second signal: stop waiting
+            _, waiting = await asyncio.wait(waiting, timeout=0.1)
+        for drain in waiting:
+            drain.cancel()
+        for drain in drains - waiting:
+            drain.result()  # a drain's own failure, raised
         await super().shutdown(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """A second SIGTERM, as a second Ctrl+C does in uvicorn, stops waiting: for the
+        runs, the connections and the app's own shutdown."""
+        if self.should_exit:
+            self.force_exit = True
+        super().handle_exit(sig, frame)
 
 
 def run(
@@ -194,7 +280,7 @@ def run(
     if hasattr(h11_impl, "service_unavailable"):
         h11_impl.service_unavailable = server_busy
     config = uvicorn.Config(
-        app,
+        reporting_misconfiguration(app),
         host=host,
         port=port,
         log_level=log_level,

@@ -130,6 +130,11 @@ class Store(abc.ABC):
 
         return LocalCoordinator(lease_ttl=lease_ttl)
 
+    def describe(self) -> str:
+        """What the startup log says this store is: its kind and where it keeps things,
+        never a credential."""
+        return type(self).__name__
+
     async def open(self) -> None:  # noqa: B027 - optional for stores with nothing to do
         """Called once as the server starts, before any request: a store may check or move
         over what an earlier version stored."""

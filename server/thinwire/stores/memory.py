@@ -44,6 +44,9 @@ class MemoryStore(Store):
         #: the list's index, so a page costs the same with ten conversations or 10,000.
         self._lists: dict[tuple[str, str], list[tuple[float, str]]] = {}
 
+    def describe(self) -> str:
+        return "memory (gone when the process exits)"
+
     async def create(self, record: ContextRecord, audit: Sequence[AuditEntry] = ()) -> None:
         if record.id in self._records:
             raise AlreadyExists(record.id)

@@ -270,6 +270,21 @@ class RedisStore(Store):
         )
         return cls(client, prefix=prefix, event_ttl=event_ttl)
 
+    def describe(self) -> str:
+        """Where the client connects, without its credentials; then the prefix."""
+        pool = getattr(self.redis, "connection_pool", None)
+        where = getattr(pool, "connection_kwargs", {})
+        if "path" in where:
+            url = f"unix://{where['path']}?db={where.get('db', 0)}"
+        elif "host" in where:
+            scheme = (
+                "rediss" if "SSL" in getattr(pool, "connection_class", type).__name__ else "redis"
+            )
+            url = f"{scheme}://{where['host']}:{where.get('port', 6379)}/{where.get('db', 0)}"
+        else:  # a client of another kind (a cluster's): only its kind
+            url = type(self.redis).__name__
+        return f"Redis {url}, prefix {self.prefix!r}"
+
     def coordinator(self, *, lease_ttl: float) -> Coordinator:
         from thinwire.coordination.redis import RedisCoordinator
 

@@ -34,6 +34,9 @@ class SQLiteStore(Store):
         self._database = Database(self.path)
         self._owner = FileOwner(self.path)
 
+    def describe(self) -> str:
+        return f"SQLite {self.path.absolute()}"
+
     async def open(self) -> None:
         self._owner.take()
 
