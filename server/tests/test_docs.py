@@ -360,8 +360,8 @@ def test_the_protocol_docs_decision_is_the_demos(client: TestClient) -> None:
 
 def test_the_server_doc_states_the_operator_apis_limits_as_the_code_has_them() -> None:
     from thinwire.admin import MAX_PATCH_BYTES
-    from thinwire.app import OPERATOR_TOKEN_LENGTH
     from thinwire.records import USAGE_KEPT
+    from thinwire.settings import OPERATOR_TOKEN_LENGTH
 
     text = (ROOT / "docs/server.md").read_text(encoding="utf-8")
     section = " ".join(text.split("## The operator API")[1].split("\n## ")[0].split())

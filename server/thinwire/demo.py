@@ -30,12 +30,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from thinwire.agent import Agent, Run
-from thinwire.app import check_operator_token, create_app, default_data_dir
+from thinwire.app import create_app, default_data_dir
 from thinwire.contexts import AgentFactory
 from thinwire.errors import BadRequest
 from thinwire.identity import SECRET_BYTES, SignedValue
 from thinwire.interrupts import Approval, Rejected
 from thinwire.parsing import describe, read_json
+from thinwire.settings import check_operator_token
 from thinwire.stores import SQLiteStore, Store, store_from_url
 
 __all__ = [
