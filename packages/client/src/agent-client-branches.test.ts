@@ -34,6 +34,22 @@ const answer = (text: string, history: readonly { role: string; text: string }[]
   title: `About ${text}`,
 });
 
+/** `base` as an older server answers: its `run_start` frames without `field`. */
+function olderServer(base: Script, field: "afterTurnId" | "branchSwitched"): Script {
+  const older = (frame: Frame): Frame => {
+    if (frame.type !== "run_start") return frame;
+    const { [field]: _, ...rest } = frame;
+    return rest as Frame;
+  };
+  return {
+    ...base,
+    run: (body) => {
+      const reply = base.run(body);
+      return "frames" in reply ? { frames: [...(reply.frames as Frame[])].map(older) } : reply;
+    },
+  };
+}
+
 describe.each(wires)("branches over %s", (_name, wire) => {
   function setup(script: Script = conversationScript({ answer }), options: Partial<AgentClientOptions> = {}) {
     const log = newLog();
@@ -138,19 +154,7 @@ describe.each(wires)("branches over %s", (_name, wire) => {
   });
 
   it("loads no transcript after a run that does not say it switched the branch shown (an older server)", async () => {
-    const base = conversationScript({ answer });
-    const older = (frame: Frame): Frame => {
-      if (frame.type !== "run_start") return frame;
-      const { branchSwitched: _, ...rest } = frame;
-      return rest as Frame;
-    };
-    const script: Script = {
-      ...base,
-      run: (body) => {
-        const reply = base.run(body);
-        return "frames" in reply ? { frames: [...(reply.frames as Frame[])].map(older) } : reply;
-      },
-    };
+    const script = olderServer(conversationScript({ answer }), "branchSwitched");
     const { client: first, make, log } = setup(script);
     await first.send("one");
     await first.send("two");
@@ -320,19 +324,7 @@ describe.each(wires)("branches over %s", (_name, wire) => {
   });
 
   it("takes a run that names no turn it follows (an older server) as following the view's last", async () => {
-    const base = conversationScript({ autoTitle: true });
-    const unnamed = (frame: Frame): Frame => {
-      if (frame.type !== "run_start") return frame;
-      const { afterTurnId: _, ...older } = frame;
-      return older as Frame;
-    };
-    const script: Script = {
-      ...base,
-      run: (body) => {
-        const reply = base.run(body);
-        return "frames" in reply ? { frames: [...(reply.frames as Frame[])].map(unnamed) } : reply;
-      },
-    };
+    const script = olderServer(conversationScript({ autoTitle: true }), "afterTurnId");
     const { client, log } = setup(script);
     await client.send("one");
     await client.send("two");
