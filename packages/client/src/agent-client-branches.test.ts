@@ -59,6 +59,16 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     return { client: make(), make, log, script, fetch };
   }
 
+  /** Two tabs of one conversation of two exchanges ("one", "two"), both showing it. */
+  async function twoTabs(script?: Script) {
+    const { client: first, make, log } = setup(script);
+    await first.send("one");
+    await first.send("two");
+    const second = make({ contextId: first.getSnapshot().contextId });
+    await second.start();
+    return { first, second, make, log };
+  }
+
   it("a tab that missed another tab's exchange is refused with branch_moved, shown the conversation, and sends again", async () => {
     const errors: string[] = [];
     const { client: first, make, log } = setup();
@@ -88,11 +98,7 @@ describe.each(wires)("branches over %s", (_name, wire) => {
   });
 
   it("a tab left on a branch another tab switched away from sends and regenerates on its own branch", async () => {
-    const { client: first, make, log } = setup();
-    await first.send("one");
-    await first.send("two");
-    const second = make({ contextId: first.getSnapshot().contextId });
-    await second.start();
+    const { first, second, make, log } = await twoTabs();
     const before = second.getSnapshot().turns;
     await first.regenerate(); // the server's branch is the first tab's now
     expect(first.getSnapshot().turns[3]!.id).not.toBe(before[3]!.id);
@@ -126,11 +132,7 @@ describe.each(wires)("branches over %s", (_name, wire) => {
   });
 
   it("a tab left on a branch another tab switched away from shows the server's sibling counts once a run switched back", async () => {
-    const { client: first, make, log } = setup();
-    await first.send("one");
-    await first.send("two");
-    const second = make({ contextId: first.getSnapshot().contextId });
-    await second.start();
+    const { first, second, log } = await twoTabs();
     const before = second.getSnapshot().turns;
     await first.edit(before[0]!.id, "uno"); // the server's branch is the first tab's now
     const loads = log.transcripts.length;
@@ -155,11 +157,7 @@ describe.each(wires)("branches over %s", (_name, wire) => {
 
   it("loads no transcript after a run that does not say it switched the branch shown (an older server)", async () => {
     const script = olderServer(conversationScript({ answer }), "branchSwitched");
-    const { client: first, make, log } = setup(script);
-    await first.send("one");
-    await first.send("two");
-    const second = make({ contextId: first.getSnapshot().contextId });
-    await second.start();
+    const { first, second, log } = await twoTabs(script);
     await first.regenerate();
     const loads = log.transcripts.length;
     await second.send("three");
@@ -169,11 +167,7 @@ describe.each(wires)("branches over %s", (_name, wire) => {
   });
 
   it("a tab left on a branch another tab switched away from edits a message it shows there", async () => {
-    const { client: first, make, log } = setup();
-    await first.send("one");
-    await first.send("two");
-    const second = make({ contextId: first.getSnapshot().contextId });
-    await second.start();
+    const { first, second, log } = await twoTabs();
     const before = second.getSnapshot().turns;
     await first.edit(before[0]!.id, "uno"); // the server's branch is the first tab's now
     await second.edit(before[2]!.id, "deux");
