@@ -138,6 +138,10 @@ def test_startup_says_where_the_store_is_and_whether_the_operator_api_is_on(
             "unix://:hunter2@/run/redis.sock",
             "Redis unix:///run/redis.sock?db=0, prefix 'thinwire'",
         ),
+        (  # the query's other parameters are the client's, whatever their order
+            "unix:///run/redis.sock?prefix=app&db=3",
+            "Redis unix:///run/redis.sock?db=3, prefix 'app'",
+        ),
     ],
 )
 def test_a_redis_store_is_described_without_its_credentials(url: str, described: str) -> None:

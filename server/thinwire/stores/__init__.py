@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from thinwire.branches import Page
 from thinwire.errors import AlreadyExists, LeaseLost, StoreError, VersionConflict
@@ -20,8 +20,11 @@ def store_from_url(url: str, *, event_ttl: float = 86400) -> Store:
     if parts.scheme in ("redis", "rediss", "unix"):
         from thinwire.stores.redis import RedisStore
 
-        prefix = parse_qs(parts.query).get("prefix", ["thinwire"])[0]
-        plain = urlunsplit(parts._replace(query=""))
+        # `prefix` is ours; the rest of the query (`db=` on a unix socket…) is redis-py's.
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        prefix = next((v for k, v in query if k == "prefix"), "thinwire")
+        rest = urlencode([(k, v) for k, v in query if k != "prefix"])
+        plain = urlunsplit(parts._replace(query=rest))
         return RedisStore.from_url(plain, prefix=prefix, event_ttl=event_ttl)
     if parts.scheme == "sqlite":
         # SQLAlchemy's convention: what follows "sqlite:///" is the path as written.
