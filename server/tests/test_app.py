@@ -111,6 +111,9 @@ NAN, INF = float("nan"), float("inf")
             "not 'http://localhost:99999'$",
         ),
         ("allowed_origins", [5173], TypeError, "a string, not int$"),
+        # "false" read from the environment would have turned CORS on.
+        ("cors", "false", TypeError, "True or False, not str$"),
+        ("debug", 0, TypeError, "True or False, not int$"),
     ],
 )
 def test_a_wrong_limit_or_option_is_refused_naming_it_and_what_it_was_given(
@@ -347,6 +350,19 @@ def test_a_database_file_that_cannot_be_opened_is_named(tmp_path: Path) -> None:
         TestClient(app_for({"demo": DemoAgent}, store=SQLiteStore(where))),
     ):
         pass
+
+
+@pytest.mark.parametrize("value", ["ten", "0", "-1", "inf"])
+def test_a_wrong_lease_ttl_in_the_environment_is_refused_naming_it(
+    value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo reads $THINWIRE_LEASE_TTL: the operator set that, not `lease_ttl`."""
+    monkeypatch.setenv("THINWIRE_LEASE_TTL", value)
+    with pytest.raises(
+        ValueError,
+        match=rf"^\$THINWIRE_LEASE_TTL must be a number of seconds above 0, not '{value}'$",
+    ):
+        create_demo_app(delay=0, data_dir=tmp_path, store=MemoryStore())
 
 
 def test_a_short_demo_secret_is_refused_naming_where_it_came_from(

@@ -43,6 +43,7 @@ from thinwire.routes import http_routes
 from thinwire.server import AgentServer
 from thinwire.settings import (
     check_agents,
+    check_flag,
     check_hosts,
     check_identify,
     check_number,
@@ -134,6 +135,8 @@ def create_app(
         raise TypeError(
             f"coordinator must be a thinwire Coordinator, not {type(coordinator).__name__}"
         )
+    check_flag("cors", cors)
+    check_flag("debug", debug)
     origins = check_origins(allowed_origins, cors=cors)
     operator_token = check_operator_token(operator_token)
     # Each refused now: taken, a wrong one would be a 429, 413 or 500 on every request.

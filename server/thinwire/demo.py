@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import re
 import secrets
@@ -285,6 +286,19 @@ def long_enough(secret: bytes, name: str) -> bytes:
     return secret
 
 
+def lease_ttl_from_environment() -> float:
+    """$THINWIRE_LEASE_TTL (seconds a dead replica's conversations stay held), else 10;
+    refused naming the variable, which is all the user set."""
+    raw = os.environ.get("THINWIRE_LEASE_TTL") or "10"
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"$THINWIRE_LEASE_TTL must be a number of seconds above 0, not {raw!r}")
+    return seconds
+
+
 def default_web_dir() -> Path:
     """The demo page's build: $THINWIRE_WEB_DIR; else the one shipped in the wheel; else
     web/dist of this checkout (an editable install)."""
@@ -343,7 +357,7 @@ def create_demo_app(
         operator_token=operator_token,
         # A guest needs no credentials: only names of this machine, unless told others.
         allowed_hosts=[h for h in os.environ.get("THINWIRE_ALLOWED_HOSTS", "").split(",") if h],
-        lease_ttl=float(os.environ.get("THINWIRE_LEASE_TTL", "10")),
+        lease_ttl=lease_ttl_from_environment(),
         web_dir=web_dir if web_dir is not None else default_web_dir(),
         routes=[login_route(identity), about_route(model)],
     )

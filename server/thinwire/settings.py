@@ -20,6 +20,7 @@ from thinwire.identity import Identify, anonymous
 
 __all__ = [
     "check_agents",
+    "check_flag",
     "check_hosts",
     "check_identify",
     "check_number",
@@ -117,6 +118,13 @@ def check_number(
         kind = kind if whole else "a finite number"
         why = f" ({why})" if why else ""
         raise ValueError(f"{name} must be {kind} {bound}{or_none}{why}, not {value!r}")
+
+
+def check_flag(name: str, value: object) -> None:
+    """A switch is True or False: "false" from an environment variable is truthy, and
+    would turn on what it meant to turn off."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {type(value).__name__}")
 
 
 def check_routes(routes: Sequence[BaseRoute]) -> None:
