@@ -881,6 +881,28 @@ def test_a_regenerate_while_another_tabs_run_streams_is_busy_whatever_turn_it_na
         )
 
 
+def test_an_edit_while_another_tabs_run_streams_is_busy_whatever_turn_it_names() -> None:
+    with holding() as client:
+        context_id = conversation(client, "one", "two")
+        shown_in_b = turns(client, context_id)
+        body = {"contextId": context_id, "message": {"text": "long"}}
+        with client.stream("POST", "/agents/chat/runs", json=body, headers=ADA) as running:
+            lines = running.iter_lines()
+            assert "run_start" in "\n".join(iter(lambda: next(lines), ""))
+            # As a send is: the hold's refusal first, whether the turn is there or not.
+            for turn_id in (shown_in_b[2]["id"], "turn-00ff00000000-u0"):
+                edit = {"turnId": turn_id, "message": {"text": "again"}}
+                edited = client.post(url(context_id, "/edits"), json=edit, headers=ADA)
+                assert error(edited) == (409, "context_busy"), turn_id
+            let_go(client)
+            assert '"done"' in "\n".join(lines)
+        assert [t["siblings"] for t in turns(client, context_id)] == [1] * 6
+        # Once it is over, the turn is checked as ever.
+        edit = {"turnId": "turn-00ff00000000-u0", "message": {"text": "again"}}
+        refused = client.post(url(context_id, "/edits"), json=edit, headers=ADA)
+        assert error(refused) == (404, "turn_not_found")
+
+
 def test_a_regenerate_of_a_turn_before_a_pending_decision_is_decision_pending(
     client: TestClient,
 ) -> None:

@@ -38,7 +38,7 @@ from thinwire.jsontext import dumps, is_unicode
 from thinwire.records import Checkpoint, ContextRecord
 from thinwire.runlog import RunLog, shown
 from thinwire.stores import Event, Store
-from thinwire.turns import ending_exchange
+from thinwire.turns import ending_exchange, exchange_of
 
 __all__ = ["begin_run", "execute"]
 
@@ -58,7 +58,7 @@ async def begin_run(
     request_id: str | None = None,
     fork: Callable[[ContextRecord], Position] | None = None,
     after: str | None = None,
-    through: Position | None = None,
+    through: str | None = None,
 ) -> RunLog:
     """Hold the context and durably record the run's start: the user's `text`, or the
     answer `decision` to the pending interrupt `answering`; after the branch shown, or beside the
@@ -66,11 +66,12 @@ async def begin_run(
     message) — without `text`, on that exchange's message again (a regenerate). With
     `after` (the id of the turn a client's view ends with), on the branch that ends with
     its exchange: shown first if it is another, `branch_moved` if the conversation went on
-    from it, `turn_not_found` if it never had that turn. With `through` (an exchange
-    `fork` forks beside), the latest branch through it is shown first when it is not on
-    the branch shown. Either switch is said in the run's `run_start` (`branchSwitched`).
-    `context_busy` if the context is held, `decision_pending` if it waits for an answer
-    and this is not one: before anything `after` or `fork` finds."""
+    from it, `turn_not_found` if it never had that turn. With `through` (the id of a turn
+    whose exchange `fork` forks beside), the latest branch through it is shown first when
+    it is not on the branch shown; `turn_not_found` if the conversation never had it.
+    Either switch is said in the run's `run_start` (`branchSwitched`). `context_busy` if
+    the context is held, `decision_pending` if it waits for an answer and this is not
+    one: before anything `after`, `through` or `fork` finds."""
     run_id = run_id or new_run_id()
     await registry.acquire(context, "decision" if answering else "run")
     switched = False
@@ -79,12 +80,17 @@ async def begin_run(
         resumed = record.resume(answering, decision) if answering is not None else None
         # Refused before anything changes.
         ends = None if after is None else await ending_exchange(registry.store, record, after)
+        forks = (
+            None
+            if through is None
+            else await exchange_of(registry.store, record.id, through, record)
+        )
         if ends is not None and ends != record.lines.leaf:
             switched = True
             await show_whole_branch(registry.store, record, ends)
-        elif through is not None and not record.lines.on_branch(through):
+        elif forks is not None and not record.lines.on_branch(forks):
             switched = True
-            await show_whole_branch(registry.store, record, through)
+            await show_whole_branch(registry.store, record, forks)
         beside = None
         if fork is not None:  # a new branch: the whole of the one it forks from in hand
             await registry.store.load_branch(record)

@@ -265,7 +265,7 @@ class AgentServer:
         fork: Callable[[ContextRecord], Position] | None = None,
         *,
         after: str | None = None,
-        through: Position | None = None,
+        through: str | None = None,
     ) -> RunLog:
         """Start a run on `text` — without, on the message `fork` answers again (a
         regenerate; see `begin_run`)."""
@@ -329,19 +329,18 @@ class AgentServer:
     ) -> FrameSource:
         """Send `text` in place of the user's turn `turn_id`, on a new branch from the
         messages before it; the reply streams as for a send. The turn may be on a branch
-        not shown (a tab left on it): the latest branch through it is shown first."""
+        not shown (a tab left on it): the latest branch through it is shown first. The turn
+        is found once the context is held, so an edit is refused as a send is first."""
         if message_id is not None and message_id in context.record.sends:
             return await self._again(context, context.record.sends[message_id], request_id)
-        position = await exchange_of(self.store, context.id, turn_id, context.record)
-        if parse_turn_id(turn_id)[1] != "u":
-            raise not_a_user_turn()
+        parse_turn_id(turn_id)  # its form, before anything; the turn once held
 
         def edited(record: ContextRecord) -> Position:
             return user_turn(record, turn_id)
 
         with self._admitted(context.record.owner) as release:
             log = await self._run(
-                context, text, data, message_id, request_id, release, edited, through=position
+                context, text, data, message_id, request_id, release, edited, through=turn_id
             )
         return log.follow(0, self.heartbeat_interval)
 
