@@ -190,6 +190,28 @@ def test_websocket_over_a_real_server(demo: ServerProcess) -> None:
             garbage.recv(timeout=10)
 
 
+def test_a_websocket_ticket_is_not_written_to_the_log(demo: ServerProcess) -> None:
+    """It opens a socket for a minute and names its principal (deploy.md)."""
+    from websockets.sync.client import connect
+
+    ticket = httpx.post(f"{demo.url}/agents/demo/tickets").json()["ticket"]
+    url = demo.url.replace("http://", "ws://") + f"/agents/demo/ws?ticket={ticket}&x=1"
+    with connect(url, subprotocols=["thinwire.v1"]) as socket:  # type: ignore[list-item]
+        socket.send(json.dumps({"type": "send", "message": {"text": "hi"}}))
+        while json.loads(socket.recv(timeout=10))["type"] != "done":
+            pass
+    wait_for(lambda: "ws?ticket=" in demo.log())
+    assert ticket not in demo.log() and "/agents/demo/ws?ticket=…&x=1" in demo.log()
+
+
+def test_no_access_log_writes_no_line_per_request(tmp_path: Path) -> None:
+    args = ("demo", "--no-access-log", "--data-dir", str(tmp_path))
+    with serve(*args) as server:
+        assert httpx.get(f"{server.url}/healthz").status_code == 200
+        log = server.log()
+    assert "Uvicorn running" in log and "/healthz" not in log
+
+
 @pytest.fixture(scope="module")
 def guarded() -> Iterator[ServerProcess]:
     env = {"PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}

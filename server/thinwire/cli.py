@@ -137,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
             help="proxies whose X-Forwarded-Proto and X-Forwarded-For are believed "
             "(comma-separated addresses or networks, * for any)",
         )
+        command.add_argument(
+            "--no-access-log",
+            dest="access_log",
+            action="store_false",
+            help="no line per request (a proxy in front may keep its own)",
+        )
 
     args = parser.parse_args(argv)
     if args.port is None:  # $PORT is read only when no --port is given
@@ -173,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             max_connections=args.max_connections,
             header_timeout=args.header_timeout,
             forwarded_allow_ips=args.forwarded_allow_ips,
+            access_log=args.access_log,
         )
     except KeyboardInterrupt:  # Ctrl+C: uvicorn shut down as for SIGTERM, then re-raised it
         return 130

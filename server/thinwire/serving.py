@@ -25,7 +25,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import inspect
+import logging
 import os
+import re
 import socket
 import sys
 from types import FrameType
@@ -264,6 +266,22 @@ class DrainingServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
+TICKET = re.compile(r"(\bticket=)[^&\s\"]+")
+
+
+def without_tickets(record: logging.LogRecord) -> bool:
+    """A WebSocket's ticket opens a socket for a minute and names its principal, and it
+    comes in the URL, which uvicorn logs (the access line, `"WebSocket …" [accepted]`):
+    its lines show `ticket=…` instead."""
+    if isinstance(record.args, tuple) and any(
+        isinstance(arg, str) and "ticket=" in arg for arg in record.args
+    ):
+        record.args = tuple(
+            TICKET.sub(r"\1…", arg) if isinstance(arg, str) else arg for arg in record.args
+        )
+    return True
+
+
 def run(
     app: Any,
     *,
@@ -274,6 +292,7 @@ def run(
     max_connections: int,
     header_timeout: float,
     forwarded_allow_ips: str = "127.0.0.1",
+    access_log: bool = True,
 ) -> None:
     # uvicorn's protocol answers past its `limit_concurrency` with the app its module
     # names; a uvicorn without that name answers with its own text.
@@ -291,7 +310,10 @@ def run(
         http=protocol_with(header_timeout),
         ws_max_size=ws_max_size(app),
         forwarded_allow_ips=forwarded_allow_ips,
+        access_log=access_log,
     )
+    for name in ("uvicorn.access", "uvicorn.error"):  # configured by uvicorn.Config
+        logging.getLogger(name).addFilter(without_tickets)
     server = DrainingServer(config)
     server.shutdown_timeout = shutdown_timeout
     gc.freeze()
