@@ -326,6 +326,8 @@ def test_sigterm_mid_stream_ends_every_stream_with_its_done_and_logs_no_error(
         log = server.log()
     assert rest[-1]["type"] == "done" and rest[-1]["stopReason"] == "interrupted"
     assert "ERROR" not in log and "Traceback" not in log, log
+    assert "stopping: 1 run(s) in flight get 0.5 s to finish" in log
+    assert "stopping: 0 run(s) finished, 1 interrupted" in log
 
 
 def test_sigterm_mid_run_closes_a_websocket_after_its_done_with_1012(tmp_path: Path) -> None:

@@ -600,8 +600,14 @@ class AgentServer:
         elsewhere and loses nothing."""
         runs = list(self._runs.values())
         if runs:
+            logger.info("stopping: %d run(s) in flight get %g s to finish", len(runs), grace)
             _, late = await asyncio.wait(runs, timeout=grace)
+            logger.info(
+                "stopping: %d run(s) finished, %d interrupted", len(runs) - len(late), len(late)
+            )
             await self._cancel(late)
+        else:
+            logger.info("stopping: no runs in flight")
         self.closing.set()
 
     async def _cancel(self, runs: Iterable[asyncio.Task[None]]) -> None:
