@@ -976,6 +976,23 @@ def test_store_urls_follow_sqlalchemys_convention(
             store_from_url(bad)
 
 
+async def test_a_sqlite_store_backed_up_while_it_serves_restores_whole(tmp_path: Path) -> None:
+    """deploy.md's backup: SQLite's online backup of the live file, writes in its WAL
+    included, opens as a store with every conversation."""
+    live = SQLiteStore(tmp_path / "live" / "thinwire.sqlite3")
+    await live.open()
+    await live.create(record("ctx-1", state={"kept": "in the wal"}))
+    copy = sqlite3.connect(tmp_path / "backup.sqlite3")
+    sqlite3.connect(live.path).backup(copy)
+    copy.close()
+    await live.close()
+    restored = SQLiteStore(tmp_path / "backup.sqlite3")
+    await restored.open()
+    loaded = await restored.load("ctx-1")
+    assert loaded is not None and loaded.state == {"kept": "in the wal"}
+    await restored.close()
+
+
 async def test_one_process_owns_a_sqlite_file(tmp_path: Path) -> None:
     first, second = SQLiteStore(tmp_path / "db"), SQLiteStore(tmp_path / "db")
     await first.open()
