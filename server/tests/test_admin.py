@@ -291,3 +291,88 @@ def test_audit_survives_a_restart(tmp_path: Path) -> None:
         assert state["state"]["notes"] == ["kept"]
         history = restarted.get(state_url(context_id, "state/notes/history"), headers=AUTH).json()
         assert [e["source"] for e in history["entries"]] == ["operator:anna"]
+
+
+def by_header(connection: Any) -> str | None:
+    return connection.headers.get("x-user")
+
+
+def test_an_operator_finds_and_forgets_a_persons_conversations(tmp_path: Path) -> None:
+    """A request for a person's data: their conversations listed by owner, each forgotten
+    — gone for them, for the operator and from the store."""
+    store = SQLiteStore(tmp_path / "db")
+    app = app_for({"demo": DemoAgent}, operator_token=TOKEN, identify=by_header, store=store)
+    with TestClient(app) as client:
+        ada, bob = {"x-user": "ada"}, {"x-user": "bob"}
+        mine = [
+            send_as(client, ada, "first"),
+            send_as(client, ada, "second"),
+        ]
+        theirs = send_as(client, bob, "bob's")
+        owner = client.get(state_url(mine[0]), headers=AUTH).json()["owner"]
+        listed = client.get(f"/admin/agents/demo/contexts?owner={owner}&limit=1", headers=AUTH)
+        assert listed.status_code == 200 and listed.json()["owner"] == owner
+        page = listed.json()
+        rest = client.get(
+            f"/admin/agents/demo/contexts?owner={owner}&cursor={page['nextCursor']}",
+            headers=AUTH,
+        ).json()
+        found = [c["contextId"] for c in page["conversations"] + rest["conversations"]]
+        assert sorted(found) == sorted(mine) and rest["nextCursor"] is None
+        for context_id in found:
+            gone = client.delete(f"/admin/agents/demo/contexts/{context_id}", headers=AUTH)
+            assert gone.status_code == 204
+            assert client.get(f"/agents/demo/contexts/{context_id}", headers=ada).status_code == 404
+            assert client.get(state_url(context_id), headers=AUTH).status_code == 404
+            assert client.get(state_url(context_id, "audit"), headers=AUTH).status_code == 404
+        after = client.get(f"/admin/agents/demo/contexts?owner={owner}", headers=AUTH).json()
+        assert after["conversations"] == []
+        assert client.get("/agents/demo/contexts", headers=ada).json()["conversations"] == []
+        # Another person's stay.
+        assert client.get(f"/agents/demo/contexts/{theirs}", headers=bob).status_code == 200
+        # The operator's routes are the operator's alone, and say what they need.
+        assert client.delete(f"/agents/demo/contexts/{theirs}", headers=ada).status_code == 404
+        for method, path in (
+            ("GET", f"/admin/agents/demo/contexts?owner={owner}"),
+            ("DELETE", f"/admin/agents/demo/contexts/{theirs}"),
+        ):
+            assert client.request(method, path, headers=ada).status_code == 401
+        missing = client.get("/admin/agents/demo/contexts", headers=AUTH)
+        assert (missing.status_code, missing.json()["error"]["code"]) == (400, "invalid_request")
+        wrong = client.get(f"/admin/agents/demo/contexts?owner={owner}&limit=0", headers=AUTH)
+        assert wrong.status_code == 400
+
+
+def send_as(client: TestClient, headers: dict[str, str], text: str) -> str:
+    response = client.post("/agents/demo/runs", json={"message": {"text": text}}, headers=headers)
+    context_id: str = parse_sse(response.text)[0]["contextId"]
+    return context_id
+
+
+def test_an_operator_forget_during_a_run_is_context_busy() -> None:
+    Waiting.release = asyncio.Event()
+    with TestClient(app_for({"demo": Waiting}, operator_token=TOKEN)) as client:
+        with client.stream("POST", "/agents/demo/runs", json={"message": {"text": "a"}}) as stream:
+            lines = stream.iter_lines()
+            context_id = parse_sse("\n".join(iter(lambda: next(lines), "")))[0]["contextId"]
+            busy = client.delete(f"/admin/agents/demo/contexts/{context_id}", headers=AUTH)
+            assert busy.status_code == 409 and busy.json()["error"]["code"] == "context_busy"
+            assert client.portal is not None
+            client.portal.call(Waiting.release.set)
+            "\n".join(lines)
+        assert client.get(state_url(context_id), headers=AUTH).status_code == 200
+
+
+def test_while_a_new_operator_token_replaces_an_old_one_both_open_the_api() -> None:
+    old, new = TOKEN, "a-new-operator-token-0123"
+    with TestClient(app_for({"demo": DemoAgent}, operator_token=[new, old])) as client:
+        context_id = send(client, "hi")[0]["contextId"]
+        for token in (new, old):
+            headers = {"authorization": f"Bearer {token}"}
+            assert client.get(state_url(context_id), headers=headers).status_code == 200
+        wrong = {"authorization": "Bearer a-third-operator-token-x"}
+        assert client.get(state_url(context_id), headers=wrong).status_code == 401
+    with pytest.raises(ValueError, match=r"^operator_token\[1\] must be at least 16"):
+        app_for({"demo": DemoAgent}, operator_token=[new, "short"])
+    with pytest.raises(TypeError, match=r"^operator_token\[0\] must be a string, not int$"):
+        app_for({"demo": DemoAgent}, operator_token=[42])

@@ -1,4 +1,5 @@
-"""The operator control API: read and patch AgentState, read its audit trail.
+"""The operator control API: read and patch AgentState, read its audit trail; find and
+forget a person's conversations.
 
 Mounted at `/admin` only when an operator token is configured, and authenticated by that
 bearer token alone: the UI's credentials (cookies, `identify`) open nothing here, and the
@@ -10,6 +11,8 @@ token opens nothing outside it. Never used by the UI.
     GET   /admin/agents/{agent}/contexts/{id}/audit               the whole audit trail
     GET   /admin/agents/{agent}/contexts/{id}/usage               model tokens, in total and
                                                                   for the latest runs
+    GET   /admin/agents/{agent}/contexts?owner=…                  a principal's conversations
+    DELETE /admin/agents/{agent}/contexts/{id}                    forget one, as its owner can
 
 A patch is atomic: every key lands, or — one key not writable (403 `write_denied`), one
 value not JSON (400 `invalid_state_value`), a stale `If-Match` version (412
@@ -21,19 +24,23 @@ before it is acknowledged, audited as `operator:<source>`.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable
-from typing import Any, NamedTuple
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from thinwire.contexts import Context, ContextRegistry
+from thinwire.contexts import Context
 from thinwire.errors import BadRequest, NotFound, PreconditionFailed, Unauthorized
 from thinwire.ids import validate_context_id
 from thinwire.parsing import ascii_number, describe, read_json
 from thinwire.stores import AuditEntry
+from thinwire.stores.listing import page_size
+
+if TYPE_CHECKING:
+    from thinwire.server import AgentServer
 
 __all__ = ["StatePatch", "is_operator", "operator_routes"]
 
@@ -119,31 +126,57 @@ def versioned(body: dict[str, Any]) -> Response:
     return JSONResponse(body, headers={"ETag": f'"{body["version"]}"', "Cache-Control": "no-store"})
 
 
-def is_operator(request: Request, token: str | None) -> bool:
-    """Whether the request carries the operator's bearer token (compared in constant
-    time); never true without a token configured."""
-    if not token:
-        return False
+def is_operator(request: Request, tokens: Sequence[str]) -> bool:
+    """Whether the request carries one of the operator's bearer tokens (each compared in
+    constant time); never true without one configured."""
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
     # The scheme is case-insensitive (RFC 9110): "bearer" is as good as "Bearer".
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.encode(), token.encode())
+    if scheme.lower() != "bearer":
+        return False
+    matches = [hmac.compare_digest(given.encode(), token.encode()) for token in tokens]
+    return any(matches)
 
 
-def operator_routes(registry: ContextRegistry, token: str) -> list[BaseRoute]:
+def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRoute]:
+    registry = server.contexts
+
     def authenticated(handler: Handler) -> Handler:
         async def guarded(request: Request) -> Response:
-            if not is_operator(request, token):
+            if not is_operator(request, tokens):
                 raise Unauthorized("unauthorized", "the operator API needs its bearer token")
             return await handler(request)
 
         return guarded
 
-    async def find(request: Request) -> Context:
+    def agent_of(request: Request) -> str:
         agent_name: str = request.path_params["agent"]
         if agent_name not in registry.agents:
             raise NotFound("agent_not_found", f"no agent named {agent_name[:64]!r}")
+        return agent_name
+
+    async def find(request: Request) -> Context:
+        agent_name = agent_of(request)
         context_id = validate_context_id(request.path_params["context_id"])
         return await registry.get_for_operator(agent_name, context_id)
+
+    async def owned_by(request: Request) -> Response:
+        """A page of one principal's conversations, as that principal's list shows them:
+        what a request for a person's data starts from."""
+        agent_name = agent_of(request)
+        owner = request.query_params.get("owner", "")
+        if not owner:
+            raise BadRequest(
+                "invalid_request", "owner: the principal, as identify names it (user:ada)"
+            )
+        limit = page_size(request.query_params.get("limit"))
+        cursor = request.query_params.get("cursor") or None
+        page = await server.conversations(agent_name, owner, limit, cursor)
+        return JSONResponse({"owner": owner, **page}, headers={"Cache-Control": "no-store"})
+
+    async def forget(request: Request) -> Response:
+        """Every trace of the conversation gone from the store, as its owner's forget."""
+        await server.forget(await find(request))
+        return Response(status_code=204)
 
     async def read_state(request: Request) -> Response:
         return versioned(state_json(await find(request)))
@@ -188,6 +221,8 @@ def operator_routes(registry: ContextRegistry, token: str) -> list[BaseRoute]:
 
     base = "/agents/{agent}/contexts/{context_id}"
     return [
+        Route("/agents/{agent}/contexts", authenticated(owned_by), methods=["GET"]),
+        Route(base, authenticated(forget), methods=["DELETE"]),
         Route(f"{base}/usage", authenticated(usage), methods=["GET"]),
         Route(f"{base}/state", authenticated(read_state), methods=["GET"]),
         Route(f"{base}/state", authenticated(patch_state), methods=["PATCH"]),

@@ -74,7 +74,7 @@ def create_app(
     max_contexts: int = 1000,
     max_context_bytes: int = DEFAULT_CACHE_BYTES,
     lease_ttl: float = 10.0,
-    operator_token: str | None = None,
+    operator_token: str | Sequence[str] | None = None,
     max_message_bytes: int = 32 * 1024,
     max_body_bytes: int | None = None,
     max_data_bytes: int = 16 * 1024,
@@ -103,7 +103,8 @@ def create_app(
     after `lease_ttl` seconds. Up to `max_contexts` conversations, holding at most
     `max_context_bytes` between them, stay live in memory (the least recently used go
     first; the store has them). `operator_token` enables the operator API at `/admin`
-    (at least 16 characters, no whitespace around them; None or "" for none).
+    (at least 16 characters, no whitespace around them; None or "" for none; a list
+    while a new token replaces an old one).
     `max_message_bytes` bounds a user message (UTF-8), `max_data_bytes` the data a page
     sends with it, `max_body_bytes` the request body (default: room for both with JSON
     escaping). `heartbeat_interval` keeps idle streams alive through proxies; a client
@@ -138,7 +139,7 @@ def create_app(
     check_flag("cors", cors)
     check_flag("debug", debug)
     origins = check_origins(allowed_origins, cors=cors)
-    operator_token = check_operator_token(operator_token)
+    operator_tokens = check_operator_token(operator_token)
     # Each refused now: taken, a wrong one would be a 429, 413 or 500 on every request.
     check_number("max_contexts", max_contexts, least=1)
     check_number("max_context_bytes", max_context_bytes, least=1)
@@ -200,9 +201,9 @@ def create_app(
     all_routes += a2a_routes(server, a2a or A2A())
     all_routes += ai_sdk_routes(server)
     all_routes += ag_ui_routes(server)
-    if operator_token:
-        server.operator_token = operator_token
-        all_routes.append(Mount("/admin", routes=operator_routes(server.contexts, operator_token)))
+    if operator_tokens:
+        server.operator_tokens = operator_tokens
+        all_routes.append(Mount("/admin", routes=operator_routes(server, operator_tokens)))
     if web_dir is not None:
         all_routes.append(page_route(Path(web_dir)))
     hosts = check_hosts(allowed_hosts, origins, identify)

@@ -327,7 +327,7 @@ def create_demo_app(
     instead of the scripted one; `GET /demo/about` tells the page which."""
     from thinwire.demo_model import chat_demo, configured_model, warn_without_key
 
-    operator_token = check_operator_token(
+    operator_tokens = check_operator_token(
         os.environ.get("THINWIRE_OPERATOR_TOKEN"), "$THINWIRE_OPERATOR_TOKEN"
     )
     data_dir = data_dir or default_data_dir()
@@ -354,7 +354,7 @@ def create_demo_app(
         {"demo": agent},
         identify=identity,
         store=store or SQLiteStore.in_directory(data_dir),
-        operator_token=operator_token,
+        operator_token=operator_tokens,
         # A guest needs no credentials: only names of this machine, unless told others.
         allowed_hosts=[h for h in os.environ.get("THINWIRE_ALLOWED_HOSTS", "").split(",") if h],
         lease_ttl=lease_ttl_from_environment(),

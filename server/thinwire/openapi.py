@@ -374,4 +374,27 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                 **secured,
             }
         }
+        owner = {"name": "owner", "in": "query", "required": True, "schema": {"type": "string"}}
+        paths["/admin/agents/{agent}/contexts"] = {
+            "get": {
+                **operation(
+                    "A principal's conversations, most recently active first",
+                    [agent, owner, *page_parameters],
+                    {"200": {"description": "A page of conversations, with its owner"}},
+                    errors=("400", "401", "404"),
+                ),
+                **secured,
+            }
+        }
+        paths[admin] = {
+            "delete": {
+                **operation(
+                    "Forget every trace of the conversation, whoever owns it",
+                    [agent, context],
+                    {"204": {"description": "Forgotten"}},
+                    errors=("400", "401", "404", "409"),
+                ),
+                **secured,
+            }
+        }
     return document

@@ -28,15 +28,13 @@ from thinwire.parsing import (
 from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer
 from thinwire.sse import EventStream
+from thinwire.stores.listing import page_size
 from thinwire.websocket import agent_socket
 
 __all__ = ["http_routes"]
 
 #: How long a plain EventSource waits before reconnecting.
 RETRY_MS = 1000
-#: Conversations in a page of the list, unless the client asks for fewer or more.
-DEFAULT_PAGE = 20
-MAX_PAGE = 100
 
 
 def json_response(body: Any, status_code: int = 200) -> Response:
@@ -168,10 +166,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
 
     async def list_contexts(request: Request) -> Response:
         agent_name, principal = await caller(server, request)
-        raw = request.query_params.get("limit", str(DEFAULT_PAGE))
-        limit = ascii_number(raw, MAX_PAGE)
-        if not limit:
-            raise BadRequest("invalid_request", f"limit: a whole number from 1 to {MAX_PAGE}")
+        limit = page_size(request.query_params.get("limit"))
         cursor = request.query_params.get("cursor") or None
         return json_response(await server.conversations(agent_name, principal, limit, cursor))
 
@@ -237,7 +232,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
 
     async def openapi(request: Request) -> Response:
         # The operator routes are described to the operator only.
-        operator = is_operator(request, server.operator_token)
+        operator = is_operator(request, server.operator_tokens)
         document = openapi_document(list(server.agents), operator_api=operator)
         if root := request.scope.get("root_path", ""):  # mounted: the paths are under it
             document["servers"] = [{"url": root}]

@@ -117,7 +117,7 @@ class AgentServer:
             max_streams, "too_many_streams", "streams may be open at once; close one first"
         )
         #: The operator API's bearer token, when it is mounted.
-        self.operator_token: str | None = None
+        self.operator_tokens: tuple[str, ...] = ()
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._janitor: asyncio.Task[None] | None = None
         #: Runs that went on after being cancelled at shutdown: not waited for again.
@@ -581,7 +581,7 @@ class AgentServer:
             ", ".join(self.agents),
             self.coordinator.replica_id,
             self.store.describe(),
-            "on, at /admin" if self.operator_token else "off",
+            "on, at /admin" if self.operator_tokens else "off",
         )
 
     async def _expire_events(self) -> None:

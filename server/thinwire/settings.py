@@ -56,13 +56,24 @@ def check_agents(agents: Mapping[str, AgentFactory]) -> None:
 OPERATOR_TOKEN_LENGTH = 16
 
 
-def check_operator_token(token: str | None, name: str = "operator_token") -> str | None:
-    """The operator token, or None for no operator API (none, or ""): one a guess could
+def check_operator_token(
+    token: str | Sequence[str] | None, name: str = "operator_token"
+) -> tuple[str, ...]:
+    """The operator tokens, none for no operator API (None, "" or []): a token a guess could
     find, or padded with whitespace (a copy and paste's, which no client sends back), is
-    refused now rather than guarding `/admin` weakly. `name` is what the message calls it
-    (an environment variable it came from, say)."""
+    refused now rather than guarding `/admin` weakly. Several are taken while a new one
+    replaces an old one on every replica. `name` is what the message calls it (an
+    environment variable it came from, say)."""
     if token is None or token == "":
-        return None
+        return ()
+    if isinstance(token, str):
+        return (checked_token(token, name),)
+    if not isinstance(token, Sequence):
+        raise TypeError(f"{name} must be a string or a list of strings, not {type(token).__name__}")
+    return tuple(checked_token(each, f"{name}[{i}]") for i, each in enumerate(token))
+
+
+def checked_token(token: object, name: str) -> str:
     if not isinstance(token, str):
         raise TypeError(f"{name} must be a string, not {type(token).__name__}")
     if token != token.strip():

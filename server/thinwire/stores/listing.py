@@ -10,9 +10,22 @@ from typing import Any
 
 from thinwire import wire
 from thinwire.errors import BadRequest
+from thinwire.parsing import ascii_number
 from thinwire.records import ContextRecord
 
-__all__ = ["Cursor", "Summary", "decode_cursor", "encode_cursor"]
+__all__ = ["Cursor", "Summary", "decode_cursor", "encode_cursor", "page_size"]
+
+#: Conversations in a page of the list, unless the client asks for fewer or more.
+DEFAULT_PAGE = 20
+MAX_PAGE = 100
+
+
+def page_size(limit: str | None) -> int:
+    """A list request's `limit` query parameter: 1 to `MAX_PAGE`, `DEFAULT_PAGE` if none."""
+    size = ascii_number(limit or str(DEFAULT_PAGE), MAX_PAGE)
+    if not size:
+        raise BadRequest("invalid_request", f"limit: a whole number from 1 to {MAX_PAGE}")
+    return size
 
 
 @dataclass(frozen=True)
