@@ -6,7 +6,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from starlette.requests import HTTPConnection
@@ -252,6 +252,62 @@ def test_forget_removes_every_trace() -> None:
         assert client.portal is not None
         assert client.portal.call(store.load, context_id) is None
         assert client.portal.call(store.audit, context_id) == []
+
+
+def secret(where: str) -> str:
+    """A marker in nothing but the one place of a conversation it names."""
+    return f"zq-{where}-8d41"
+
+
+#: What a clear keeps: the system prompt, AgentState and its audit trail.
+KEPT_BY_CLEAR = ("prompt", "seed", "state")
+
+
+class Confidant(Agent):
+    """Puts a marker everywhere a conversation keeps bytes: its system prompt, its
+    AgentState and audit trail, a tool's arguments and output, its reply and frames."""
+
+    system_prompt = f"Keep {secret('prompt')} to yourself."
+    initial_state: ClassVar[dict[str, Any]] = {"seed": secret("seed")}
+
+    async def run(self, run: Run, text: str) -> None:
+        run.state["note"] = secret("state")
+
+        async def look(query: str) -> dict[str, str]:
+            return {"found": secret("output")}
+
+        await run.tool("look", look, query=secret("arguments"))
+        await run.say(secret("reply"))
+
+
+def sqlite_bytes(path: Path) -> bytes:
+    """The raw bytes of the database file, its WAL and its WAL index, as they are now."""
+    files = [path, *(path.with_name(path.name + tail) for tail in ("-wal", "-shm"))]
+    return b"".join(file.read_bytes() for file in files if file.exists())
+
+
+@pytest.mark.parametrize("verb", ["forget", "clear"])
+def test_forget_and_clear_leave_no_byte_of_the_conversation_in_the_sqlite_files(
+    tmp_path: Path, verb: str
+) -> None:
+    """Neither in the file (deleted rows are zeroed, whatever SQLite's build) nor in the
+    WAL (which keeps old page images until it is truncated), read while the server runs."""
+    path = tmp_path / "thinwire.sqlite3"
+    places = ["user", "arguments", "output", "reply", *KEPT_BY_CLEAR]
+    with TestClient(app_for({"demo": Confidant}, store=SQLiteStore(path))) as client:
+        context_id = send(client, secret("user"))[0]["contextId"]
+        send(client, "and again", context_id)
+        held = sqlite_bytes(path)
+        assert [p for p in places if secret(p).encode() not in held] == []
+        base = f"/agents/demo/contexts/{context_id}"
+        if verb == "forget":
+            assert client.delete(base).status_code == 204
+            gone = places
+        else:
+            assert client.post(f"{base}/clear").status_code == 200
+            gone = [p for p in places if p not in KEPT_BY_CLEAR]
+        left = sqlite_bytes(path)
+        assert [p for p in gone if secret(p).encode() in left] == []
 
 
 def test_clear_and_forget_wait_for_the_run() -> None:

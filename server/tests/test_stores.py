@@ -960,6 +960,78 @@ async def test_redis_delete_finds_the_sends_of_a_context_an_earlier_version_crea
     await store.close()
 
 
+def private(context_id: str = "ctx-1") -> ContextRecord:
+    """A conversation with `8d41` in its system prompt, AgentState, history and
+    transcript; `save_private` adds it to an audit entry and a frame."""
+    made = record(
+        context_id,
+        history=[{"role": "system", "content": "zq-prompt-8d41"}],
+        state={"note": "zq-state-8d41"},
+    )
+    reply(made, "zq-user-8d41", "zq-reply-8d41")
+    return made
+
+
+async def save_private(store: SQLiteStore, context_id: str = "ctx-1") -> None:
+    await store.create(private(context_id), audit=[entry("note", "zq-state-8d41")])
+    frame = Event(seq=1, run_id="run-1", data='{"text":"zq-frame-8d41"}', time=1.0)
+    await store.save(private(context_id), expected_version=1, events=[frame])
+
+
+def files_of(path: Path) -> bytes:
+    """The raw bytes of a SQLite file and its WAL, as they are now."""
+    files = [path, path.with_name(path.name + "-wal")]
+    return b"".join(file.read_bytes() for file in files if file.exists())
+
+
+async def test_sqlite_zeroes_what_it_deletes_whatever_its_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build without SECURE_DELETE leaves a deleted row's bytes in free space: the
+    store turns it on for its own connection."""
+    connect = sqlite3.connect
+
+    def as_built_without_secure_delete(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        connection = connect(*args, **kwargs)
+        connection.execute("PRAGMA secure_delete=OFF")
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", as_built_without_secure_delete)
+    store = SQLiteStore(tmp_path / "t.db")
+    await store.create(record("ctx-2"))  # a neighbour: the pages stay in use
+    await save_private(store)
+    assert b"8d41" in files_of(store.path)
+    assert await store.delete("ctx-1") is True
+    await store.close()  # the last connection: the WAL is copied in and removed
+    assert not store.path.with_name("t.db-wal").exists()
+    assert b"8d41" not in store.path.read_bytes()
+
+
+async def test_sqlite_a_reader_holding_the_wal_delays_its_truncation_not_the_forget(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    await save_private(store)
+    await store.create(record("ctx-2"))
+    reader = sqlite3.connect(store.path, isolation_level=None)  # a backup, say
+    try:
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT count(*) FROM contexts").fetchone() == (2,)
+        assert await store.delete("ctx-1") is True  # answered without waiting for it
+        assert await store.load("ctx-2") is not None  # and the store goes on serving
+        assert b"8d41" in files_of(store.path)  # its snapshot still reads the WAL
+        assert "-wal is not truncated: another process reads the file" in caplog.text
+        emptying = store._database._emptying
+        assert emptying is not None and not emptying.done()
+        reader.execute("COMMIT")
+    finally:
+        reader.close()
+    await emptying  # tried again until the reader let go
+    assert b"8d41" not in files_of(store.path)
+    assert store.path.with_name("t.db-wal").stat().st_size == 0
+    await store.close()
+
+
 def test_store_urls_follow_sqlalchemys_convention(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,6 +14,11 @@ The driver's errors leave as `StoreError` (`raise … from`), never as `sqlite3`
 what SQLite said goes to the log only. A commit that fails (a full disk, say) drops the
 connection, so the next write starts on a fresh one: freeing the space is enough to
 recover, no restart needed.
+
+A delete that must leave nothing behind (a forget, a clear) is followed by `empty_log`:
+the WAL holds an image of every page a commit wrote since it was last truncated, so the
+deleted rows' bytes stay in it (the file itself zeroes them, `secure_delete`) until it is
+checkpointed and truncated to nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from thinwire.errors import StoreError
-from thinwire.stores.sqlite.database import open_database
+from thinwire.stores.sqlite.database import BUSY_TIMEOUT, open_database
 
 __all__ = ["Database", "Work"]
 
@@ -37,6 +42,10 @@ logger = logging.getLogger("thinwire.stores")
 
 T = TypeVar("T")
 Work = Callable[[sqlite3.Connection], T]
+
+#: When another process's reader holds the WAL, the first wait before it is tried again,
+#: and the longest (each wait doubles the one before).
+RETRY_FIRST, RETRY_MOST = 0.05, 30.0
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,8 @@ class Database:
         #: The connection's `synchronous` setting (FULL: commits fsync).
         self._fsync = True
         self._in_flight: asyncio.Future[list[Landed | BaseException]] | None = None
+        #: Emptying the WAL again, while another process's reader holds it.
+        self._emptying: asyncio.Task[None] | None = None
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
@@ -168,9 +179,66 @@ class Database:
             raise
         return outcomes
 
+    async def empty_log(self) -> None:
+        """Copy the WAL into the file and truncate it to nothing, on the database thread
+        between two commits: no older image of a page stays in it. Once a delete has
+        committed, its rows are then nowhere in the files.
+
+        A reader in another process (a backup, the sqlite3 shell) may still need the WAL:
+        the checkpoint then gives up at once rather than hold every request up behind it,
+        and is tried again in the background, less and less often, until it goes through
+        or the store closes."""
+        if await self._truncate_log():
+            return
+        if self._emptying is None or self._emptying.done():
+            logger.warning(
+                "%s-wal is not truncated: another process reads the file, or the checkpoint "
+                "failed. It keeps pages of a forgotten or cleared conversation until it is; "
+                "trying again",
+                self.path,
+            )
+            self._emptying = asyncio.create_task(self._empty_log_later())
+
+    async def _empty_log_later(self) -> None:
+        wait = RETRY_FIRST
+        while True:
+            await asyncio.sleep(wait)
+            if await self._truncate_log():
+                logger.info("%s-wal is truncated", self.path)
+                return
+            wait = min(2 * wait, RETRY_MOST)
+
+    async def _truncate_log(self) -> bool:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, self._checkpoint)
+        except sqlite3.Error as exc:
+            logger.warning("checkpointing %s failed: %r", self.path, exc)
+            return False
+
+    def _checkpoint(self) -> bool:
+        """On the database thread: a checkpoint that truncates the WAL, True if it did.
+        It does not wait for another process's reader (`busy_timeout` 0): the thread
+        serves every request."""
+        connection = self._connect()
+        try:
+            connection.execute("PRAGMA busy_timeout=0")
+            try:
+                busy: int = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            finally:
+                connection.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+        except sqlite3.Error:
+            self._drop_connection()
+            raise
+        return busy == 0
+
     async def close(self) -> None:
         """Let the writes already given land, then close the file."""
 
+        if self._emptying is not None:  # closing the file empties the WAL if it can
+            self._emptying.cancel()
+            await asyncio.wait([self._emptying])
+            self._emptying = None
         while self._in_flight is not None:
             await asyncio.wait([self._in_flight])
         if self._connection is not None:

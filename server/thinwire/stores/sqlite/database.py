@@ -20,7 +20,7 @@ from thinwire.jsontext import dumps
 from thinwire.records import ContextRecord
 from thinwire.stores.listing import Summary
 
-__all__ = ["open_database"]
+__all__ = ["BUSY_TIMEOUT", "open_database"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS contexts (
@@ -87,13 +87,21 @@ DROP TABLE events;
 """
 
 
+#: How long a statement waits for a lock another process holds (`busy_timeout`).
+BUSY_TIMEOUT = 30.0
+
+
 def open_database(path: Path) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are opened explicitly), WAL, every
-    commit fsynced, the schema in place and older layouts moved over."""
+    commit fsynced, deleted content zeroed, the schema in place and older layouts moved
+    over."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(path, isolation_level=None, timeout=30)
+    connection = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=FULL")
+    # A deleted row's bytes (a forgotten conversation's, a cleared history's) are
+    # overwritten with zeros, not left in free space, whatever the build's default.
+    connection.execute("PRAGMA secure_delete=ON")
     # After a checkpoint the WAL shrinks back to this, instead of keeping its largest size
     # (which on a small volume is the space a full disk needs back).
     connection.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")

@@ -194,7 +194,10 @@ class SQLiteStore(Store):
                 spans.trim(connection, record.id, trim_before)
             return version
 
-        return await self._database.write(save)
+        saved = await self._database.write(save)
+        if cleared:  # as a forget: the history dropped is still in the WAL's older pages
+            await self._database.empty_log()
+        return saved
 
     async def append_events(self, context_id: str, events: Sequence[Event]) -> None:
         def append(connection: sqlite3.Connection) -> None:
@@ -242,7 +245,10 @@ class SQLiteStore(Store):
             ).rowcount
             return bool(deleted)
 
-        return await self._database.write(delete)
+        deleted = await self._database.write(delete)
+        if deleted:  # its bytes, zeroed in the file, are still in the WAL's older pages
+            await self._database.empty_log()
+        return deleted
 
     async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:
         def audit(connection: sqlite3.Connection) -> list[AuditEntry]:
