@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import logging
 import time
+import warnings
 from collections.abc import Iterator
 from datetime import date
 from typing import Annotated, Any, ClassVar
@@ -16,11 +18,12 @@ import pytest
 from pydantic import Field
 from starlette.testclient import TestClient
 
-from conftest import app_for, parse_sse, server_context, stop_over_websocket
+from conftest import app_for, decide, parse_sse, server_context, stop_over_websocket
 from thinwire import Approval
 from thinwire.agent import UNANSWERED
 from thinwire.models import ChatAgent, OpenAIChat, messages, tool
 from thinwire.models import openai as openai_chat
+from thinwire.models.tools import ToolWarning, tools_of
 from thinwire.testing import free_port
 from thinwire.testing.openai_stub import (
     Fail,
@@ -226,6 +229,150 @@ def test_arguments_that_are_not_a_json_object_never_run_the_tool(stub: OpenAIStu
     assert [r["arguments"] for r in records] == [{"text": raw} for _, _, raw in calls]
     shown = [c["function"]["arguments"] for c in second[2]["tool_calls"]]
     assert [json.loads(a) for a in shown] == [{"text": raw} for _, _, raw in calls]
+
+
+def test_a_tools_own_failure_is_logged_once_with_its_traceback_and_not_its_arguments(
+    stub: OpenAIStub, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The model is told the error; the developer, until now, was told nothing.
+    caplog.set_level(logging.WARNING, "thinwire")
+
+    class Failing(librarian(stub)):  # type: ignore[misc, valid-type]
+        @tool
+        async def broken(self, query: str) -> str:
+            """Fail as a bug does."""
+            raise RuntimeError("tw-tool-bug-3f9e")
+
+        @tool
+        async def odd(self, query: str) -> Any:
+            """Answer what is not JSON."""
+            return object()
+
+        @tool(approval=Approval("Go on?"))
+        async def confirm(self) -> str:
+            """Ask a person first."""
+            return "asked"
+
+    stub.push(
+        Stream(
+            tool_calls(
+                [
+                    ("c1", "broken", {"query": SECRET_ARGUMENT}),
+                    ("c2", "odd", {"query": SECRET_ARGUMENT}),
+                    ("c3", "nope", {"query": SECRET_ARGUMENT}),
+                    ("c4", "search", {"limit": "many"}),
+                ]
+            )
+        ),
+        Stream(tool_calls([("c5", "confirm", {})])),
+        Stream(text("Done.")),
+    )
+    with client_for(Failing) as client:
+        frames = run(client, "go")
+        assert frames[-2]["type"] == "interrupt"
+        resumed = decide(client, frames, "approve", agent="lib")  # replays c1-c4
+    assert resumed[-1]["text"] == "Done."
+    told = {
+        m["tool_call_id"]: m["content"] for m in stub.requests[1]["messages"] if "tool_call_id" in m
+    }
+    assert told["c1"] == "error: tw-tool-bug-3f9e"
+    assert told["c2"].startswith("error: Unable to serialize unknown type")
+    logged = [r for r in caplog.records if r.name == "thinwire.models"]
+    # The tools' own failures, each once (not again on the replay); the model's calls
+    # that do not fit are the model's to hear, not a bug of the developer's.
+    assert [r.levelname for r in logged] == ["WARNING", "WARNING"]
+    for record, tool_name in zip(logged, ["broken", "odd"], strict=True):
+        message = record.getMessage()
+        assert repr(tool_name) in message and "Failing" in message
+        assert frames[0]["contextId"] in message and frames[0]["runId"] in message
+        assert record.exc_info is not None
+    assert str(logged[0].exc_info[1]) == "tw-tool-bug-3f9e"  # type: ignore[index]
+    assert "Unable to serialize" in str(logged[1].exc_info[1])  # type: ignore[index]
+    assert "Traceback" in caplog.text and "tw-tool-bug-3f9e" in caplog.text
+    assert SECRET_ARGUMENT not in caplog.text
+
+
+def test_two_tools_of_one_name_are_refused_when_the_class_is_made() -> None:
+    with pytest.raises(TypeError, match=r"two tools named 'search': \S*Twice\.a and \S*Twice\.b"):
+
+        class Twice(ChatAgent):
+            @tool(name="search")
+            async def a(self, query: str) -> str:
+                """Search one way."""
+                return query
+
+            @tool(name="search")
+            async def b(self, query: str) -> str:
+                """Search another."""
+                return query
+
+    class Base(ChatAgent):
+        @tool
+        async def search(self, query: str) -> str:
+            """Search the catalogue."""
+            return query
+
+    with pytest.raises(TypeError, match=r"'search': \S*Base\.search and \S*Renamed\.find"):
+
+        class Renamed(Base):
+            @tool(name="search")
+            async def find(self, query: str) -> str:
+                """Search elsewhere."""
+                return query
+
+    @tool(name="search")
+    async def listed(query: str) -> str:
+        """Search from a list."""
+        return query
+
+    with pytest.raises(TypeError, match=r"\S*Base\.search and \S*listed in Listed\.tools"):
+
+        class Listed(Base):
+            tools: ClassVar[list[Any]] = [listed]
+
+    # A subclass's method of the same name is an override: its tool is the one.
+    class Overriding(Base):
+        @tool
+        async def search(self, query: str) -> str:
+            """Search the catalogue, better."""
+            return query.upper()
+
+    assert tools_of(Overriding)["search"].description == "Search the catalogue, better."
+    assert list(tools_of(Overriding)) == ["search"]
+
+
+def test_a_tool_the_model_is_told_too_little_about_warns_where_it_is_declared() -> None:
+    with pytest.warns(ToolWarning) as warned:
+
+        class Vague(ChatAgent):
+            @tool
+            async def search(self, query, limit: int = 3) -> str:  # type: ignore[no-untyped-def]
+                """Search the catalogue."""
+                return str(query)
+
+            @tool(name="lookup")
+            async def find(self, order: str, at) -> str:  # type: ignore[no-untyped-def]
+                return order
+
+    said = [str(w.message) for w in warned]
+    assert len(said) == 2
+    assert "tool 'search'" in said[0] and "type hint on query " in said[0]
+    assert "docstring" not in said[0]
+    assert "tool 'lookup'" in said[1] and "Vague.find" in said[1]
+    assert "no docstring" in said[1] and "type hint on at " in said[1]
+    # Pointed at the user's code, not thinwire's.
+    assert {w.filename for w in warned} == {__file__}
+    schema = tools_of(Vague)["lookup"].schema["function"]
+    assert schema["description"] == "" and "type" not in schema["parameters"]["properties"]["at"]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        class Described(ChatAgent):
+            @tool
+            async def search(self, query: str, limit: int = 3) -> str:
+                """Search the catalogue."""
+                return query
 
 
 def test_the_loop_stops_at_the_step_limit(stub: OpenAIStub) -> None:

@@ -159,6 +159,7 @@ def test_models_doc_own_model_is_not_called_again_on_a_resume() -> None:
 
         @tool(approval=Approval("Search the catalogue?"))
         async def search(self, query: str) -> list[str]:
+            """Search the catalogue."""
             return [f"A book about {query}"]
 
     with TestClient(app_for({"demo": Asking})) as client:

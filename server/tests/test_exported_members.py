@@ -16,6 +16,7 @@ def test_public_names_are_locked() -> None:
         "SQLiteStore",
         "StateValueError",
         "Store",
+        "Suspend",
         "ThinwireError",
         "ToolFailed",
         "WriteDenied",

@@ -6,7 +6,7 @@ from thinwire.agent import Agent, Run
 from thinwire.app import create_app
 from thinwire.errors import StateValueError, ThinwireError, WriteDenied
 from thinwire.identity import anonymous
-from thinwire.interrupts import Approval, Rejected, ReplayMismatch, ToolFailed
+from thinwire.interrupts import Approval, Rejected, ReplayMismatch, Suspend, ToolFailed
 from thinwire.mounting import mount
 from thinwire.server import AgentServer
 from thinwire.state import AgentState
@@ -24,6 +24,7 @@ __all__ = [
     "SQLiteStore",
     "StateValueError",
     "Store",
+    "Suspend",
     "ThinwireError",
     "ToolFailed",
     "WriteDenied",

@@ -13,7 +13,7 @@ from thinwire.models.base import ChatModel, Emitter, ModelTurn, ToolCall
 from thinwire.models.chat import ChatAgent
 from thinwire.models.messages import model_turn, to_chat_messages
 from thinwire.models.openai import OpenAIChat
-from thinwire.models.tools import ToolSpec, tool
+from thinwire.models.tools import ToolSpec, ToolWarning, tool
 
 __all__ = [
     "ChatAgent",
@@ -24,6 +24,7 @@ __all__ = [
     "OpenAIChat",
     "ToolCall",
     "ToolSpec",
+    "ToolWarning",
     "model_turn",
     "to_chat_messages",
     "tool",

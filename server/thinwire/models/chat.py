@@ -21,7 +21,6 @@ after the other, in the order the model gave them, so a replay meets them in tha
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import logging
@@ -50,6 +49,10 @@ class ChatAgent(Agent):
     #: included, in whole turns; the latest turn is shown whole however long, so an
     #: earlier turn is shown only if it fits with it (`to_chat_messages`).
     history_window: ClassVar[int] = 50
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        tools_of(cls)  # two tools of one name are refused now, not one dropped in silence
 
     @classmethod
     async def aclose(cls) -> None:
@@ -90,6 +93,7 @@ class ChatAgent(Agent):
         given = object_of(call["arguments"])
         arguments = parsed(call)["arguments"]
         approval = None
+        runs = False  # the tool itself, not a refusal of the model's call
         if spec is None:
             function = refuse(f"there is no tool {call['name']!r}")
         elif given is None:
@@ -104,11 +108,27 @@ class ChatAgent(Agent):
                 approval = spec.approval_for(valid)
                 function = with_arguments(spec.bound(self), valid)
                 arguments = valid_json(valid, arguments)
+                runs = True
         # A failure or a rejection is in the history as the call's error: the model reads it.
-        with contextlib.suppress(ToolFailed, Rejected):
+        try:
             await run.call_tool(
                 call["name"], function, arguments, approval=approval, call_id=call["id"]
             )
+        except ToolFailed as failed:
+            # The tool's own failure (a bug, an output that is not JSON) is the developer's
+            # to see too, with its traceback, and its arguments left out, as the runner
+            # leaves them out. Replayed, it has no cause: it was logged when it happened.
+            if runs and failed.__cause__ is not None:
+                logger.warning(
+                    "Tool %r of %s failed in %s (run %s); the model is told its error",
+                    call["name"],
+                    type(self).__name__,
+                    run.context_id,
+                    run.run_id,
+                    exc_info=failed.__cause__,
+                )
+        except Rejected:
+            pass
 
 
 def parsed(call: ToolCall) -> dict[str, Any]:

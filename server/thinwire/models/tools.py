@@ -15,6 +15,9 @@ before the call.
 from __future__ import annotations
 
 import inspect
+import os
+import sys
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar, get_type_hints, overload
@@ -24,7 +27,7 @@ from pydantic_core import to_jsonable_python
 
 from thinwire.interrupts import Approval
 
-__all__ = ["ApprovalRule", "ToolSpec", "tool", "tools_of"]
+__all__ = ["ApprovalRule", "ToolSpec", "ToolWarning", "tool", "tools_of"]
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -35,6 +38,11 @@ ApprovalRule = Approval | Callable[[Mapping[str, Any]], Approval | None] | None
 
 class ToolInputError(ValueError):
     """The model's arguments do not fit the tool: told to the model, not raised."""
+
+
+class ToolWarning(UserWarning):
+    """A tool the model is told too little about: no docstring (an empty description),
+    or a parameter without a type hint (a schema that accepts anything)."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +120,9 @@ def tool(
 
     def declare(function: F) -> F:
         check_async(function)
-        setattr(function, "__thinwire_tool__", spec_of(function, name, approval))  # noqa: B010
+        spec = spec_of(function, name, approval)
+        warn_if_undescribed(spec)
+        setattr(function, "__thinwire_tool__", spec)  # noqa: B010
         return function
 
     return declare(function) if function is not None else declare
@@ -151,21 +161,71 @@ def check_async(function: object) -> None:
         raise TypeError(f"a tool must be an async function: {function!r}")
 
 
+def warn_if_undescribed(spec: ToolSpec) -> None:
+    """Warn of what the model will not be told: it still runs, but the model guesses."""
+    function = spec.function
+    missing = []
+    if not spec.description:
+        missing.append("docstring (the model is told no description)")
+    untyped = [
+        parameter.name
+        for parameter in inspect.signature(function).parameters.values()
+        if parameter.name != "self" and parameter.annotation is parameter.empty
+    ]
+    if untyped:
+        names = ", ".join(untyped)
+        missing.append(f"type hint on {names} (the model is told no type, and any value passes)")
+    if missing:
+        warnings.warn(
+            f"tool {spec.name!r} ({function.__qualname__}) has no {' and no '.join(missing)}",
+            ToolWarning,
+            stacklevel=stacklevel_outside_thinwire(),
+        )
+
+
+#: Where thinwire's own code is: a warning points past it, at the user's code.
+PACKAGE = os.path.dirname(os.path.dirname(__file__)) + os.sep
+
+
+def stacklevel_outside_thinwire() -> int:
+    """The `stacklevel` of the first caller outside thinwire, for a warning issued by the
+    function that calls this one."""
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(PACKAGE):
+        level, frame = level + 1, frame.f_back
+    return level
+
+
 def tools_of(agent: type) -> dict[str, ToolSpec]:
     """The tools an agent class declares: its `@tool` methods, and the `@tool` functions
-    in its `tools` attribute, by name."""
+    in its `tools` attribute, by name. Two of them with one name are refused (a
+    `TypeError` naming both); a method overridden in a subclass is that method, not two."""
     found: dict[str, ToolSpec] = {}
-    candidates = [*vars_of(agent), *getattr(agent, "tools", ())]
-    for candidate in candidates:
+    where: dict[str, str] = {}
+    candidates = [
+        *members_of(agent),
+        *((f"{f.__qualname__} in {agent.__name__}.tools", f) for f in getattr(agent, "tools", ())),
+    ]
+    for place, candidate in candidates:
         spec = getattr(candidate, "__thinwire_tool__", None)
-        if isinstance(spec, ToolSpec):
-            found[spec.name] = spec
+        if not isinstance(spec, ToolSpec):
+            continue
+        other = found.get(spec.name)
+        if other is not None and other is not spec:
+            raise TypeError(
+                f"{agent.__name__} has two tools named {spec.name!r}: {where[spec.name]} and "
+                f"{place}; the model could call only one (give the other its own name: "
+                "@tool(name=...))"
+            )
+        found[spec.name], where[spec.name] = spec, place
     return found
 
 
-def vars_of(agent: type) -> list[Any]:
-    """Attributes of the class and its bases, most derived last (it wins)."""
-    values: dict[str, Any] = {}
+def members_of(agent: type) -> list[tuple[str, Any]]:
+    """Attributes of the class and its bases, each with where it is defined; one a
+    subclass overrides is the subclass's."""
+    members: dict[str, tuple[str, Any]] = {}
     for klass in reversed(agent.__mro__):
-        values.update(vars(klass))
-    return list(values.values())
+        for name, value in vars(klass).items():
+            members[name] = (f"{klass.__qualname__}.{name}", value)
+    return list(members.values())
