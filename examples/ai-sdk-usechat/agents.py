@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from thinwire import Agent, Approval, Rejected, Run, anonymous, create_app
@@ -13,7 +14,7 @@ from thinwire import Agent, Approval, Rejected, Run, anonymous, create_app
 class Assistant(Agent):
     # Server-only, like everything the agent keeps: the page never sees any of it.
     system_prompt = "You help with orders. Internal: refunds over $100 need a manager."
-    initial_state: ClassVar[dict[str, Any]] = {"tier": "gold, internal score 87"}
+    initial_state: ClassVar[Mapping[str, Any]] = {"tier": "gold, internal score 87"}
     #: Seconds between words, as a model streams its reply.
     pace = 0.1
 

@@ -117,7 +117,7 @@ class DemoAgent(Agent):
     #: The values it plants (`planting` gives the agent with others).
     canaries: ClassVar[Mapping[str, str]] = CANARIES
     system_prompt = PROMPT + CANARIES["system_prompt"]
-    initial_state: ClassVar[dict[str, Any]] = demo_state(CANARIES)
+    initial_state: ClassVar[Mapping[str, Any]] = demo_state(CANARIES)
     writable_keys = frozenset({"messages_seen", "notes"})
 
     @classmethod
