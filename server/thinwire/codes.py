@@ -138,7 +138,7 @@ ERROR_CODES: dict[ServerErrorCode, str] = {
 CLIENT_ERROR_CODES: dict[ClientErrorCode, str] = {
     "aborted": "reset() or dispose() cancelled the work.",
     "disposed": "The client was used after dispose().",
-    "invalid_url": "No WebSocket URL can be built from the options.",
+    "invalid_url": "No URL can be resolved from the options: give an absolute baseUrl.",
     "network_error": "The request or the stream failed below HTTP.",
     "no_pending_interrupt": "decide() was called with no decision pending.",
     "protocol_error": "The server sent something that is not a frame.",

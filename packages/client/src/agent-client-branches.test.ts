@@ -634,20 +634,56 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     expect((await rejection(client.edit("turn-unknown", "hi"))).code).toBe("turn_not_found");
     expect((await rejection(client.switchBranch(user!.id, -1))).code).toBe("invalid_request");
     expect((await rejection(client.switchBranch(user!.id, 0.5))).code).toBe("invalid_request");
+    // An alternative the turn does not have: the server's refusal, made here.
+    const past = await rejection(client.switchBranch(user!.id, 7));
+    expect(past).toMatchObject({ code: "branch_not_found", message: "That turn has 1 alternative: index 0.", retryable: false });
+    expect(past.status).toBeUndefined();
     expect(log.regenerations).toEqual([]);
     expect(log.edits).toEqual([]);
     expect(log.branches).toEqual([]);
     expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+
+    await client.regenerate();
+    const [, again] = client.getSnapshot().turns;
+    expect([again!.siblings, again!.siblingIndex]).toEqual([2, 1]);
+    expect((await rejection(client.switchBranch(again!.id, 2))).message).toBe("That turn has 2 alternatives: index 0 to 1.");
+    expect(log.branches).toEqual([]);
+    await client.switchBranch(again!.id, 0); // within the count: asked of the server
+    expect(log.branches).toHaveLength(1);
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+  });
+
+  it("counts a turn's alternatives as its view shows them: one another tab added is switched to once a transcript shows it", async () => {
+    const { first, second, make, log } = await twoTabs();
+    await first.regenerate(); // "two" now has two alternatives; the second tab still shows one
+    const user = second.getSnapshot().turns[2]!;
+    expect(user.siblings).toBe(1);
+    expect((await rejection(second.switchBranch(user.id, 1))).code).toBe("branch_not_found");
+    expect(log.branches).toEqual([]);
+    second.dispose();
+    const reloaded = make({ contextId: first.getSnapshot().contextId });
+    await reloaded.start();
+    const [, , shownAgain] = reloaded.getSnapshot().turns;
+    expect(shownAgain!.siblings).toBe(2);
+    await reloaded.switchBranch(shownAgain!.id, 0);
+    expect(shown(reloaded.getSnapshot()).slice(2)).toEqual([
+      ["user", "two", "1/2"],
+      ["assistant", "“two”, 1 words; first: “one”.", "1/2"],
+    ]);
   });
 
   it("brings the turns back when the server refuses, and shows the typed error", async () => {
     const base = conversationScript({ answer });
     // (A context_busy loads the transcript too: see agent-client-elsewhere.test.ts.)
     const limited = { error: { status: 429, code: "rate_limited", message: "Slow down." } };
+    let refuseSwitch = true;
     const script: Script = {
       ...base,
       regenerate: () => limited,
       edit: () => ({ error: { status: 404, code: "turn_not_found", message: "Not on this branch." } }),
+      // A switch within the turn's count, which the server refuses (the conversation was cleared elsewhere, say).
+      branch: (contextId, request, query) =>
+        refuseSwitch ? { error: { status: 404, code: "turn_not_found", message: "Cleared." } } : base.branch!(contextId, request, query),
     };
     const reported: string[] = [];
     const { client } = setup(script, { onError: (error) => reported.push(error.code) });
@@ -665,13 +701,14 @@ describe.each(wires)("branches over %s", (_name, wire) => {
     expect(client.getSnapshot().turns).toEqual(before);
     expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "turn_not_found" } });
 
-    const switching = await rejection(client.switchBranch(before[0]!.id, 5));
-    expect(switching.code).toBe("branch_not_found");
+    const switching = await rejection(client.switchBranch(before[0]!.id, 0));
+    expect(switching).toMatchObject({ code: "turn_not_found", status: 404 });
     expect(client.getSnapshot().turns).toEqual(before);
-    expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "branch_not_found" } });
-    expect(reported).toEqual(["rate_limited", "turn_not_found", "branch_not_found"]);
+    expect(client.getSnapshot()).toMatchObject({ status: "error", error: { code: "turn_not_found" } });
+    expect(reported).toEqual(["rate_limited", "turn_not_found", "turn_not_found"]);
 
     // A success clears the error.
+    refuseSwitch = false;
     await client.switchBranch(before[0]!.id, 0);
     expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
   });

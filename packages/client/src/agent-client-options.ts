@@ -10,7 +10,12 @@ import type { Transport } from "./transport.js";
 export interface AgentClientOptions {
   /** The agent's name, as mounted on the server. */
   agent: string;
-  /** Prefix of the thinwire routes, e.g. `"/api"`; defaults to the page origin. */
+  /**
+   * Prefix of the thinwire routes, e.g. `"/api"`; defaults to the page origin.
+   * Absolute where there is no page (Node.js): there a relative one fails
+   * every request at once with `invalid_url`, unless a `fetch` of your own
+   * resolves it.
+   */
   baseUrl?: string | undefined;
   /**
    * Resume this conversation: `start()` loads its transcript and follows a run
@@ -78,17 +83,58 @@ export interface AgentClientOptions {
    * once for all changes made since. Without it every change notifies at once.
    * Other changes (a send, a reset, hydration) and any change of `status` (so
    * the end of a run) always notify at once, carrying what was batched.
+   * `nextFrame` is the one `useAgent` uses: once per animation frame, on a
+   * timer where frames are paused (a hidden tab) or missing (Node.js).
    *
    * ```ts
-   * new AgentClient({ agent: "demo", schedule: (flush) => requestAnimationFrame(flush) });
+   * new AgentClient({ agent: "demo", schedule: nextFrame, minNotifyInterval: MIN_FRAME_INTERVAL_MS });
    * ```
    */
   schedule?: Schedule | undefined;
   /**
    * With `schedule`: milliseconds a batched notification keeps from the one
    * before it (immediate ones included); a flush that comes sooner waits for
-   * the next `schedule`. `useAgent` sets it so a view commits at most 60 times
-   * a second, whatever the display's refresh rate.
+   * the next `schedule`. `useAgent` sets it to `MIN_FRAME_INTERVAL_MS`, so a
+   * view commits at most 60 times a second, whatever the display's refresh rate.
    */
   minNotifyInterval?: number | undefined;
+}
+
+/** Every option's name: the type checker keeps it in step with `AgentClientOptions`. */
+const OPTION_NAMES = {
+  agent: true,
+  baseUrl: true,
+  contextId: true,
+  pageSize: true,
+  transport: true,
+  fetch: true,
+  credentials: true,
+  headers: true,
+  onContext: true,
+  onFinish: true,
+  onError: true,
+  reconnect: true,
+  schedule: true,
+  minNotifyInterval: true,
+} satisfies Record<keyof AgentClientOptions, true>;
+
+/**
+ * Refuses, given a value, what plain JavaScript would otherwise drop without
+ * a word: `persist`, an option of `useAgent`'s only, and a misspelt option —
+ * one of these in another case (`baseURL`, as axios spells it). Other names
+ * pass: an object spread into the options may well carry more.
+ */
+export function checkOptionNames(options: AgentClientOptions): void {
+  const given = options as unknown as Record<string, unknown>;
+  for (const name of Object.keys(options)) {
+    if (Object.hasOwn(OPTION_NAMES, name) || given[name] === undefined) continue;
+    if (name === "persist") {
+      throw new TypeError(
+        "AgentClient has no option persist (useAgent's): keep the conversation with contextId, read from " +
+          "storage, and onContext writing it there — see docs/hook.md, AgentClient.",
+      );
+    }
+    const meant = Object.keys(OPTION_NAMES).find((option) => option.toLowerCase() === name.toLowerCase());
+    if (meant !== undefined) throw new TypeError(`AgentClient has no option ${name}: did you mean ${meant}?`);
+  }
 }

@@ -126,9 +126,19 @@ describe("AgentClient.send", () => {
     await tick();
     expect(client.getSnapshot().activity[0]?.state).toBe("error");
     expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Hello", streaming: true });
-    stream.push(r.done("Hello", ["search"]));
+    // As hook.md says: a new snapshot, new arrays where they changed, the same ones where not.
+    const before = client.getSnapshot();
+    stream.push(r.token("!"));
+    await tick();
+    const after = client.getSnapshot();
+    expect(after).not.toBe(before);
+    expect(after.turns).not.toBe(before.turns);
+    expect(after.turns[1]).not.toBe(before.turns[1]);
+    expect(after.turns[0]).toBe(before.turns[0]);
+    expect(after.activity).toBe(before.activity);
+    stream.push(r.done("Hello!", ["search"]));
     await sent;
-    expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Hello", streaming: false, toolCalls: ["search"] });
+    expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Hello!", streaming: false, toolCalls: ["search"] });
   });
 
   it("reads the stream to its end after done instead of cancelling the request", async () => {
@@ -671,6 +681,77 @@ describe("AgentClient transports", () => {
     expect((await client.send("hello")).text).toBe("Hi");
     expect(String((fetch.mock.calls[0] as unknown[])[0])).toBe("/api/agents/demo/runs");
     client.dispose();
+  });
+
+  describe("without a page and without an absolute baseUrl (Node.js)", () => {
+    /** The global fetch, as Node's answers a relative URL: a TypeError, which reads like a network failure. */
+    function nodeFetch() {
+      const fetch = vi.fn(async (input: unknown) => {
+        throw new TypeError(`Failed to parse URL from ${String(input)}`);
+      });
+      vi.stubGlobal("fetch", fetch);
+      return fetch;
+    }
+    const reconnect = { attempts: 3, baseDelayMs: 1, maxDelayMs: 1 };
+
+    it("refuses a send over SSE at once as invalid_url, without a request and without retrying", async () => {
+      const fetch = nodeFetch();
+      const onError = vi.fn();
+      const client = new AgentClient({ agent: "demo", reconnect, onError });
+      const statuses: string[] = [];
+      client.subscribe(() => statuses.push(client.getSnapshot().status));
+      const error = await rejection(client.send("hi"));
+      expect(error).toMatchObject({ code: "invalid_url", retryable: false });
+      expect(error.message).toContain('"/agents/demo/runs"');
+      expect(error.message).toContain("absolute baseUrl");
+      expect(fetch).not.toHaveBeenCalled();
+      expect(statuses).toEqual(["streaming", "error"]);
+      expect(client.getSnapshot()).toMatchObject({ status: "error", turns: [], error: { code: "invalid_url", retryable: false } });
+      expect(onError).toHaveBeenCalledWith(error);
+      client.dispose();
+    });
+
+    it("shows a resumed conversation's transcript load as invalid_url at once, and a WebSocket's ticket too", async () => {
+      const fetch = nodeFetch();
+      const resumed = new AgentClient({ agent: "demo", contextId: CTX_1, reconnect });
+      const statuses: string[] = [];
+      resumed.subscribe(() => statuses.push(resumed.getSnapshot().status));
+      await resumed.start();
+      expect(statuses).toEqual(["hydrating", "error"]);
+      expect(resumed.getSnapshot().error).toMatchObject({ code: "invalid_url", retryable: false });
+      resumed.dispose();
+
+      const { WebSocket } = echoServer();
+      vi.stubGlobal("WebSocket", WebSocket);
+      const ticketed = new AgentClient({ agent: "demo", transport: "websocket", headers: { authorization: "Bearer t" }, reconnect });
+      expect(await rejection(ticketed.send("hi"))).toMatchObject({ code: "invalid_url", retryable: false });
+      expect(fetch).not.toHaveBeenCalled();
+      ticketed.dispose();
+    });
+
+    it("leaves a relative URL to a page to resolve, and to a fetch of the app's own", async () => {
+      const fetch = nodeFetch();
+      vi.stubGlobal("location", { href: "http://page.test/app/" }); // a page, or a worker's location
+      const client = new AgentClient({ agent: "demo", reconnect: { attempts: 0 } });
+      expect(await rejection(client.send("hi"))).toMatchObject({ code: "network_error" });
+      expect(fetch.mock.calls.map(([url]) => url)).toEqual(["/agents/demo/runs"]); // fetch resolves it, as it does in a page
+      client.dispose();
+    });
+  });
+});
+
+describe("AgentClient options", () => {
+  it("refuses persist, which only useAgent has, pointing at contextId and onContext; and a misspelt option", () => {
+    const options = { agent: "demo", persist: { userId: "ada" } }; // plain JavaScript: no type checker to refuse it
+    expect(() => new AgentClient(options)).toThrow(TypeError);
+    expect(() => new AgentClient(options)).toThrow(/no option persist.*contextId.*onContext.*docs\/hook\.md/);
+    const axiosStyle = { agent: "demo", baseURL: "http://server.test" };
+    expect(() => new AgentClient(axiosStyle)).toThrow(new TypeError("AgentClient has no option baseURL: did you mean baseUrl?"));
+  });
+
+  it("takes an option given as undefined, and names of a wider object spread into the options", () => {
+    const config = { agent: "demo", persist: undefined, urls: ["/agents"], name: "chat" };
+    expect(() => new AgentClient(config).dispose()).not.toThrow();
   });
 });
 

@@ -65,7 +65,7 @@
  * into the view, reconnect), `transcript-loader.ts` (hydrate, refresh,
  * settle, branches), `decisions.ts`.
  */
-import type { AgentClientOptions } from "./agent-client-options.js";
+import { type AgentClientOptions, checkOptionNames } from "./agent-client-options.js";
 import { isContextId } from "./context-id.js";
 import { Decisions } from "./decisions.js";
 import {
@@ -76,6 +76,7 @@ import {
   disposed,
   invalidRequest,
   notAUserTurn,
+  noSuchAlternative,
   nothingToRegenerate,
   ThinwireError,
   toThinwireError,
@@ -84,10 +85,11 @@ import {
 } from "./errors.js";
 import { type EditRequest, MAX_TRANSCRIPT_PAGE, type RunRequest } from "./generated/wire.js";
 import { Holds } from "./holds.js";
-import type { CredentialsMode } from "./http.js";
+import { type CredentialsMode, globalFetch } from "./http.js";
 import { Job } from "./job.js";
 import { Messages } from "./messages.js";
 import { Notifier } from "./notifier.js";
+import { pageSizeOption } from "./page-size.js";
 import { reconnectLimits } from "./reconnect.js";
 import { initialReducerState, type ReducerState } from "./reduce.js";
 import { RunReader } from "./run-reader.js";
@@ -182,8 +184,14 @@ export class AgentClient {
 
   constructor(options: AgentClientOptions) {
     if (!options.agent) throw new TypeError("AgentClient needs an agent name.");
+    checkOptionNames(options);
+    const pageSize = pageSizeOption(options.pageSize, {
+      fallback: DEFAULT_PAGE_SIZE,
+      max: MAX_TRANSCRIPT_PAGE,
+      unbounded: true,
+    });
     this.#options = options;
-    const fetchImpl: typeof fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    const fetchImpl: typeof fetch = options.fetch ?? globalFetch;
     this.#notifier = new Notifier(
       options.schedule,
       options.minNotifyInterval === undefined ? {} : { minInterval: options.minNotifyInterval },
@@ -198,7 +206,7 @@ export class AgentClient {
     const reconnect = reconnectLimits(options.reconnect);
     const requests = { fetch: fetchImpl, credentials };
     const follow = (contextId: string, active: ActiveRun) => this.#followFound(contextId, active);
-    this.#transcripts = new TranscriptLoader(requests, target, view, pageSizeOf(options.pageSize), reconnect, follow);
+    this.#transcripts = new TranscriptLoader(requests, target, view, pageSize, reconnect, follow);
     this.#reader = new RunReader({
       transport: this.#transport,
       target,
@@ -439,9 +447,13 @@ export class AgentClient {
    *
    * Guarded like `send()` (`context_busy`, `decision_pending`, `disposed`);
    * rejects with `invalid_request` for an index that is not a whole number
-   * ≥ 0, `branch_not_found` (also without a conversation, no request made),
-   * or another refusal of the server — then `error` shows it, and `onError`
-   * hears of it.
+   * ≥ 0, `branch_not_found` — without a request when there is no
+   * conversation, or the turn is shown and `index` ≥ its `siblings` — or
+   * another refusal of the server — then `error` shows it, and `onError`
+   * hears of it. The count is the view's: it never exceeds the server's, but
+   * an alternative another tab added since the view last loaded the
+   * transcript is not in it, and its index is refused until one shows it (a
+   * regeneration, an edit or a reload here).
    *
    * It reads no run, so it holds nothing while its answer is on its way: the
    * status stays as it is, and a send, a regeneration, an edit or another
@@ -468,8 +480,14 @@ export class AgentClient {
       valid ? null : invalidRequest("switchBranch() needs a turn id and a whole number ≥ 0."),
       () => {
         this.#noDecisionPending();
+        const { turns } = this.#view.snapshot;
         contextId = this.#view.snapshot.contextId;
         if (contextId === null) throw branchNotFound();
+        // The view's count never exceeds the server's (alternatives are never removed): an
+        // index past it is one this view never showed. One another tab added since is
+        // refused too, until a transcript shows it (see the doc comment).
+        const turn = turns.find((shown) => shown.id === turnId);
+        if (turn && index >= turn.siblings) throw noSuchAlternative(turn.siblings);
       },
       async (job) => {
         // No run to read: the client is free at once (the status stays as it is), and a job
@@ -872,14 +890,6 @@ function readsRun(status: Status): boolean {
 
 /** Exchanges per page of a transcript, unless `pageSize` says otherwise. */
 const DEFAULT_PAGE_SIZE = 50;
-
-/** The `pageSize` option, checked: a whole number the server accepts, or Infinity for no pages. */
-function pageSizeOf(pageSize: number | undefined): number {
-  if (pageSize === undefined) return DEFAULT_PAGE_SIZE;
-  const accepted = Number.isInteger(pageSize) && pageSize >= 1 && pageSize <= MAX_TRANSCRIPT_PAGE;
-  if (pageSize === Infinity || accepted) return pageSize;
-  throw new TypeError(`pageSize must be a whole number from 1 to ${MAX_TRANSCRIPT_PAGE}, or Infinity.`);
-}
 
 /** The transport a client creates (and closes) itself. */
 function createTransport(kind: "sse" | "websocket", fetchImpl: typeof fetch, credentials: CredentialsMode): Transport {

@@ -194,6 +194,36 @@ describe("ConversationList", () => {
     expect(listener).not.toHaveBeenCalled();
     expect(log.listings).toEqual([]);
   });
+
+  it("shows a list with no page and no absolute baseUrl (Node.js) as invalid_url, without a request", async () => {
+    const fetch = vi.fn(async (input: unknown) => {
+      throw new TypeError(`Failed to parse URL from ${String(input)}`); // as Node's global fetch does
+    });
+    vi.stubGlobal("fetch", fetch);
+    try {
+      const list = new ConversationList({ agent: "demo" });
+      await list.start();
+      expect(list.getSnapshot()).toMatchObject({ loading: false, error: { code: "invalid_url", retryable: false } });
+      expect(list.getSnapshot().error!.message).toContain('"/agents/demo/contexts?limit=20"');
+      expect(fetch).not.toHaveBeenCalled();
+    } finally {
+      vi.unstubAllGlobals();
+    }
+  });
+
+  it("takes a pageSize from 1 to 100 and refuses anything else with a TypeError, as AgentClient does", async () => {
+    const { fetch, log } = await serverWith(1);
+    for (const pageSize of [1, 100, undefined]) await new ConversationList({ agent: "demo", fetch, pageSize }).start();
+    expect(log.listings.map(({ limit }) => limit)).toEqual([1, 100, 20]);
+    for (const pageSize of [0, 101, 2.5, -1, Infinity, NaN, "5" as unknown as number]) {
+      expect(() => new ConversationList({ agent: "demo", fetch, pageSize })).toThrow(
+        new TypeError("pageSize must be a whole number from 1 to 100."),
+      );
+    }
+    expect(() => new AgentClient({ agent: "demo", pageSize: 0 })).toThrow(
+      new TypeError("pageSize must be a whole number from 1 to 1000, or Infinity."),
+    );
+  });
 });
 
 describe.each(wires)("ConversationList sharing a client over %s", (_name, wire) => {

@@ -28,17 +28,23 @@
 import { type AgentClient, listedTitle, onForgotten, showTitle } from "./agent-client.js";
 import { disposed, errorInfo, invalidRequest, ThinwireError, toThinwireError } from "./errors.js";
 import type { ConversationPage, ConversationSummary, RenameRequest } from "./generated/wire.js";
-import { type CredentialsMode, type JsonRequests, requestJson } from "./http.js";
+import { type CredentialsMode, globalFetch, type JsonRequests, requestJson } from "./http.js";
 import { Notifier } from "./notifier.js";
+import { pageSizeOption } from "./page-size.js";
 import type { AgentErrorInfo, Snapshot } from "./snapshot.js";
 import { agentUrl, requestTarget } from "./transport.js";
 
 export interface ConversationListOptions {
   /** The agent's name, as mounted on the server. */
   agent: string;
-  /** Prefix of the thinwire routes, e.g. `"/api"`; defaults to the page origin. */
+  /**
+   * Prefix of the thinwire routes, e.g. `"/api"`; defaults to the page origin.
+   * Absolute where there is no page (Node.js): there a relative one fails
+   * every request at once with `invalid_url`, unless a `fetch` of your own
+   * resolves it.
+   */
   baseUrl?: string | undefined;
-  /** Conversations per page, 1–100; default 20. */
+  /** Conversations per page: a whole number from 1 to 100 (default 20); anything else throws a TypeError here. */
   pageSize?: number | undefined;
   /** Extra request headers (authentication, say); read at request time. */
   headers?: Record<string, string> | undefined;
@@ -94,10 +100,10 @@ export class ConversationList {
     if (!options.agent) throw new TypeError("ConversationList needs an agent name.");
     this.#options = options;
     this.#requests = {
-      fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+      fetch: options.fetch ?? globalFetch,
       credentials: options.credentials ?? "same-origin",
     };
-    this.#pageSize = Math.min(MAX_PAGE, Math.max(1, Math.floor(options.pageSize ?? 20)));
+    this.#pageSize = pageSizeOption(options.pageSize, { fallback: 20, max: MAX_PAGE });
     this.#client = options.client ?? null;
     const selected = this.#client?.getSnapshot().contextId ?? null;
     this.#snapshot = { conversations: [], loading: false, error: null, hasMore: false, selected };

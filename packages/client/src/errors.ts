@@ -101,8 +101,34 @@ export function branchNotFound(): ThinwireError {
   return new ThinwireError("branch_not_found", "There is no conversation to switch branches in.");
 }
 
+/**
+ * An alternative the turn's exchange does not have, as the view counts them
+ * (`turn.siblings`): the server's refusal, made without a request.
+ */
+export function noSuchAlternative(siblings: number): ThinwireError {
+  return new ThinwireError(
+    "branch_not_found",
+    `That turn has ${siblings} alternative${siblings === 1 ? "" : "s"}: index 0${siblings === 1 ? "" : ` to ${siblings - 1}`}.`,
+  );
+}
+
 export function invalidRequest(message: string): ThinwireError {
   return new ThinwireError("invalid_request", message);
+}
+
+/**
+ * `url` resolved against the page (the worker's location in a worker), or as
+ * it is where there is none (Node.js). One that cannot be resolved — relative
+ * with no page — is `invalid_url`: a mistake of the setup, not a fault of the
+ * network, so it is shown at once and never retried. `hint` says what to fix.
+ */
+export function resolveUrl(url: string, hint: string): URL {
+  const page = (globalThis as { location?: { href?: unknown } }).location?.href;
+  try {
+    return typeof page === "string" ? new URL(url, page) : new URL(url);
+  } catch (error) {
+    throw new ThinwireError("invalid_url", `Cannot resolve the URL ${JSON.stringify(url)}: ${hint}`, { cause: error });
+  }
 }
 
 /** The same error, naming the interrupt it is about. */

@@ -3,7 +3,7 @@
  * every response gets, and how a request ends cleanly — its own signal, let go
  * once it completed, and a body read to its end rather than cancelled.
  */
-import { serverError, ThinwireError, toThinwireError } from "./errors.js";
+import { resolveUrl, serverError, ThinwireError, toThinwireError } from "./errors.js";
 import { PROTOCOL_HEADER, PROTOCOL_VERSION, RETRYABLE_CODES } from "./generated/wire.js";
 
 /**
@@ -43,6 +43,20 @@ export async function errorFromResponse(response: Response): Promise<ThinwireErr
     ...(interruptId === undefined ? {} : { interruptId }),
   });
 }
+
+/**
+ * The global `fetch`, looked up at call time, for every request of a client,
+ * a list or a transport given no `fetch` of its own. A URL it could not
+ * resolve — relative, with no page to resolve it against: Node.js without an
+ * absolute `baseUrl` — is refused `invalid_url` before the request, at once and
+ * never retried; `fetch` would throw a TypeError, whose message differs by
+ * runtime, and which reads like a network failure. A `fetch` of the app's own
+ * gets the URL as built: it may resolve a relative one itself (a test's fake).
+ */
+export const globalFetch: typeof fetch = async (input, init) => {
+  if (typeof input === "string") resolveUrl(input, "there is no page to resolve it against; give an absolute baseUrl.");
+  return globalThis.fetch(input, init);
+};
 
 /** A server that announces another protocol version gets a clear error, not a hang. */
 export function checkProtocol(response: Response): void {

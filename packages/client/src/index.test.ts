@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import * as client from "./index.js";
-import { expectRequireResolvesAsImport } from "./test-helpers.js";
+import { expectNodeEngine, expectRequireResolvesAsImport } from "./test-helpers.js";
 import * as testing from "./testing/index.js";
 
 describe("the package's exports", () => {
@@ -15,6 +15,7 @@ describe("the package's exports", () => {
       "ConversationList",
       "ERROR_CODES",
       "FRAME_TYPES",
+      "MIN_FRAME_INTERVAL_MS",
       "PROTOCOL_HEADER",
       "PROTOCOL_VERSION",
       "RETRYABLE_CODES",
@@ -25,6 +26,7 @@ describe("the package's exports", () => {
       "WEBSOCKET_SUBPROTOCOL_LINES",
       "WebSocketTransport",
       "contextStorageKey",
+      "nextFrame",
     ]);
   });
 
@@ -47,5 +49,9 @@ describe("the package's exports", () => {
 
   it("@thinwire/client resolves for require() as for import: every entry has a default condition, the same ESM file", () => {
     expectRequireResolvesAsImport(new URL("../package.json", import.meta.url));
+  });
+
+  it("@thinwire/client declares the Node.js the README names, the first to require() ESM without a flag", () => {
+    expectNodeEngine(new URL("../package.json", import.meta.url));
   });
 });

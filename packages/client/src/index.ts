@@ -10,6 +10,7 @@ export {
   type ConversationListSnapshot,
 } from "./conversation-list.js";
 export { ThinwireError, type ThinwireErrorOptions } from "./errors.js";
+export { MIN_FRAME_INTERVAL_MS, nextFrame } from "./frame-schedule.js";
 export type { CredentialsMode } from "./http.js";
 export type { Schedule } from "./notifier.js";
 export type { ReconnectOptions } from "./reconnect.js";

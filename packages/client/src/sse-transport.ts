@@ -12,7 +12,15 @@
  */
 import { ThinwireError, toThinwireError } from "./errors.js";
 import type { DecisionRequest, Frame } from "./generated/wire.js";
-import { checkProtocol, type CredentialsMode, errorFromResponse, finish, requestSignal, streamedBody } from "./http.js";
+import {
+  checkProtocol,
+  type CredentialsMode,
+  errorFromResponse,
+  finish,
+  globalFetch,
+  requestSignal,
+  streamedBody,
+} from "./http.js";
 import { parseSse, type SseEvent } from "./sse.js";
 import {
   agentUrl,
@@ -42,7 +50,7 @@ export class SseTransport implements Transport {
   readonly #credentials: CredentialsMode;
 
   constructor(options: SseTransportOptions = {}) {
-    this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.#fetch = options.fetch ?? globalFetch;
     this.#credentials = options.credentials ?? "same-origin";
   }
 

@@ -155,3 +155,15 @@ export function expectRequireResolvesAsImport(manifestUrl: URL): void {
     });
   }
 }
+
+/**
+ * The package declares the Node.js the README names: 20.19, the first that
+ * `require()`s an ES module without a flag (what `expectRequireResolvesAsImport`
+ * relies on).
+ */
+export function expectNodeEngine(manifestUrl: URL): void {
+  const manifest = JSON.parse(readFileSync(manifestUrl, "utf8")) as { engines?: Record<string, string> };
+  expect(manifest.engines).toEqual({ node: ">=20.19" });
+  const readme = readFileSync(new URL("../../../README.md", import.meta.url), "utf8");
+  expect(readme).toContain("Node ≥ 20.19");
+}

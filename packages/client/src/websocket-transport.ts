@@ -12,7 +12,7 @@
  * token, say). Then each connect first trades them for a ticket
  * (`websocket-ticket.ts`), and the socket opens at `…/ws?ticket=…`.
  */
-import { aborted, ThinwireError, toThinwireError } from "./errors.js";
+import { aborted, resolveUrl, ThinwireError, toThinwireError } from "./errors.js";
 import {
   type Command,
   type Frame,
@@ -31,7 +31,7 @@ import {
   type TransportStopRequest,
   type TransportTarget,
 } from "./transport.js";
-import type { CredentialsMode } from "./http.js";
+import { type CredentialsMode, globalFetch } from "./http.js";
 import { closeError, Connection, type RouteKind } from "./websocket-connection.js";
 import { fetchTicket, needsTicket, withTicket } from "./websocket-ticket.js";
 
@@ -142,7 +142,7 @@ export class WebSocketTransport implements Transport {
     if (!Constructor) throw noWebSocket();
     let url = this.#url(target);
     if (needsTicket(target.headers)) {
-      const fetchImpl = this.#options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+      const fetchImpl = this.#options.fetch ?? globalFetch;
       const ticket = await fetchTicket(fetchImpl, this.#options.credentials ?? "same-origin", target);
       if (opening.closed) throw closeError(1000, "the transport was closed");
       url = withTicket(url, ticket);
@@ -208,17 +208,7 @@ function noWebSocket(): ThinwireError {
 
 /** Makes an http(s) or relative URL a ws(s) one, relative ones resolved against the page. */
 export function webSocketUrl(url: string): string {
-  const location = (globalThis as { location?: { href: string } }).location;
-  let resolved: URL;
-  try {
-    resolved = location ? new URL(url, location.href) : new URL(url);
-  } catch (error) {
-    throw new ThinwireError(
-      "invalid_url",
-      `Cannot build a WebSocket URL from ${JSON.stringify(url)}: give an absolute baseUrl or the url option.`,
-      { cause: error },
-    );
-  }
+  const resolved = resolveUrl(url, "there is no page to resolve it against; give an absolute baseUrl or the url option.");
   if (resolved.protocol === "http:") resolved.protocol = "ws:";
   else if (resolved.protocol === "https:") resolved.protocol = "wss:";
   return resolved.href;

@@ -7,12 +7,13 @@ import {
   AgentClient,
   type AgentErrorInfo,
   type CredentialsMode,
+  MIN_FRAME_INTERVAL_MS,
+  nextFrame,
   type ReconnectOptions,
   type SendResult,
   type ThinwireError,
   type Transport,
 } from "@thinwire/client";
-import { MIN_COMMIT_INTERVAL_MS, nextFrame } from "./commit-schedule.js";
 import { contextStorage, type PersistStorage } from "./context-storage.js";
 
 export interface UseAgentOptions {
@@ -102,8 +103,9 @@ export function createClient(
     reconnect: options.reconnect,
     pageSize: options.pageSize,
     contextId,
+    // React commits once per animation frame, at most 60 times a second.
     schedule: nextFrame,
-    minNotifyInterval: MIN_COMMIT_INTERVAL_MS,
+    minNotifyInterval: MIN_FRAME_INTERVAL_MS,
     get headers() {
       return latest.current.headers;
     },

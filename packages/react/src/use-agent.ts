@@ -11,11 +11,11 @@
  * dispose. Whichever it is, the hook starts it (`start()` is idempotent).
  *
  * Streaming frames are announced at most once per animation frame and 60
- * times a second (`commit-schedule.ts`); status changes are announced at
- * once, and count towards the 60. With `persist`, the conversation id (and
- * nothing else) lives in storage under `contextStorageKey(agent, userId)`,
- * read once hydrated (`hydrated.ts`): the render that hydrates server HTML
- * shows no conversation, as the server did.
+ * times a second (`@thinwire/client`'s `nextFrame`); status changes are
+ * announced at once, and count towards the 60. With `persist`, the
+ * conversation id (and nothing else) lives in storage under
+ * `contextStorageKey(agent, userId)`, read once hydrated (`hydrated.ts`): the
+ * render that hydrates server HTML shows no conversation, as the server did.
  * Turns carry the server's ids, so `turn.id` is a key that holds from the
  * stream to the transcript; `regenerate`, `edit` and `switchBranch` move
  * between the branches the server keeps. A long conversation is shown a page

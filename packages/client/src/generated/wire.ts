@@ -514,7 +514,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   invalid_json: "The body or message is not valid JSON.",
   invalid_request: "The request does not fit its schema.",
   invalid_state_value: "An AgentState value is not plain JSON.",
-  invalid_url: "No WebSocket URL can be built from the options.",
+  invalid_url: "No URL can be resolved from the options: give an absolute baseUrl.",
   message_already_sent: "That message was sent already; its reply is in the transcript.",
   message_too_large: "The user message exceeds the size limit.",
   method_not_allowed: "That method is not allowed on this route.",
