@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -8,7 +9,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from thinwire import MemoryStore, anonymous, create_app
+from thinwire import MemoryStore, SQLiteStore, anonymous, create_app
 from thinwire.app import AgentFactory
 from thinwire.contexts import Context
 from thinwire.demo import CANARIES, create_demo_app
@@ -120,3 +121,24 @@ def said(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def assert_no_canary(text: str) -> None:
     for where, canary in CANARIES.items():
         assert canary not in text, f"the {where} canary leaked"
+
+
+class FullDisk:
+    """A SQLite store's disk, filled and freed on demand, as a tmpfs filled with `dd` is
+    but without a mount: while it is full every commit fails as SQLite's does on a full
+    disk, and reads go on working."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.full = False
+        #: Commits refused so far.
+        self.refused = 0
+        database = store._database
+        commit = database._commit
+
+        def committing(works: list[Any], fsync: bool) -> list[Any]:
+            if self.full:
+                self.refused += 1
+                raise sqlite3.OperationalError("database or disk is full")
+            return commit(works, fsync)
+
+        database._commit = committing  # type: ignore[method-assign]

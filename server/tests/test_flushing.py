@@ -4,15 +4,18 @@ per event loop flushes the runs that are due together, within a budget of flushe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import app_for
+from conftest import FullDisk, app_for
 from thinwire import Agent, MemoryStore, Run, SQLiteStore
 from thinwire.contexts import ContextRegistry, new_record
 from thinwire.coordination import LocalCoordinator
@@ -400,3 +403,105 @@ def test_an_outage_is_logged_once_not_every_tick(caplog: pytest.LogCaptureFixtur
     said = [(r.levelname, r.getMessage()) for r in caplog.records if "flushing" in r.msg]
     assert [level for level, _ in said] == ["WARNING", "INFO"]  # five failed ticks, one warning
     assert said[0][1].endswith("failed") and said[1][1].endswith("works again")
+
+
+class DiskFills(Agent):
+    """Says a word, which a flush takes to the store; then the disk fills, and it talks
+    on until three flushes were refused — then, if `frees`, the disk is freed and it
+    says one more word, which a flush takes."""
+
+    store: SQLiteStore
+    disk: FullDisk
+    frees = False
+
+    async def run(self, run: Run, text: str) -> None:
+        cls = type(self)
+        await run.say("w0 ")
+        await stored(cls.store, run.context_id, "w0")
+        cls.disk.full = True
+        said = 0
+        async with asyncio.timeout(10):
+            while cls.disk.refused < 3:
+                said += 1
+                await run.say(f"w{said} ")
+                await asyncio.sleep(FLUSH_INTERVAL / 2)
+        if cls.frees:
+            cls.disk.full = False
+            await run.say("back ")
+            await stored(cls.store, run.context_id, "back")
+
+
+async def stored(store: Store, context_id: str, word: str) -> None:
+    """Until a flush took `word` to the store."""
+    async with asyncio.timeout(10):
+        while not any(word in e.data for e in await store.read_events(context_id)):
+            await asyncio.sleep(FLUSH_INTERVAL / 5)
+
+
+@contextlib.contextmanager
+def disk_fills(
+    tmp_path: Path, *, frees: bool = False
+) -> Iterator[tuple[list[dict[str, Any]], TestClient]]:
+    """The frames of a run `DiskFills`, and its app's client, the disk free again: for
+    the test to read the conversation back."""
+    store = SQLiteStore(tmp_path / "t.db")
+    DiskFills.store, DiskFills.disk, DiskFills.frees = store, FullDisk(store), frees
+    with TestClient(app_for({"demo": DiskFills}, store=store)) as client:
+        try:
+            frames = frames_of(client.post("/agents/demo/runs", json={"message": {"text": "go"}}))
+        finally:
+            DiskFills.disk.full = False
+        yield frames, client
+
+
+def test_a_reply_the_store_refused_ends_live_as_a_reload_shows_it(tmp_path: Path) -> None:
+    """The run's end could not be saved: its `done` says what the store kept and how the
+    next load records the run, not the reply the client streamed and no store has."""
+    with disk_fills(tmp_path) as (frames, client):
+        context_id = frames[0]["contextId"]
+        turns = client.get(f"/agents/demo/contexts/{context_id}").json()["turns"]
+        replayed = frames_of(client.get(f"/agents/demo/contexts/{context_id}/events"))
+    error, done = frames[-2:]
+    assert (error["type"], error["code"], error["retryable"]) == ("error", "store_error", True)
+    streamed = "".join(f["delta"] for f in frames if f["type"] == "token")
+    assert streamed.startswith("w0 w1 w2 w3 ")
+    assert (done["type"], done["text"], done["stopReason"]) == ("done", "w0 ", "interrupted")
+    said = (done["text"], done["toolCalls"], done["stopReason"])
+    assert (turns[-1]["text"], turns[-1]["toolCalls"], turns[-1]["stopReason"]) == said
+    assert replayed[-1]["type"] == "done"
+    assert (replayed[-1]["text"], replayed[-1]["toolCalls"], replayed[-1]["stopReason"]) == said
+
+
+def flush_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "thinwire.runs" and "flushing" in r.msg]
+
+
+def test_a_full_disk_logs_a_runs_failed_flushes_once_and_their_count_at_its_end(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("INFO", logger="thinwire"), disk_fills(tmp_path) as (frames, _):
+        pass
+    assert frames[-1]["stopReason"] == "interrupted"
+    first, last = flush_lines(caplog)
+    assert first.levelname == "WARNING" and first.exc_info is not None
+    assert first.getMessage().endswith("failed")
+    assert last.levelname == "WARNING" and last.exc_info is None
+    refused_flushes = DiskFills.disk.refused - 1  # the last refusal: the run's final save
+    assert f"failed {refused_flushes} time(s), until run {frames[0]['runId']} ended" in (
+        last.getMessage()
+    )
+
+
+def test_flushes_that_work_again_say_how_many_failed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        caplog.at_level("INFO", logger="thinwire"),
+        disk_fills(tmp_path, frees=True) as (frames, _),
+    ):
+        pass
+    assert frames[-1]["stopReason"] == "end"
+    first, again = flush_lines(caplog)
+    assert first.levelname == "WARNING" and first.exc_info is not None
+    assert again.levelname == "INFO" and again.exc_info is None
+    assert again.getMessage().endswith(f"failed {DiskFills.disk.refused} time(s), and works again")

@@ -32,6 +32,7 @@ from thinwire.coordination import Coordinator, Lease
 from thinwire.errors import AgentFailed, Conflict, DecisionPending, NotFound, StoreError
 from thinwire.exchanges import History
 from thinwire.ids import new_context_id
+from thinwire.readiness import Writes
 from thinwire.records import ContextRecord
 from thinwire.runlog import encode_frame, shown
 from thinwire.state import AgentState
@@ -123,6 +124,8 @@ class ContextRegistry:
         self.store = store
         self.agents = agents
         self.coordinator = coordinator or store.coordinator(lease_ttl=10.0)
+        #: Whether the store takes writes, as the last ones went (`/readyz`).
+        self.writes = Writes()
         self.max_contexts = max_contexts
         self.max_context_bytes = max_context_bytes
         self._live: OrderedDict[str, Context] = OrderedDict()
@@ -337,7 +340,8 @@ class ContextRegistry:
             raise busy()
         context.holder = holder
         try:
-            lease = await self.coordinator.acquire(context.id)
+            with self.writes.watching(clears=False):  # a write, with a shared store
+                lease = await self.coordinator.acquire(context.id)
             if lease is None:
                 raise busy()  # on another replica
             context.lease = lease
@@ -386,20 +390,22 @@ class ContextRegistry:
         audit = context.state.take_audit()
         if record.version == 0:
             assert not events and trim_before is None, "a new context has no frames yet"
-            await self.store.create(record, [*context.initial_audit, *audit])
+            with self.writes.watching():
+                await self.store.create(record, [*context.initial_audit, *audit])
             record.version, context.initial_audit = 1, []
             record.saved(compact=compact)
             self._remember(context)
             return
         try:
-            record.version = await self.store.save(
-                record,
-                expected_version=record.version,
-                audit=audit,
-                events=events,
-                fence=self.coordinator.fence(context.lease),
-                trim_before=trim_before,
-            )
+            with self.writes.watching():
+                record.version = await self.store.save(
+                    record,
+                    expected_version=record.version,
+                    audit=audit,
+                    events=events,
+                    fence=self.coordinator.fence(context.lease),
+                    trim_before=trim_before,
+                )
         except Exception:
             self.forget_cached(context)
             raise

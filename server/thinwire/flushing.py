@@ -13,6 +13,10 @@ reply's tail. A run that sends nothing (one waiting on a slow tool) costs nothin
 With a shared store (Redis) the flushes are what other replicas follow, and the run's
 lease must be kept and a stop asked for elsewhere heeded: each run has a flusher of its
 own, every FLUSH_INTERVAL.
+
+A store that refuses writes (a full disk) fails every flush of every run, 20 a second:
+the log says so once per run, with the first failure's traceback, then how many failed
+once flushing works again or the run ends (`Failures`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from thinwire.contexts import ContextRegistry
+    from thinwire.readiness import Writes
     from thinwire.runlog import RunLog
     from thinwire.stores import Store
 
@@ -53,15 +58,53 @@ def start_flushing(
     registry: ContextRegistry, log: RunLog, task: asyncio.Task[Any] | None
 ) -> Flushing:
     if registry.coordinator.keepalive is None:
-        return LocalFlushing(registry.store, log)
+        return LocalFlushing(registry.store, log, registry.writes)
     return LeasedFlushing(registry, log, task)
 
 
+class Failures:
+    """A run's failed flushes: the first logged with its traceback, the others counted,
+    and said in one line once a flush lands again or the run ends. Each marks the store
+    as refusing writes, when it did (`readiness.py`)."""
+
+    def __init__(self, log: RunLog, writes: Writes | None = None) -> None:
+        self.log = log
+        self.writes = writes
+        self.count = 0
+
+    def failed(self, exc: Exception) -> None:
+        """In the handler of `exc`, which a flush raised."""
+        if self.writes is not None:
+            self.writes.failed(exc)
+        self.count += 1
+        if self.count == 1:
+            logger.warning("flushing frames of %s failed", self.log.context.id, exc_info=True)
+
+    def landed(self) -> None:
+        if self.count:
+            logger.info(
+                "flushing frames of %s failed %d time(s), and works again",
+                self.log.context.id,
+                self.count,
+            )
+            self.count = 0
+
+    def ended(self) -> None:
+        if self.count:
+            logger.warning(
+                "flushing frames of %s failed %d time(s), until run %s ended",
+                self.log.context.id,
+                self.count,
+                self.log.run_id,
+            )
+            self.count = 0
+
+
 class LocalFlushing(Flushing):
-    def __init__(self, store: Store, log: RunLog) -> None:
+    def __init__(self, store: Store, log: RunLog, writes: Writes | None = None) -> None:
         self.log = log
         self.flusher = Flusher.of(asyncio.get_running_loop())
-        self.flusher.add(log, store)
+        self.flusher.add(log, store, writes)
 
     async def stop(self) -> None:
         await self.flusher.remove(self.log)
@@ -81,13 +124,16 @@ class Flusher:
         self.loop = loop
         #: Each running run's log: its store, and when it was last flushed (or started).
         self.runs: dict[RunLog, tuple[Store, float]] = {}
+        #: Each running run's failed flushes.
+        self.failures: dict[RunLog, Failures] = {}
         self._ticking: asyncio.Task[None] | None = None
         #: The runs of the tick flushing now, and that tick's end.
         self._flushing: set[RunLog] = set()
         self._flushed: asyncio.Future[None] | None = None
 
-    def add(self, log: RunLog, store: Store) -> None:
+    def add(self, log: RunLog, store: Store, writes: Writes | None = None) -> None:
         self.runs[log] = (store, time.monotonic())
+        self.failures[log] = Failures(log, writes)
         if self._ticking is None:
             self._ticking = self.loop.create_task(self._tick(), name="thinwire-flusher")
 
@@ -96,6 +142,9 @@ class Flusher:
         self.runs.pop(log, None)
         if log in self._flushing and self._flushed is not None:
             await asyncio.wait([self._flushed], timeout=FLUSH_WAIT)
+        failures = self.failures.pop(log, None)
+        if failures is not None:
+            failures.ended()
 
     async def _tick(self) -> None:
         try:
@@ -129,23 +178,26 @@ class Flusher:
         self._flushed = self.loop.create_future()
         try:
             # Started together, the writes wait for one commit together.
-            await asyncio.gather(*(flush(log, store) for log, store in due))
+            await asyncio.gather(*(self._flush_one(log, store) for log, store in due))
         finally:
             self._flushed.set_result(None)
             self._flushing = set()
+
+    async def _flush_one(self, log: RunLog, store: Store) -> None:
+        # A run removed while its flush went (past FLUSH_WAIT) has its failure said alone.
+        failures = self.failures.get(log) or Failures(log)
+        try:
+            await log.flush(store)
+        except Exception as exc:
+            # The frames stay unflushed and go with the run's final save.
+            failures.failed(exc)
+        else:
+            failures.landed()
 
 
 _flushers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Flusher] = (
     weakref.WeakKeyDictionary()
 )
-
-
-async def flush(log: RunLog, store: Store) -> None:
-    try:
-        await log.flush(store)
-    except Exception:
-        # The frames stay unflushed and go with the run's final save.
-        logger.warning("flushing frames of %s failed", log.context.id, exc_info=True)
 
 
 class LeasedFlushing(Flushing):
@@ -160,6 +212,7 @@ class LeasedFlushing(Flushing):
         self.log = log
         self.task = task
         self.over = False
+        self.failures = Failures(log, registry.writes)
         self.flusher = asyncio.create_task(self._run())
 
     async def stop(self) -> None:
@@ -169,6 +222,7 @@ class LeasedFlushing(Flushing):
             await asyncio.wait_for(asyncio.shield(self.flusher), FLUSH_WAIT)
         except (TimeoutError, asyncio.CancelledError):
             self.flusher.cancel()
+        self.failures.ended()
 
     async def _run(self) -> None:
         registry, log = self.registry, self.log
@@ -176,7 +230,6 @@ class LeasedFlushing(Flushing):
         keepalive = coordinator.keepalive
         assert keepalive is not None
         renewed = time.monotonic()
-        failing = False
         while not self.over:
             await log.flusher_pause(FLUSH_INTERVAL)
             if self.over:
@@ -198,13 +251,8 @@ class LeasedFlushing(Flushing):
                     log.stop_requested = True
                     self.task.cancel()
                     return
-            except Exception:
-                # The frames stay unflushed and go with the run's final save. Said once
-                # per outage, not every tick of it.
-                if not failing:
-                    logger.warning("flushing frames of %s failed", log.context.id, exc_info=True)
-                failing = True
+            except Exception as exc:
+                # The frames stay unflushed and go with the run's final save.
+                self.failures.failed(exc)
             else:
-                if failing:
-                    logger.info("flushing frames of %s works again", log.context.id)
-                failing = False
+                self.failures.landed()

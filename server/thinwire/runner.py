@@ -264,9 +264,11 @@ async def finish(
             log.publish(await taken_over(registry.store, log), last=True)
         except Exception:
             # Nothing of this run's end landed; the stored run stays marked and is
-            # recorded as interrupted when the context is next loaded.
+            # recorded as interrupted when the context is next loaded, with the reply its
+            # frames in the store show. Its `done` says that, not what went unsaved: what
+            # the client shows is then what a reload shows.
             failure(log, "store_error", "The reply could not be saved")
-            log.publish(ended(log, run, "error"), last=True)
+            log.publish(await taken_over(registry.store, log), last=True)
         else:
             log.flushed = stored
             log.publish(done, stored=True, last=True)
@@ -375,10 +377,11 @@ def settle(
 
 
 async def taken_over(store: Store, log: RunLog) -> Event:
-    """The `done` of a run taken over before it could save its end: `interrupted`, with
-    the reply as the store keeps it. That is the `done` the replica that took over
-    recorded, or else what the run's frames in the store show (what that replica will
-    record); if the store cannot be read, what this replica flushed of them."""
+    """The `done` of a run taken over before it could save its end, or whose end the
+    store refused: `interrupted`, with the reply as the store keeps it. That is the
+    `done` the replica that took over recorded, or else what the run's frames in the
+    store show (what the next load of the context records); if the store cannot be read,
+    what this replica flushed of them."""
     try:
         events = await store.read_events(log.context.id, log.seqs[0] - 1 if log.seqs else 0)
     except Exception:  # whatever it is, the run's stream still ends

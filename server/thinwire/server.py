@@ -39,6 +39,7 @@ from thinwire.records import TITLE_LENGTH, ContextRecord, json_array, plain, vis
 from thinwire.runlog import FrameSource, Retagged, RunLog, StoredFrames
 from thinwire.runner import begin_run, execute
 from thinwire.stores import Store
+from thinwire.stores.base import PROBE_CONTEXT
 from thinwire.stores.listing import Summary, decode_cursor, encode_cursor
 from thinwire.tickets import Tickets
 from thinwire.turns import exchange_of, names_turn, no_such_turn
@@ -61,7 +62,7 @@ CANCEL_GRACE = 3.0
 
 #: A context id no conversation has (not even the right form): reading its version is a
 #: round trip to the store that finds nothing.
-READINESS_PROBE = "readiness-probe"
+READINESS_PROBE = PROBE_CONTEXT
 
 
 class AgentServer:
@@ -553,8 +554,10 @@ class AgentServer:
         await self.contexts.forget(context)
 
     async def check_store(self) -> None:
-        """`store_unavailable` unless the store answers a read."""
+        """`store_unavailable` unless the store answers a read and, once it refused a
+        write, takes one again (`readiness.py`): reads work on a full disk."""
         await self.store.version(READINESS_PROBE)
+        await self.contexts.writes.check(self.store)
 
     async def startup(self) -> None:
         """Refuse to start with a store that does not answer or an agent that cannot be

@@ -5,8 +5,11 @@ its own — fills it with a filler file, then sends: once the server's writes no
 fit, every send must fail with a typed, retryable error — `503 store_unavailable` with
 a `Retry-After` header — within its read timeout, never a 500, an untyped body, a cut
 stream or a hang. (A send that still lands — SQLite reuses its WAL after a checkpoint —
-is acknowledged and must be kept.) Then the filler is deleted and the very next send
-must succeed, with no restart. At the end every acknowledged turn must be in its
+is acknowledged and must be kept.) Once a send was refused, `/readyz` must answer that
+typed 503 too (reads still work on a full disk: it must not rest on one), so a balancer
+takes the replica out. Then the filler is deleted: `/readyz` must answer 200 again
+within READY_AGAIN seconds with no send (its probe of a write lands), and the very next
+send must succeed, with no restart. At the end every acknowledged turn must be in its
 transcript, and the file must pass `PRAGMA integrity_check`.
 
 tries: sends; survived: acknowledged and kept; lost: acknowledged and not kept. A
@@ -21,6 +24,7 @@ from pathlib import Path
 import httpx2 as httpx
 
 from chaos.client import TIMEOUT, Exchange, login, send
+from chaos.client import exchange as request
 from chaos.conversation import Conversation
 from chaos.drill import SECRET, Setup
 from chaos.drills.common import check_conversations, count_server_errors, tally
@@ -28,10 +32,13 @@ from chaos.mount import fill, small_filesystem
 from chaos.outcome import DrillError, Outcome
 from chaos.procs import Server
 from chaos.sqlite_check import integrity
+from chaos.timing import wait_until
 
 __all__ = ["drill"]
 
 SIZE = "3m"
+#: Seconds from freeing the disk to `/readyz` answering 200 (it probes once a second).
+READY_AGAIN = 5.0
 #: A user per cycle: each principal's sends stay within the server's rate limit.
 USERS = ("alice", "bob", "carol", "guest")
 
@@ -58,6 +65,11 @@ def well_refused(exchange: Exchange) -> str | None:
             return "503 store_unavailable without a Retry-After header"
         return None
     return exchange.describe()
+
+
+def readiness(client: httpx.Client, url: str) -> Exchange:
+    """`GET /readyz`, as a balancer checks it."""
+    return request(client, "GET", f"{url}/readyz", Exchange("", None), None)
 
 
 def one_cycle(
@@ -91,8 +103,21 @@ def one_cycle(
                 outcome.fail(f"cycle {cycle}: {plan.most_until_full} sends landed on a full disk")
                 return conversation, []
             judged = [first] + [talk() for _ in range(plan.while_full - 1)]
+            if not judged[-1].acknowledged:  # else a save landed: the store took it
+                ready = readiness(client, url)
+                why = "200, ready" if ready.status == 200 else well_refused(ready)
+                if why is not None:
+                    outcome.fail(f"cycle {cycle}: /readyz on a full disk: {why}")
         finally:
             filler.unlink()
+        try:
+            wait_until(
+                lambda: readiness(client, url).status == 200,
+                READY_AGAIN,
+                f"cycle {cycle}: /readyz 200 once the disk was freed, with no send",
+            )
+        except DrillError as exc:
+            outcome.fail(str(exc))
         refused = [e for e in judged if not e.acknowledged]
         wrong = [why for e in refused if (why := well_refused(e)) is not None]
         if wrong:

@@ -8,7 +8,8 @@ again. Checked:
 
 - while Redis is down, and until a replica is back on its feet, every refusal is typed:
   `503 store_unavailable` (or, for a run already streaming, an `error` frame
-  `store_error` and `done` `error`); never a 500, an untyped body, a cut stream, a hang;
+  `store_error` and a `done` `interrupted`, the reply as the store kept it); never a
+  500, an untyped body, a cut stream, a hang;
 - after Redis is back, every conversation on both replicas gets a send acknowledged
   within `RECOVERY` seconds, with no replica restarted;
 - at the end every acknowledged turn is in its transcript exactly once, in order.
@@ -56,20 +57,19 @@ FULL = Plan(outages=3, while_down=6)
 
 def typed(exchange: Exchange) -> bool:
     """A refusal a client can act on: the typed 503, a typed 409/429, or a streaming
-    run ended by an `error` frame about the store."""
+    run ended by an `error` frame about the store (its reply, which the store refused,
+    ends as the store keeps it: `interrupted`)."""
     if exchange.status == 503:
         return exchange.code == "store_unavailable"
     if exchange.status in (409, 429):
         return exchange.code is not None
     error = exchange.error_frame
     done = exchange.done
-    return (
-        exchange.status == 200
-        and done is not None
-        and done.get("stopReason") == "error"
-        and error is not None
-        and error.get("code") in TYPED_IN_STREAM
-    )
+    if exchange.status != 200 or done is None or error is None:
+        return False
+    code = error.get("code")
+    ends = "interrupted" if code == "store_error" else "error"
+    return code in TYPED_IN_STREAM and done.get("stopReason") == ends
 
 
 def outage(

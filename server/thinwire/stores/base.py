@@ -51,9 +51,13 @@ from thinwire.stores.listing import Cursor, Summary
 if TYPE_CHECKING:
     from thinwire.coordination import Coordinator
 
-__all__ = ["AuditEntry", "Event", "RunEvents", "Store"]
+__all__ = ["PROBE_CONTEXT", "AuditEntry", "Event", "RunEvents", "Store"]
 
 logger = logging.getLogger("thinwire.stores")
+
+#: A context id no conversation has (not even the right form): what a readiness check
+#: reads, and writes to when it probes whether the store takes writes.
+PROBE_CONTEXT = "readiness-probe"
 
 #: No exchanges in hand (`Store.window_turns`).
 EMPTY: Mapping[Position, Exchange] = MappingProxyType({})
@@ -273,6 +277,14 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:
         """The audit trail of a context (of one key), oldest first."""
+
+    async def probe_write(self) -> None:
+        """Write something of no conversation's and take it back: `StoreError` unless the
+        store takes writes. What a readiness check asks, at most once a second, after a
+        write was refused (a full disk): by default a frame appended and trimmed."""
+        probe = Event(seq=1, run_id=PROBE_CONTEXT, data="{}", time=time.time())
+        await self.append_events(PROBE_CONTEXT, [probe])
+        await self.trim_events(PROBE_CONTEXT, probe.seq + 1)
 
     async def close(self) -> None:  # noqa: B027 - optional for stores with no resources
         """Release connections and files."""

@@ -461,6 +461,12 @@ class RedisStore(Store):
         return 0  # every event stream expires by itself, `event_ttl` after its last frame
 
     @store_errors
+    async def probe_write(self) -> None:
+        # A key that uses memory and expires by itself. An appended frame would not do:
+        # out of memory, the append script's XADD fails unseen (`pcall`).
+        await self.redis.set(self.key("probe", "writes"), 1, px=1000)
+
+    @store_errors
     async def version(self, context_id: str) -> int | None:
         version = await self.redis.hget(self.key("ctx", context_id), "version")
         return None if version is None else int(version)
