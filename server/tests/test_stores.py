@@ -32,6 +32,7 @@ from thinwire.stores import (
 from thinwire.stores.listing import Cursor
 from thinwire.stores.redis import RedisStore
 from thinwire.stores.sqlite import store as sqlite_store
+from thinwire.testing import serve_redis
 
 pytestmark = pytest.mark.anyio
 
@@ -1077,3 +1078,32 @@ async def test_one_process_owns_a_sqlite_file(tmp_path: Path) -> None:
     other = SQLiteStore(tmp_path / "other")
     await other.open()  # another file is another owner's
     await other.close()
+
+
+async def test_redis_frames_refused_out_of_memory_fail_the_write_not_silently() -> None:
+    """XADD runs in `pcall`, so that a frame appended again is no failure; out of memory
+    (`noeviction`), the frame is not stored, and the write must say so."""
+    import redis
+
+    with serve_redis() as url:
+        control = redis.Redis.from_url(url)
+        store = RedisStore.from_url(url, prefix=f"oom-{secrets.token_hex(4)}")
+        await store.create(record())
+        frame = Event(seq=1, run_id="run-1", data="{}", time=1.0)
+        await store.append_events("ctx-1", [frame])
+        await store.append_events("ctx-1", [frame])  # again, as a retried write: taken
+        control.config_set("maxmemory", 1)
+        try:
+            later = Event(seq=2, run_id="run-1", data="{}", time=2.0)
+            with pytest.raises(StoreError):
+                await store.append_events("ctx-1", [later])
+            loaded = await store.load("ctx-1")
+            assert loaded is not None
+            with pytest.raises(StoreError):
+                await store.save(loaded, expected_version=loaded.version, events=[later])
+        finally:
+            control.config_set("maxmemory", 0)
+        await store.append_events("ctx-1", [later])
+        assert [e.seq for e in await store.read_events("ctx-1", 0)] == [1, 2]
+        await store.close()
+        control.close()

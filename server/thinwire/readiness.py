@@ -7,8 +7,8 @@ conflict, which is the store answering) marks it, and while it is marked `/ready
 answers 503. To learn when the store takes writes again with no user's send, a check
 probes a write of its own (`Store.probe_write`): one at a time and at most one every
 PROBE_INTERVAL, however often a balancer asks. A probe or a save that lands clears the
-mark; a flush of frames that lands does not, as Redis out of memory lets an append's
-failure go unseen in its script.
+mark; a flush of a run's frames only marks it when refused (flushes go 20 a second: a
+check's probe is what says writes land again).
 """
 
 from __future__ import annotations

@@ -64,6 +64,17 @@ BLOCK = 2.0
 #: restart leaves every pooled connection dead).
 HEALTH_CHECK_INTERVAL = 5
 
+#: A frame appended again (a write retried after its answer was lost) is there already:
+#: its id is not above the stream's last, which is no failure. Any other error of the
+#: XADD (out of memory, a read-only replica) fails the script, not the frame unseen.
+STORED = """
+local function stored(reply)
+  if type(reply) == 'table' and reply.err and not string.find(reply.err, 'equal or smaller') then
+    error(reply)
+  end
+end
+"""
+
 CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'agent', ARGV[1], 'owner', ARGV[2], 'version', 1,
@@ -76,7 +87,9 @@ for i = 10 + n * 2, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 return 1
 """
 
-SAVE = """
+SAVE = (
+    STORED
+    + """
 local version = redis.call('HGET', KEYS[1], 'version')
 if not version then return -1 end
 if tonumber(version) ~= tonumber(ARGV[1]) then return tonumber(version) end
@@ -101,14 +114,15 @@ at = at + n * 2 + 1
 local events = tonumber(ARGV[at])
 for i = 0, events - 1 do
   local base = at + 1 + i * 4
-  redis.pcall('XADD', KEYS[3], ARGV[base] .. '-1',
-    'run', ARGV[base + 1], 'data', ARGV[base + 2], 'time', ARGV[base + 3])
+  stored(redis.pcall('XADD', KEYS[3], ARGV[base] .. '-1',
+    'run', ARGV[base + 1], 'data', ARGV[base + 2], 'time', ARGV[base + 3]))
 end
 if events > 0 then redis.call('EXPIRE', KEYS[3], ARGV[at + 1 + events * 4]) end
 local trim = ARGV[at + 2 + events * 4]
 if trim ~= '' then redis.call('XTRIM', KEYS[3], 'MINID', trim .. '-0') end
 return 0
 """
+)
 
 #: A page of a list, newest first, with each conversation's summary: one round trip.
 #: Ties on the time are ordered by id, as a sorted set orders equal scores.
@@ -157,14 +171,17 @@ end
 return existed
 """
 
-APPEND = """
+APPEND = (
+    STORED
+    + """
 for i = 0, (#ARGV - 1) / 4 - 1 do
   local base = 2 + i * 4
-  redis.pcall('XADD', KEYS[1], ARGV[base] .. '-1',
-    'run', ARGV[base + 1], 'data', ARGV[base + 2], 'time', ARGV[base + 3])
+  stored(redis.pcall('XADD', KEYS[1], ARGV[base] .. '-1',
+    'run', ARGV[base + 1], 'data', ARGV[base + 2], 'time', ARGV[base + 3]))
 end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 """
+)
 
 
 def store_errors(
@@ -462,8 +479,8 @@ class RedisStore(Store):
 
     @store_errors
     async def probe_write(self) -> None:
-        # A key that uses memory and expires by itself. An appended frame would not do:
-        # out of memory, the append script's XADD fails unseen (`pcall`).
+        # A key that uses memory and expires by itself within a second: an appended
+        # frame's stream would be kept `event_ttl`.
         await self.redis.set(self.key("probe", "writes"), 1, px=1000)
 
     @store_errors
