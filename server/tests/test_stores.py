@@ -1107,3 +1107,28 @@ async def test_redis_frames_refused_out_of_memory_fail_the_write_not_silently() 
         assert [e.seq for e in await store.read_events("ctx-1", 0)] == [1, 2]
         await store.close()
         control.close()
+
+
+def test_sqlite_logs_a_repeated_failure_once_in_a_while_with_a_count(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A full disk fails every commit, 20 a second a run: the log is on that disk too."""
+    from thinwire.stores.sqlite.commits import Repeats
+
+    now = [0.0]
+    repeats = Repeats(quiet=10.0, clock=lambda: now[0])
+    full = sqlite3.OperationalError("database or disk is full")
+    with caplog.at_level("WARNING", logger="thinwire.stores"):
+        for _ in range(50):
+            repeats.log(full)
+            now[0] += 0.05
+        repeats.log(sqlite3.OperationalError("disk I/O error"))  # another kind: its own line
+        now[0] += 10
+        repeats.log(full)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "sqlite failed: OperationalError('database or disk is full')",
+        "sqlite failed: OperationalError('disk I/O error')",
+        "sqlite failed: OperationalError('database or disk is full') "
+        "(49 more like it in the last 10 s)",
+    ]

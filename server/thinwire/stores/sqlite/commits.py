@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -55,10 +56,37 @@ class Landed:
     value: Any
 
 
+class Repeats:
+    """One log line per kind of failure every `quiet` seconds: a full disk fails every
+    commit of every run, and each line would be logged on the full disk's own volume.
+    The next line says how many were left out."""
+
+    def __init__(self, quiet: float = 10.0, clock: Callable[[], float] = time.monotonic):
+        self.quiet, self.clock = quiet, clock
+        self._logged: dict[str, float] = {}
+        self._left_out: dict[str, int] = {}
+
+    def log(self, exc: BaseException) -> None:
+        said, now = repr(exc), self.clock()
+        last = self._logged.get(said)
+        if last is not None and now - last < self.quiet:
+            self._left_out[said] = self._left_out.get(said, 0) + 1
+            return
+        if len(self._logged) > 100:  # failures of many kinds: forget the old ones
+            self._logged.clear()
+        self._logged[said] = now
+        more = self._left_out.pop(said, 0)
+        also = f" ({more} more like it in the last {self.quiet:g} s)" if more else ""
+        logger.warning("sqlite failed: %s%s", said, also)
+
+
+REPEATS = Repeats()
+
+
 def unavailable(exc: BaseException) -> BaseException:
     """A driver error as the store's own; anything else as it is."""
     if isinstance(exc, sqlite3.Error):
-        logger.warning("sqlite failed: %r", exc)
+        REPEATS.log(exc)
         error = StoreError("the store is unavailable; try again shortly")
         error.__cause__ = exc
         return error
