@@ -1,16 +1,19 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import math
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import app_for, parse_sse, send, server_context
+from conftest import app_for, decide, parse_sse, send, server_context
 from thinwire import Agent, MemoryStore, Run, SQLiteStore, ToolFailed
+from thinwire.interrupts import Suspend
 
 SECRET = "tw-canary-exception-0c41"
 
@@ -529,3 +532,151 @@ def test_a_tool_cut_short_by_a_stop_is_recorded_as_not_finished() -> None:
         [call] = [m for m in history if m["role"] == "tool"]
         assert call["arguments"] == {"order": "two books"} and call["ok"] is False
         assert "may have partly run" in call["error"]
+
+
+class Outlives(Agent):
+    """Leaves work running that uses the Run once its run is over — a tool it started,
+    and a task that waits for the test's word — noting what each use raised. The run
+    returns, or (`asks`) ends waiting for a decision."""
+
+    initial_state: ClassVar[dict[str, Any]] = {"kept": "yes"}
+    asks: ClassVar[bool] = False
+    go: ClassVar[asyncio.Event]
+    finished: ClassVar[asyncio.Event]
+    raised: ClassVar[dict[str, str]] = {}
+    ran: ClassVar[list[str]] = []
+    left: ClassVar[set[asyncio.Task[None]]] = set()
+
+    async def slow(self) -> str:
+        await type(self).go.wait()
+        return "slow result"
+
+    async def late_tool(self) -> str:
+        type(self).ran.append("late_tool")
+        return "late result"
+
+    async def late_step(self) -> str:
+        type(self).ran.append("late_step")
+        return "late result"
+
+    async def run(self, run: Run, text: str) -> None:
+        if text == "first" and not run.replaying:
+            for work in (
+                self.late(run),
+                self.note(run, "slow_tool", run.tool("slow_tool", self.slow)),
+            ):
+                type(self).left.add(asyncio.create_task(work))
+            await asyncio.sleep(0)  # the slow tool starts (its call is shown) in the run
+        await run.say(f"{text} done")
+        if type(self).asks and text == "first":
+            await run.interrupt("Go on?", options=["yes"])
+
+    async def note(self, run: Run, use: str, work: Awaitable[Any]) -> None:
+        try:
+            await work
+        except Exception as exc:
+            type(self).raised[use] = f"{type(exc).__name__}: {exc}"
+
+    async def late(self, run: Run) -> None:
+        try:
+            await self.use_late(run)
+        finally:
+            type(self).finished.set()
+
+    async def use_late(self, run: Run) -> None:
+        await type(self).go.wait()
+        uses: dict[str, Callable[[], Any]] = {
+            "say": lambda: run.say("late words"),
+            "think": lambda: run.think("late thoughts"),
+            "state": lambda: run.state.__setitem__("late", 1),
+            "state.set": lambda: run.state.set("late", 1, source="late-job"),
+            "del state": lambda: run.state.__delitem__("kept"),
+            "history": lambda: run.history.append({"role": "note", "content": "late"}),
+            "tool": lambda: run.tool("late_tool", self.late_tool),
+            "step": lambda: run.step("late_step", self.late_step),
+            "interrupt": lambda: run.interrupt("Late question?"),
+            "handoff": lambda: run.handoff("demo", "late"),
+            "title": lambda: run.set_title("Late title"),
+            "usage": lambda: run.record_usage("m-1", 1, 1),
+        }
+        for use, call in uses.items():
+            try:
+                result = call()
+                if inspect.isawaitable(result):
+                    await result
+            except (Exception, Suspend) as exc:
+                type(self).raised[use] = f"{type(exc).__name__}: {exc}"
+        await asyncio.gather(
+            *(task for task in type(self).left if task is not asyncio.current_task())
+        )
+
+
+@pytest.mark.parametrize("asks", [False, True])
+def test_a_run_used_after_it_ended_refuses_and_records_nothing(asks: bool) -> None:
+    """Work the agent left running outlives its run: each use of the Run raises, and
+    nothing of it lands — not in the run being saved, not in the next one."""
+    Outlives.asks, Outlives.raised, Outlives.ran, Outlives.left = asks, {}, [], set()
+    Outlives.go, Outlives.finished = asyncio.Event(), asyncio.Event()
+    with TestClient(app_for({"demo": Outlives})) as client:
+        first = send(client, "first")
+        assert first[-1]["stopReason"] == ("interrupted" if asks else "end")
+        context_id, run_id = first[0]["contextId"], first[0]["runId"]
+        assert client.portal is not None
+        client.portal.call(Outlives.go.set)
+        client.portal.call(Outlives.finished.wait)
+        later = decide(client, first, "yes") if asks else []
+        second = send(client, "second", context_id)
+        transcript = client.get(f"/agents/demo/contexts/{context_id}").json()
+        context = server_context(client, context_id)
+        history, state = list(context.history), dict(context.state)
+    assert set(Outlives.raised) == {
+        "say", "think", "state", "state.set", "del state", "history", "tool", "step",
+        "interrupt", "handoff", "title", "usage", "slow_tool",
+    }  # fmt: skip
+    for use, raised in Outlives.raised.items():
+        assert raised.startswith(f"RunEnded: run {run_id} has ended: "), use
+    assert "run.say() is refused. A Run is only good until its run ends" in Outlives.raised["say"]
+    assert Outlives.ran == []  # the late tool and step never ran
+    # Nothing late landed: the numbering runs on unbroken, no state, history or title.
+    assert second[0]["seq"] == (later or first)[-1]["seq"] + 1
+    assert state == {"kept": "yes"}
+    assert not [m for m in history if "late" in str(m) or m.get("name") == "slow_tool"]
+    assert transcript["title"] == "first" and "late" not in str(transcript)
+
+
+class HandsOver(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        await run.handoff("helper", text)
+        Helper.gate.set()  # the helper's part is over: what it left running goes on
+        raised = await Helper.left
+        await run.say(f" / the helper's late work got: {raised}")
+
+
+class Helper(Agent):
+    gate: ClassVar[asyncio.Event]
+    left: ClassVar[asyncio.Task[str]]
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("helping")
+
+        async def late() -> str:
+            await type(self).gate.wait()
+            try:
+                run.state["helper_late"] = True  # would be audited as the first agent's
+                await run.say(" late helping")
+            except RuntimeError as exc:
+                return str(exc)
+            return "nothing"
+
+        type(self).gate = asyncio.Event()
+        type(self).left = asyncio.create_task(late())
+
+
+def test_a_run_handed_off_ends_for_its_agent_when_the_handoff_returns() -> None:
+    with TestClient(app_for({"demo": HandsOver, "helper": Helper})) as client:
+        frames = send(client, "hi")
+        state = dict(server_context(client, frames[0]["contextId"]).state)
+    text = frames[-1]["text"]
+    assert text.startswith("helping / the helper's late work got: run ")
+    assert "has ended for 'helper', whose handoff returned: a write to run.state" in text
+    assert "late helping" not in text and "helper_late" not in state

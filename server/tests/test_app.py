@@ -3,11 +3,13 @@ argument) or when it starts (a store that does not answer, an agent that cannot 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import logging
 import re
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from starlette.routing import Route
@@ -20,11 +22,65 @@ from thinwire.coordination import LocalCoordinator
 from thinwire.demo import DemoAgent, create_demo_app
 from thinwire.errors import Misconfigured
 from thinwire.identity import SignedValue
+from thinwire.models import ChatAgent, OpenAIChat
 
 
 class Echo(Agent):
     async def run(self, run: Run, text: str) -> None:
         await run.say(text)
+
+
+# Agent classes each with one setting wrong: every conversation would fail on it.
+class PlainRun(Agent):
+    def run(self, run: Run, text: str) -> None:  # type: ignore[override]
+        pass
+
+
+class OneKeyName(Echo):
+    writable_keys = "notes"  # type: ignore[assignment]
+
+
+class KeysNotNames(Echo):
+    writable_keys = frozenset({1})  # type: ignore[arg-type]
+
+
+class StateNotJson(Echo):
+    initial_state: ClassVar[dict[str, Any]] = {"internal_key_name": {1, 2}}
+
+
+class StateKeyNotText(Echo):
+    initial_state: ClassVar[dict[Any, Any]] = {1: "one"}
+
+
+class StateNotMapping(Echo):
+    initial_state: ClassVar[Any] = [("notes", [])]
+
+
+class PromptNotText(Echo):
+    system_prompt: ClassVar[Any] = ["You help."]
+
+
+class NoModel(ChatAgent):
+    pass
+
+
+class ModelClass(ChatAgent):
+    model = OpenAIChat  # type: ignore[assignment]
+
+
+class NoSteps(ChatAgent):
+    model = OpenAIChat("gpt-4.1-mini")
+    max_steps = 0
+
+
+class StepsText(ChatAgent):
+    model = OpenAIChat("gpt-4.1-mini")
+    max_steps = "10"  # type: ignore[assignment]
+
+
+class ChatPromptNotText(ChatAgent):
+    model = OpenAIChat("gpt-4.1-mini")
+    system_prompt = None  # type: ignore[assignment]
 
 
 @pytest.mark.parametrize(
@@ -33,6 +89,9 @@ class Echo(Agent):
         ({"demo": Echo()}, {}, TypeError, "pass the class Echo"),
         ({}, {}, TypeError, "mapping of names"),
         ({"my agent": Echo}, {}, ValueError, "agent names"),
+        # Taken, then unreachable: a URL resolves /agents/../runs to /runs.
+        ({".": Echo}, {}, ValueError, r"other than \. and \.\. .*, not '\.'$"),
+        ({"..": Echo}, {}, ValueError, r"other than \. and \.\. .*, not '\.\.'$"),
         ({"demo": "Echo"}, {}, TypeError, "Agent class or a function"),
         ({"demo": Echo}, {"identify": "anonymous"}, TypeError, "identify must be a function"),
         ({"demo": Echo}, {"identify": lambda: "ada"}, TypeError, "cannot be called with one"),
@@ -50,6 +109,49 @@ class Echo(Agent):
             TypeError,
             r"agents\['echo'\] must be an Agent class .* not the class int",
         ),
+        # Each was taken, then every message failed (or wrote the wrong keys).
+        ({"demo": PlainRun}, {}, TypeError, r"^PlainRun.run must be a coroutine function"),
+        (
+            {"demo": OneKeyName},
+            {},
+            TypeError,
+            r"^OneKeyName.writable_keys must be a set of key names .* not the str 'notes'$",
+        ),
+        (
+            {"demo": KeysNotNames},
+            {},
+            TypeError,
+            r"^KeysNotNames.writable_keys must be .*, not a frozenset holding an int$",
+        ),
+        (
+            {"demo": StateNotJson},
+            {},
+            TypeError,
+            r"^StateNotJson.initial_state\['internal_key_name'\] is a set; it is copied into",
+        ),
+        ({"demo": StateKeyNotText}, {}, TypeError, "^StateKeyNotText.initial_state has a non-str"),
+        (
+            {"demo": StateNotMapping},
+            {},
+            TypeError,
+            "^StateNotMapping.initial_state must be a mapping of str to JSON values, not list$",
+        ),
+        ({"demo": PromptNotText}, {}, TypeError, "^PromptNotText.system_prompt must be a str"),
+        ({"demo": NoModel}, {}, TypeError, r"^NoModel has no model: set model = OpenAIChat\("),
+        (
+            {"demo": ModelClass},
+            {},
+            TypeError,
+            r"^ModelClass.model must be a chat model.* not the class OpenAIChat \(an instance",
+        ),
+        ({"demo": NoSteps}, {}, ValueError, "^NoSteps.max_steps must be an int of at least 1"),
+        ({"demo": StepsText}, {}, TypeError, "^StepsText.max_steps must be an int, not str$"),
+        (
+            {"demo": ChatPromptNotText},
+            {},
+            TypeError,
+            "^ChatPromptNotText.system_prompt must be a str, not NoneType$",
+        ),
     ],
 )
 def test_a_wrong_argument_is_refused_when_the_app_is_made(
@@ -58,6 +160,30 @@ def test_a_wrong_argument_is_refused_when_the_app_is_made(
     options.setdefault("identify", anonymous)
     with pytest.raises(error, match=says):
         create_app(agents, **options)
+
+
+def test_an_initial_state_a_function_made_fails_as_the_servers_mistake(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A function making agents cannot be checked when the app is made: its agent's
+    initial_state that is not JSON is the server's mistake, logged under a reference, a
+    500 that names nothing of it — not the client's 400 naming a private key."""
+    caplog.set_level(logging.ERROR, "thinwire")
+    with TestClient(app_for({"demo": lambda: StateNotJson()})) as client:
+        response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
+    assert response.status_code == 500
+    error = response.json()["error"]
+    assert error["code"] == "agent_error" and "internal_key_name" not in response.text
+    reference = error["message"].rsplit(" ", 1)[-1].rstrip(".")
+    logged = "\n".join(r.getMessage() + str(r.exc_info) for r in caplog.records)
+    assert reference.startswith("err-") and reference in logged
+    assert "starting a conversation with agent 'demo' failed" in logged
+    assert "AgentState['internal_key_name'] is a set" in logged
+
+
+def test_a_chat_agent_with_no_model_closes_without_a_fault() -> None:
+    """Shut down with a class the app did not check (a function's): nothing to close."""
+    asyncio.run(NoModel.aclose())
 
 
 NAN, INF = float("nan"), float("inf")

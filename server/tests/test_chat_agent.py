@@ -292,6 +292,19 @@ def test_a_tools_own_failure_is_logged_once_with_its_traceback_and_not_its_argum
     assert SECRET_ARGUMENT not in caplog.text
 
 
+@pytest.mark.parametrize("name", ["run", "call", "aclose", "check_class"])
+def test_a_tool_method_that_would_hide_chat_agents_own_is_refused(name: str) -> None:
+    async def method(self: Any, query: str) -> str:
+        """Look it up."""
+        return query
+
+    with pytest.raises(TypeError, match=rf"^Hiding\.{name} is a tool, and hides ChatAgent\.{name}"):
+        type("Hiding", (ChatAgent,), {name: tool(method)})
+    # Under another name, the model may still see that one.
+    renamed = type("Renamed", (ChatAgent,), {"lookup": tool(name=name)(method)})
+    assert name in tools_of(renamed)
+
+
 def test_two_tools_of_one_name_are_refused_when_the_class_is_made() -> None:
     with pytest.raises(TypeError, match=r"two tools named 'search': \S*Twice\.a and \S*Twice\.b"):
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -505,3 +506,65 @@ def test_what_was_asked_and_answered_survives_a_restart(tmp_path: Path) -> None:
         ("interrupted", {"request": request, "status": "answered", "decision": "reject"}),
         ("end", None),
     ]
+
+
+class CatchesEverything(Agent):
+    """Asks for approval inside a `try` whose handler catches what `how` says, then goes
+    on as if the tool had failed."""
+
+    how: ClassVar[str] = "bare"
+
+    async def run(self, run: Run, text: str) -> None:
+        async def refund() -> str:
+            return "refunded"
+
+        how = type(self).how
+        try:
+            result = await run.tool("refund", refund, approval=Approval("Refund?"))
+        except Exception:
+            result = "failed"
+        except BaseException:
+            if how == "except Exception":
+                raise
+            result = "failed"
+            if how == "then raises":
+                raise RuntimeError("the refund could not be checked") from None
+            if how == "then asks again":
+                await run.interrupt("Refund anyway?", options=["yes"])
+        await run.say(f"result: {result}")
+
+
+@pytest.mark.parametrize("how", ["then returns", "then raises", "then asks again"])
+def test_a_question_the_agent_went_on_from_fails_the_run(
+    how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The agent caught the Suspend its question raised (a bare `except:`): the question
+    went out, but nobody could answer it. The run fails, logged, rather than end as if it
+    had not asked or wait on a second question past an unanswerable first."""
+    CatchesEverything.how = how
+    caplog.set_level(logging.ERROR, "thinwire")
+    with TestClient(app_for({"demo": CatchesEverything})) as client:
+        frames = ask(client)
+        context_id = frames[0]["contextId"]
+        transcript = client.get(f"/agents/demo/contexts/{context_id}").json()
+        again = client.post(  # the conversation is free, not waiting for an answer
+            "/agents/demo/runs", json={"contextId": context_id, "message": {"text": "again"}}
+        )
+    kinds = [f["type"] for f in frames]
+    assert kinds[:2] == ["run_start", "interrupt"] and kinds[-2:] == ["error", "done"]
+    assert frames[-2]["code"] == "agent_error" and frames[-1]["stopReason"] == "error"
+    assert transcript["pendingInterrupt"] is None and again.status_code == 200
+    reference = frames[-2]["message"].rsplit(" ", 1)[-1].rstrip(".")
+    logged = "\n".join(r.getMessage() + str(r.exc_info) for r in caplog.records)
+    assert reference in logged
+    assert "asked a person ('Refund?') and then went on: its code caught thinwire's Suspend" in (
+        logged
+    )
+
+
+def test_an_except_exception_does_not_catch_the_question() -> None:
+    CatchesEverything.how = "except Exception"
+    with TestClient(app_for({"demo": CatchesEverything})) as client:
+        frames = ask(client)
+    assert [f["type"] for f in frames] == ["run_start", "interrupt", "done"]
+    assert frames[-1]["stopReason"] == "interrupted"

@@ -14,18 +14,35 @@ live context and, for every user message, passes a `Run` that gives the agent it
 Everything the agent keeps in `run.history`, `run.state`, `run.invocation_state` or
 `run.shared_state` stays on the server. Only `think`, `say` and the names of tools passed
 to `tool` become frames.
+
+A `Run` is only good until its run ends. Work that outlives it (a task the agent started
+and did not wait for) gets `RunEnded` from anything that would show or record something —
+`say`, a tool, a write to `run.state` or `run.history`, a title — so nothing of it lands
+in the conversation, in this run or the next.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Awaitable, Callable, Mapping, MutableSequence, Sequence
+import inspect
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from thinwire import wire
+from thinwire.errors import StateValueError
+from thinwire.exchanges import Exchange, History
 from thinwire.interrupts import (
     APPROVAL_OPTIONS,
     Approval,
@@ -35,7 +52,7 @@ from thinwire.interrupts import (
     ToolFailed,
     new_interrupt_id,
 )
-from thinwire.jsonvalues import check_json
+from thinwire.jsonvalues import JSONValue, a_value_of, check_json
 from thinwire.records import TITLE_LENGTH, Shown, shortened
 from thinwire.state import AgentState
 
@@ -43,7 +60,7 @@ if TYPE_CHECKING:
     from thinwire.a2a.card import Skill
     from thinwire.runlog import RunLog
 
-__all__ = ["Agent", "Run"]
+__all__ = ["Agent", "Run", "RunEnded", "RunHistory", "RunState"]
 
 T = TypeVar("T")
 
@@ -59,6 +76,21 @@ PAYLOAD_RULE = "an interrupt's payload is sent to the user as JSON, so JSON valu
 ARGUMENTS_RULE = "a tool's arguments are recorded in run.history, so JSON values only"
 OUTPUT_RULE = "a tool's output is recorded in run.history, so JSON values only"
 RESULT_RULE = "a step's result is recorded for a resume to return, so JSON values only"
+INITIAL_STATE_RULE = "it is copied into every new conversation's AgentState, so JSON values only"
+
+
+def described(value: object) -> str:
+    """What a wrong setting is, for the sentence refusing it: a str as it is (one key name
+    where a set of them goes), a collection by the first thing it holds that is no str."""
+    if isinstance(value, str | bytes):
+        return f"the {type(value).__name__} {value!r}"
+    if isinstance(value, type):
+        return f"the class {value.__name__} (an instance of it goes there)"
+    if isinstance(value, Collection) and not isinstance(value, Mapping):
+        for item in value:
+            if not isinstance(item, str):
+                return f"{a_value_of(value)} holding {a_value_of(item)}"
+    return a_value_of(value)
 
 
 class Agent:
@@ -88,9 +120,51 @@ class Agent:
         raise NotImplementedError
 
     @classmethod
+    def check_class(cls) -> None:
+        """Refuse, in a sentence naming the class and the attribute, a setting that would
+        fail every conversation: `create_app` calls it for each Agent class it is given
+        (a function making agents cannot be checked before it makes one). A subclass
+        with settings of its own checks them after `super().check_class()`."""
+        name = cls.__name__
+        if not inspect.iscoroutinefunction(cls.run):
+            raise TypeError(
+                f"{name}.run must be a coroutine function (async def run(self, run, text)), "
+                "not a plain def: the kit awaits it"
+            )
+        if not isinstance(cls.system_prompt, str):
+            raise TypeError(
+                f"{name}.system_prompt must be a str, not {type(cls.system_prompt).__name__}"
+            )
+        initial = cls.initial_state
+        if not isinstance(initial, Mapping):
+            raise TypeError(
+                f"{name}.initial_state must be a mapping of str to JSON values, "
+                f"not {type(initial).__name__}"
+            )
+        try:
+            check_json(dict(initial), f"{name}.initial_state", rule=INITIAL_STATE_RULE)
+        except StateValueError as exc:
+            raise TypeError(str(exc)) from None
+        keys = cls.writable_keys
+        if keys is not None and (
+            isinstance(keys, str | bytes | Mapping)
+            or not isinstance(keys, Collection)
+            or not all(isinstance(key, str) for key in keys)
+        ):
+            raise TypeError(
+                f"{name}.writable_keys must be a set of key names (str), such as "
+                f'frozenset({{"notes"}}), or None for every key, not {described(keys)}'
+            )
+
+    @classmethod
     async def aclose(cls) -> None:
         """Release what the class holds for all its conversations (a model's client);
         called when the app shuts down."""
+
+
+class RunEnded(RuntimeError):
+    """A `Run` was used after its run ended, by work that outlived it (a task the agent
+    started and did not wait for): refused, so nothing of it is shown or recorded."""
 
 
 class Handoff(Protocol):
@@ -105,7 +179,7 @@ class Run:
         *,
         context_id: str,
         run_id: str,
-        history: MutableSequence[dict[str, Any]],
+        history: History,
         state: AgentState,
         log: RunLog,
         handoff: Handoff,
@@ -118,10 +192,13 @@ class Run:
         #: What the page sent with the message (`send(text, {data})`): public, untrusted
         #: input, like the text. Empty when it sent none.
         self.data: dict[str, Any] = copy.deepcopy(dict(data or {}))
+        #: Why the run is over, once it is: from then on every use is refused (`end`).
+        self._ended: str | None = None
         #: The agent's internal messages for this context (server-only, persisted).
-        self.history = history
+        self.history = RunHistory(history, self)
         #: Key-value AgentState of this context (server-only, persisted, JSON values).
-        self.state = state
+        self.state = RunState(state, self)
+        self._state = state
         #: Scratch space shared by the tools of this agent's run only; dropped when it ends.
         self.invocation_state: dict[str, Any] = {}
         #: Shared, by reference, by every agent taking part in this run (see `handoff`);
@@ -154,7 +231,7 @@ class Run:
             context_id=self.context_id,
             run_id=self.run_id,
             history=self.history,
-            state=self.state,
+            state=self._state,
             log=self._log,
             handoff=self._handoff,
             shared_state=self.shared_state,
@@ -171,6 +248,22 @@ class Run:
         other.usage = self.usage
         other._first_delta_sent = self._first_delta_sent
         return other
+
+    def end(self, why: str = "") -> None:
+        """The run is over for this agent: this Run, and the history and state it hands
+        out, refuse every use from now on (`RunEnded`, saying "has ended" and `why`)."""
+        self._ended = why
+
+    def _refused(self, what: str) -> RunEnded:
+        return RunEnded(
+            f"run {self.run_id} has ended{self._ended}: {what} is refused. A Run is only "
+            "good until its run ends: work that outlives it (a task the agent started and "
+            "did not wait for) must not use it"
+        )
+
+    def _check_running(self, what: str) -> None:
+        if self._ended is not None:
+            raise self._refused(what)
 
     @property
     def text(self) -> str:
@@ -205,6 +298,8 @@ class Run:
 
     async def think(self, delta: str) -> None:
         """Stream a piece of public reasoning to the user."""
+        if self._ended is not None:
+            raise self._refused("run.think()")
         if not isinstance(delta, str):
             raise not_text("think", delta)
         if delta and not self.replaying:
@@ -215,6 +310,8 @@ class Run:
 
     async def say(self, delta: str) -> None:
         """Stream a piece of the reply to the user."""
+        if self._ended is not None:  # one check: this is the per-token path
+            raise self._refused("run.say()")
         if not isinstance(delta, str):
             raise not_text("say", delta)
         if not delta:
@@ -240,6 +337,7 @@ class Run:
         It streams into the same reply and shares this run's `shared_state`, the
         conversation's history and AgentState; its `invocation_state` is its own.
         """
+        self._check_running("run.handoff()")
         await self._handoff(agent_name, self, text)
 
     async def interrupt(
@@ -258,6 +356,7 @@ class Run:
         `options`, the decision is one of them; with `schema` (a pydantic model), it is
         an instance of it; with neither, any JSON value.
         """
+        self._check_running("run.interrupt()")
         entry = self._journal.replay("interrupt", prompt)
         if entry is None:
             check_json(payload, "the interrupt payload", rule=PAYLOAD_RULE)
@@ -272,7 +371,7 @@ class Run:
             raise Suspend(request)
         decision = entry["decision"]
         if not self.replaying:  # the answer ends the replay: what follows is new
-            self.state.end_replay()
+            self._state.end_replay()
         return schema.model_validate(decision) if schema else decision
 
     async def tool(
@@ -304,6 +403,7 @@ class Run:
     ) -> T:
         """`tool`, for adapters: the arguments as a dict (any names, `approval` too), and
         the model's own `call_id` kept with the call in the history."""
+        self._check_running("run.tool()")
         if not isinstance(name, str):
             raise TypeError(f"a tool's name is a str, not {type(name).__name__}")
         check_json(arguments, f"the arguments of tool {name!r}", rule=ARGUMENTS_RULE)
@@ -339,6 +439,8 @@ class Run:
             output = await function(**arguments)
             check_json(output, f"the output of tool {name!r}", rule=OUTPUT_RULE)
         except Exception as exc:
+            # A call that outlived its run (the run did not wait for it): not recorded.
+            self._check_running(f"the result of tool {name!r}")
             activity["ok"] = False
             self._log.tool_result(frame_id, name, ok=False)
             self._record(called, {"ok": False, "error": str(exc)})
@@ -346,10 +448,12 @@ class Run:
         except asyncio.CancelledError:
             # It started, so it may have acted: the history says so (a model reads it),
             # and the call is not shown as still running.
-            activity["ok"] = False
-            self._log.tool_result(frame_id, name, ok=False)
-            self.history.append({**called, "ok": False, "error": CUT_SHORT})
+            if self._ended is None:
+                activity["ok"] = False
+                self._log.tool_result(frame_id, name, ok=False)
+                self.history.append({**called, "ok": False, "error": CUT_SHORT})
             raise
+        self._check_running(f"the result of tool {name!r}")
         activity["ok"] = True
         self._log.tool_result(frame_id, name, ok=True)
         self._record(called, {"ok": True, "output": output})
@@ -368,6 +472,7 @@ class Run:
         instead of running again, and what it said (`say`) counts as said. So a model is
         never called twice for one answer, and a replay stays deterministic.
         """
+        self._check_running("run.step()")
         entry = self._journal.replay("step", name)
         if entry is not None:
             if entry["said"]:
@@ -376,6 +481,7 @@ class Run:
             return recorded
         before = len(self._text)
         result = await function()
+        self._check_running(f"the result of step {name!r}")
         check_json(result, f"the result of step {name!r}", rule=RESULT_RULE)
         said = "".join(self._text[before:])
         self._journal.record({"kind": "step", "name": name, "result": result, "said": said})
@@ -391,6 +497,7 @@ class Run:
 
         A resumed run replaying what it did before it asked counts nothing again: those
         calls were counted when they were made."""
+        self._check_running("run.record_usage()")
         if not isinstance(model, str):
             raise TypeError(
                 f"run.record_usage() takes the model's name as a str, not {type(model).__name__}"
@@ -417,6 +524,7 @@ class Run:
     def set_title(self, title: str) -> None:
         """Name the conversation (public: the user's list shows it, a `title` frame
         announces it). A title the user gave is kept; this one is then not used."""
+        self._check_running("run.set_title()")
         if not isinstance(title, str) or not title.strip():
             raise ValueError("a title is a non-empty string")
         self.title = shortened(title, TITLE_LENGTH)
@@ -428,3 +536,69 @@ def not_text(method: str, delta: object) -> TypeError:
     """A delta that is not text: refused where the agent passed it, before it reaches
     the reply (which is text, stored and sent as such)."""
     return TypeError(f"run.{method}() takes a str, not {type(delta).__name__}")
+
+
+class RunHistory(History):
+    """`run.history`: the conversation's history, as a run sees it — writable only until
+    its run ends (then `RunEnded`). Reading it costs what reading the history does."""
+
+    def __init__(self, history: History, run: Run) -> None:
+        super().__init__(history.preamble, history.exchanges)
+        self._run = run
+
+    def _writable(self, exchange: Exchange | None) -> Exchange:
+        self._run._check_running("a write to run.history")
+        return super()._writable(exchange)
+
+
+class RunState(MutableMapping[str, JSONValue]):
+    """`run.state`: the conversation's AgentState (see `thinwire.state`), as a run sees
+    it — writable only until its run ends (then `RunEnded`). The AgentState outlives the
+    run: a write made after it would be saved by the next one, under no run."""
+
+    def __init__(self, state: AgentState, run: Run) -> None:
+        self._state = state
+        self._run = run
+
+    @property
+    def writable_keys(self) -> frozenset[str] | None:
+        return self._state.writable_keys
+
+    def denied(self, keys: Iterable[str]) -> set[str]:
+        """The keys among `keys` that may not be written."""
+        return self._state.denied(keys)
+
+    def update_all(self, changes: Mapping[str, JSONValue], *, source: str | None = None) -> None:
+        """Write several keys at once: all of them, or — on any refusal — none."""
+        self._run._check_running("a write to run.state")
+        self._state.update_all(changes, source=source)
+
+    def set(self, key: str, value: JSONValue, *, source: str | None = None) -> None:
+        self.update_all({key: value}, source=source)
+
+    def __getitem__(self, key: str) -> JSONValue:
+        return self._state[key]
+
+    def __setitem__(self, key: str, value: JSONValue) -> None:
+        self.update_all({key: value})
+
+    def __delitem__(self, key: str) -> None:
+        """Deleting a key is audited as writing null to it."""
+        self._run._check_running("a write to run.state")
+        del self._state[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._state
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._state)
+
+    def __len__(self) -> int:
+        return len(self._state)
+
+    def __repr__(self) -> str:
+        return repr(self._state)
+
+    def to_json(self) -> dict[str, JSONValue]:
+        """A copy of every value."""
+        return self._state.to_json()

@@ -100,6 +100,13 @@ def new_record(context_id: str, agent_name: str, agent: Agent, owner: str) -> Co
     )
 
 
+def agent_failed(what: str) -> AgentFailed:
+    """Log the exception being handled under a reference; the client gets the reference."""
+    reference = "err-" + secrets.token_hex(6)
+    logger.exception("%s (%s)", what, reference)
+    return AgentFailed(reference)
+
+
 def busy() -> Conflict:
     """What a person is told: pages show it as it is, so it names nothing internal."""
     return Conflict(
@@ -143,9 +150,7 @@ class ContextRegistry:
         try:
             return self.agents[name]()
         except Exception as exc:
-            reference = "err-" + secrets.token_hex(6)
-            logger.exception("creating an agent %r failed (%s)", name, reference)
-            raise AgentFailed(reference) from exc
+            raise agent_failed(f"creating an agent {name!r} failed") from exc
 
     def _context(self, record: ContextRecord) -> Context:
         agent = self._new_agent(record.agent)
@@ -197,8 +202,14 @@ class ContextRegistry:
         (the start of its first run, so the context and the user's first message land in
         one step). Until then it is nowhere but in the hands of its caller."""
         agent = self._new_agent(agent_name)
-        record = new_record(context_id or new_context_id(), agent_name, agent, owner)
-        context = Context(record=record, agent=agent, state=self._state(record, agent))
+        try:
+            record = new_record(context_id or new_context_id(), agent_name, agent, owner)
+            state = self._state(record, agent)
+        except Exception as exc:
+            # The app's mistake (an initial_state that is not JSON, from a function making
+            # agents: create_app checks a class's), not the client's: logged, a 500.
+            raise agent_failed(f"starting a conversation with agent {agent_name!r} failed") from exc
+        context = Context(record=record, agent=agent, state=state)
         now = record.created_at
         context.initial_audit = [
             AuditEntry(key, value, now, "system") for key, value in record.state.items()

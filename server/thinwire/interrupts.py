@@ -24,6 +24,7 @@ __all__ = [
     "Rejected",
     "ReplayMismatch",
     "Suspend",
+    "SuspendCaught",
     "ToolFailed",
     "new_interrupt_id",
 ]
@@ -70,10 +71,25 @@ class ReplayMismatch(RuntimeError):
 
 class Suspend(BaseException):
     """Unwinds the agent's code when it asks a person. A BaseException, so the agent's
-    `except Exception` cannot swallow the suspension."""
+    `except Exception` cannot swallow the suspension; a bare `except:` or an `except
+    BaseException:` that does not re-raise it fails the run (`SuspendCaught`)."""
 
     def __init__(self, request: wire.InterruptRequest) -> None:
         super().__init__(request.interrupt_id)
+        self.request = request
+
+
+class SuspendCaught(RuntimeError):
+    """The agent asked a person, then went on instead of stopping for the answer: its
+    code caught the `Suspend` meant to stop the run. The question was sent, but nobody
+    could answer it: the run fails (`agent_error`) rather than end as if it had not asked."""
+
+    def __init__(self, request: wire.InterruptRequest) -> None:
+        super().__init__(
+            f"the agent asked a person ({request.prompt!r}) and then went on: its code "
+            "caught thinwire's Suspend (a bare `except:`, or an `except BaseException:` "
+            "that did not re-raise it). Let Suspend through, so the run waits for the answer"
+        )
         self.request = request
 
 

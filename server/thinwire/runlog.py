@@ -150,6 +150,8 @@ class RunLog:
         self.outlets: list[Outlet] = []
         self._flusher_waiter: asyncio.Future[bool] | None = None
         self._calls = 0
+        #: The first question the run sent (its first `interrupt` frame), if it asked.
+        self.asked: wire.InterruptRequest | None = None
         #: `{"contextId":…,"runId":…,"seq":` — what every frame of this run starts with.
         self._prefix = (
             f'{{"contextId":{to_json(context.id).decode()},'
@@ -290,6 +292,8 @@ class RunLog:
 
     def interrupt(self, request: wire.InterruptRequest) -> None:
         self._append(wire.InterruptFrame, interrupt=request)
+        if self.asked is None:
+            self.asked = request
 
     def error(self, code: str, message: str, *, retryable: bool) -> None:
         self._append(wire.ErrorFrame, code=code, message=message, retryable=retryable)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thinwire import wire
-from thinwire.agent import Run
+from thinwire.agent import Agent, Run
 from thinwire.branches import Position
 from thinwire.codes import RETRYABLE_CODES, ServerErrorCode
 from thinwire.contexts import Context, ContextRegistry
@@ -33,7 +33,7 @@ from thinwire.errors import LeaseLost, ModelError, RunTooLong, StateValueError, 
 from thinwire.exchanges import checked
 from thinwire.flushing import start_flushing
 from thinwire.ids import new_run_id
-from thinwire.interrupts import ReplayMismatch, Suspend
+from thinwire.interrupts import ReplayMismatch, Suspend, SuspendCaught
 from thinwire.jsontext import dumps, is_unicode
 from thinwire.records import Checkpoint, ContextRecord
 from thinwire.runlog import RunLog, shown
@@ -174,9 +174,13 @@ async def execute(
             raise LookupError(f"no agent named {agent_name!r} to hand off to")
         state, source = context.state, context.state.source
         state.source = f"agent:{agent_name}"  # its writes are audited as its own
+        handed = run.handed_to()
         try:
-            await factory().run(run.handed_to(), text)
+            await factory().run(handed, text)
         finally:
+            # Its part is over: what it left running must not write as the one it handed
+            # back to (its writes would be audited as that agent's).
+            handed.end(f" for {agent_name!r}, whose handoff returned")
             state.source = source
 
     try:
@@ -207,7 +211,7 @@ async def execute(
     flushing = start_flushing(registry, log, asyncio.current_task())
     outcome = Outcome("end")
     try:
-        await context.agent.run(run, text)
+        await run_agent(context.agent, run, text, log)
         if run.replaying:
             raise ReplayMismatch("the resumed run ended before replaying its journal")
     except Suspend as suspension:
@@ -227,8 +231,29 @@ async def execute(
         failure(log, "agent_error", "The agent failed")
         outcome = Outcome("error")
     finally:
+        # Before anything awaits: a task the agent left running must not add to the run
+        # being saved, nor to the conversation after it (see `Run.end`).
+        run.end()
         await flushing.stop()
         await finish(registry, context, log, run, text, start, outcome)
+
+
+async def run_agent(agent: Agent, run: Run, text: str, log: RunLog) -> None:
+    """`agent.run(run, text)`; if it asked a person and then went on rather than stop for
+    the answer (it caught the `Suspend`), `SuspendCaught`: the question it sent cannot be
+    answered, so the run must not end as if it had not asked."""
+    try:
+        await agent.run(run, text)
+    except Suspend as suspension:
+        if log.asked is not None and suspension.request is not log.asked:
+            raise SuspendCaught(log.asked) from suspension  # it went on to ask again
+        raise
+    except Exception as exc:
+        if log.asked is not None:
+            raise SuspendCaught(log.asked) from exc
+        raise
+    if log.asked is not None:
+        raise SuspendCaught(log.asked)
 
 
 async def finish(

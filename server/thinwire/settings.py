@@ -29,15 +29,21 @@ __all__ = [
     "check_routes",
 ]
 
-AGENT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+#: An agent's name, a segment of its URLs: "." and ".." are not, as a URL is resolved.
+AGENT_NAME = re.compile(r"(?!\.\.?$)[A-Za-z0-9_.-]{1,64}")
 
 
 def check_agents(agents: Mapping[str, AgentFactory]) -> None:
+    """The agents, by name. An Agent class is checked whole (`Agent.check_class`); a
+    function making agents cannot be, before it makes one."""
     if not isinstance(agents, Mapping) or not agents:
         raise TypeError('agents is a mapping of names to agent classes: {"demo": DemoAgent}')
     for name, factory in agents.items():
         if not isinstance(name, str) or not AGENT_NAME.fullmatch(name):
-            raise ValueError(f"agent names are 1-64 of A-Z a-z 0-9 _ . -, not {name!r}")
+            raise ValueError(
+                "agent names are 1-64 of A-Z a-z 0-9 _ . -, other than . and .. (which a URL "
+                f"cannot hold as a name), not {name!r}"
+            )
         if isinstance(factory, Agent):
             raise TypeError(
                 f"agents[{name!r}] is an instance: pass the class {type(factory).__name__} "
@@ -45,11 +51,13 @@ def check_agents(agents: Mapping[str, AgentFactory]) -> None:
             )
         if not callable(factory):
             raise TypeError(f"agents[{name!r}] must be an Agent class or a function making one")
-        if isinstance(factory, type) and not issubclass(factory, Agent):
-            raise TypeError(
-                f"agents[{name!r}] must be an Agent class or a function making one, "
-                f"not the class {factory.__name__}, which is no thinwire Agent"
-            )
+        if isinstance(factory, type):
+            if not issubclass(factory, Agent):
+                raise TypeError(
+                    f"agents[{name!r}] must be an Agent class or a function making one, "
+                    f"not the class {factory.__name__}, which is no thinwire Agent"
+                )
+            factory.check_class()
 
 
 #: The shortest operator token taken: the bearer token alone opens `/admin`.

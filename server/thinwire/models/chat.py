@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from pydantic_core import to_jsonable_python
 
-from thinwire.agent import Agent, Run
+from thinwire.agent import Agent, Run, described
 from thinwire.interrupts import Rejected, ToolFailed
 from thinwire.models.base import ChatModel, ModelTurn, ToolCall
 from thinwire.models.messages import model_turn, to_chat_messages
@@ -53,10 +53,42 @@ class ChatAgent(Agent):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         tools_of(cls)  # two tools of one name are refused now, not one dropped in silence
+        for attribute, value in vars(cls).items():
+            # A tool method named `run` or `call` would replace ChatAgent's own: every run
+            # would then fail, far from the cause.
+            if hasattr(value, "__thinwire_tool__") and hasattr(ChatAgent, attribute):
+                raise TypeError(
+                    f"{cls.__name__}.{attribute} is a tool, and hides ChatAgent.{attribute}: "
+                    f"give the method another name (@tool(name={attribute!r}) keeps the name "
+                    "the model sees)"
+                )
+
+    @classmethod
+    def check_class(cls) -> None:
+        super().check_class()
+        name, model = cls.__name__, getattr(cls, "model", None)
+        if model is None:
+            raise TypeError(
+                f'{name} has no model: set model = OpenAIChat("gpt-4.1-mini"), or any chat '
+                "model (a name and an async complete)"
+            )
+        if not isinstance(getattr(model, "name", None), str) or not callable(
+            getattr(model, "complete", None)
+        ):
+            raise TypeError(
+                f"{name}.model must be a chat model, such as an OpenAIChat: an object with a "
+                f"name (str) and an async complete, not {described(model)}"
+            )
+        steps = cls.max_steps
+        if isinstance(steps, bool) or not isinstance(steps, int):
+            raise TypeError(f"{name}.max_steps must be an int, not {type(steps).__name__}")
+        if steps < 1:
+            raise ValueError(f"{name}.max_steps must be an int of at least 1, not {steps!r}")
 
     @classmethod
     async def aclose(cls) -> None:
-        close = getattr(cls.model, "aclose", None)
+        # A class the app never checked (a factory's) may have no model: nothing to close.
+        close = getattr(getattr(cls, "model", None), "aclose", None)
         if close is not None:
             await close()
 
