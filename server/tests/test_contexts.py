@@ -80,6 +80,8 @@ async def test_a_killed_run_keeps_the_reply_its_flushed_frames_showed() -> None:
     context = await first.get("demo", "ctx-a", "ada")
     log = await begin_run(first, context, "hello")
     log.run_start("demo", *context.record.next_turn_ids())
+    log.thinking("Counting, ")
+    log.thinking("then charging.")
     counted = log.new_call_id()
     log.tool_call(counted, "count_words")
     log.tool_result(counted, "count_words", ok=True)
@@ -99,6 +101,7 @@ async def test_a_killed_run_keeps_the_reply_its_flushed_frames_showed() -> None:
     }
     # What the run recorded of its tools was never saved: its history message still names
     # them, and how they ended as far as the client was shown, for a model to read.
+    assert recovered.transcript[-1]["thinking"] == "Counting, then charging."
     assert [(a["name"], a["ok"]) for a in recovered.transcript[-1]["activity"]] == [
         ("count_words", True),
         ("charge_card", None),

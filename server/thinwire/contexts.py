@@ -306,9 +306,10 @@ class ContextRegistry:
 
     async def _record_killed_run(self, context: Context) -> None:
         """A run was in progress when its process died: its turn ends as interrupted with
-        the text its flushed frames showed, and its event log with a `done` saying so,
-        numbered past anything it could have sent. A run someone asked to stop ends as
-        stopped: its process can no longer say so, and the person asked for no more."""
+        the text, thinking and tools its flushed frames showed, and its event log with a
+        `done` saying so, numbered past anything it could have sent. A run someone asked
+        to stop ends as stopped: its process can no longer say so, and the person asked
+        for no more."""
         record = context.record
         assert record.active_run is not None
         run_id = record.active_run.run_id
@@ -318,9 +319,11 @@ class ContextRegistry:
         after = last.first_seq - 1 if last is not None and last.run_id == run_id else 0
         events = await self.store.read_events(context.id, after)
         frames = [e.data for e in events if e.run_id == run_id]
-        text, calls = shown(frames)
+        text, calls, thinking = shown(frames)
         now = time.time()
-        killed = record.end_killed_run(text, calls, at=now, stop_reason=stop_reason)
+        killed = record.end_killed_run(
+            text, calls, thinking=thinking, at=now, stop_reason=stop_reason
+        )
         if killed.kept is not None:  # what the run it resumed wrote before it asked
             context.state.restore_with_writes(killed.kept)
         done = encode_frame(

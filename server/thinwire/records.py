@@ -578,12 +578,13 @@ class ContextRecord:
         text: str = "",
         calls: Sequence[Mapping[str, Any]] = (),
         *,
+        thinking: str = "",
         at: float | None = None,
         stop_reason: wire.StopReason = "interrupted",
     ) -> ActiveRun:
         """The process running the active run died: its turn ends as interrupted (or
         `stopped`, when a stop was asked for and could not reach it), with
-        what it had shown (`text`, `calls`), finished `at` (when that was found),
+        what it had shown (`text`, `calls`, `thinking`), finished `at` (when that was found),
         and frame numbering resumes past anything it could have sent. A run resuming
         after a decision keeps what the run that asked had done by then, as a stop while
         it waited would (its AgentState is the caller's to bring back, from `kept`).
@@ -603,7 +604,11 @@ class ContextRecord:
             text,
             [call["name"] for call in calls],
             said_before=said_before,
-            shown=Shown(activity=[dict(call) for call in calls], meta={"finishedAt": at}),
+            shown=Shown(
+                thinking=thinking,
+                activity=[dict(call) for call in calls],
+                meta={"finishedAt": at},
+            ),
         )
         if calls:
             summary = self.running_exchange.messages[-1]

@@ -650,22 +650,25 @@ _DISPATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Dispatch] = (
 )
 
 
-def shown(frames: Sequence[str]) -> tuple[str, list[dict[str, Any]]]:
+def shown(frames: Sequence[str]) -> tuple[str, list[dict[str, Any]], str]:
     """What a run's frames showed the client of a run that never got to save its end:
-    the reply text, and the tool calls in call order, each with how it ended as far as
-    they say (`ok`: true, false, or null when no result was shown)."""
+    the reply text, the tool calls in call order, each with how it ended as far as
+    they say (`ok`: true, false, or null when no result was shown), and the thinking."""
     text: list[str] = []
+    thinking: list[str] = []
     calls: dict[str, dict[str, Any]] = {}
     for data in frames:
         frame = json.loads(data)
         kind = frame.get("type")
         if kind == "token":
             text.append(frame["delta"])
+        elif kind == "thinking":
+            thinking.append(frame["delta"])
         elif kind == "tool_call":
             calls[frame["callId"]] = {"callId": frame["callId"], "name": frame["name"], "ok": None}
         elif kind == "tool_result" and frame["callId"] in calls:
             calls[frame["callId"]]["ok"] = frame["ok"]
-    return "".join(text), list(calls.values())
+    return "".join(text), list(calls.values()), "".join(thinking)
 
 
 class Retagged:

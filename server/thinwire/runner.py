@@ -417,7 +417,7 @@ async def taken_over(store: Store, log: RunLog) -> Event:
         if recorded:
             return recorded[-1]
         frames = [event.data for event in mine]
-    text, calls = shown(frames)
+    text, calls, _ = shown(frames)  # a done says no thinking
     return log.encode(
         wire.DoneFrame,
         log.reserve_seq(),
