@@ -460,3 +460,73 @@ async def test_a_context_at_rest_holds_its_conversation_as_text(tmp_path: Path) 
 def at_rest(record: ContextRecord) -> bool:
     """Every exchange in hand is held as its JSON text, nothing decoded."""
     return all(e._messages is None and e._turns is None for e in record.exchanges.values())
+
+
+class Gated(Agent):
+    """Says a word; on "long", waits to be let go (or stopped) before saying more."""
+
+    gate: ClassVar[asyncio.Event]
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("begun. ")
+        if text == "long":
+            await type(self).gate.wait()
+        await run.say("ended.")
+
+
+def test_a_conversation_loaded_while_every_other_runs_is_one_copy_to_every_request() -> None:
+    """With as many conversations running as the cache holds, one loaded to run was
+    dropped from the cache at once: the next request loaded a second copy, whose run
+    went on beside the first (which ended interrupted), and a stop reached the copy that
+    was not running."""
+    Gated.gate = asyncio.Event()
+    with TestClient(app_for({"demo": Gated}, max_contexts=1)) as client:
+        a = send(client, "hi")[0]["contextId"]
+        b = send(client, "hi")[0]["contextId"]
+        long_b = {"contextId": b, "message": {"text": "long"}}
+        long_a = {"contextId": a, "message": {"text": "long"}}
+        with (
+            client.stream("POST", "/agents/demo/runs", json=long_b) as on_b,
+            client.stream("POST", "/agents/demo/runs", json=long_a) as on_a,
+        ):
+            b_lines, a_lines = on_b.iter_lines(), on_a.iter_lines()
+            for lines in (b_lines, a_lines):
+                assert "run_start" in "\n".join(iter(lambda: next(lines), ""))  # noqa: B023
+            again = client.post("/agents/demo/runs", json={**long_a, "message": {"text": "x"}})
+            assert again.status_code == 409 and again.json()["error"]["code"] == "context_busy"
+            stop = client.post(f"/agents/demo/contexts/{a}/stop", json={})
+            assert stop.json()["stopping"] is True
+            a_frames = parse_sse("\n".join(a_lines))
+            assert client.portal is not None
+            client.portal.call(Gated.gate.set)
+            b_frames = parse_sse("\n".join(b_lines))
+        assert a_frames[-1]["stopReason"] == "stopped"
+        assert b_frames[-1]["stopReason"] == "end"
+        turns = client.get(f"/agents/demo/contexts/{a}").json()["turns"]
+        assert [(t["role"], t["stopReason"]) for t in turns] == [
+            ("user", None),
+            ("assistant", "end"),
+            ("user", None),
+            ("assistant", "stopped"),
+        ]
+
+
+@pytest.mark.anyio
+async def test_a_copy_evicted_while_its_caller_waited_is_held_only_if_no_other_is_live() -> None:
+    from thinwire.errors import Conflict
+
+    store = MemoryStore()
+    await store.create(new_record("ctx-a", "demo", DemoAgent(), "ada"))
+    registry = ContextRegistry(store, {"demo": DemoAgent})
+    first = await registry.get("demo", "ctx-a", "ada")
+    registry.forget_cached(first)  # evicted, as while its caller awaited a refresh
+    await registry.acquire(first, "run")  # nobody loaded another: held, and live again
+    assert registry.cached("ctx-a") is first
+    await registry.release(first)
+    registry.forget_cached(first)
+    second = await registry.get("demo", "ctx-a", "ada")  # another request loads a copy
+    assert second is not first
+    with pytest.raises(Conflict, match="busy"):
+        await registry.acquire(first, "run")
+    await registry.acquire(second, "run")
+    await registry.release(second)

@@ -168,13 +168,18 @@ class ContextRegistry:
         self._live[context.id] = context
         self._live.move_to_end(context.id)
         self._weigh(context)
-        self._evict()
+        self._evict(keep=context)
 
-    def _evict(self) -> None:
+    def _evict(self, keep: Context) -> None:
+        """Drop idle contexts, least recently used first, but never `keep`: its caller is
+        about to use it, and a second request meanwhile must find this copy, not load
+        another (two copies would each let a run start)."""
         # Checked first, as every save calls this: a scan of the cache would cost a send
         # more than the rest of its bookkeeping.
         while len(self._live) > self.max_contexts or self.cached_bytes > self.max_context_bytes:
-            stale = next((c for c in self._live.values() if c.holder is None), None)
+            stale = next(
+                (c for c in self._live.values() if c.holder is None and c is not keep), None
+            )
             if stale is None:
                 return  # every context is in use: the cache may run over until they rest
             self._drop(stale)
@@ -352,7 +357,14 @@ class ContextRegistry:
         changes nothing the waiting run reads) may: anything else is `decision_pending`."""
         if context.holder is not None:
             raise busy()
+        live = self._live.get(context.id)
+        if live is not None and live is not context:
+            # This copy was evicted while its caller waited, and another loaded since:
+            # that one is the conversation here now, and may be running.
+            raise busy()
         context.holder = holder
+        if live is None and context.record.version > 0:
+            self._remember(context)  # held, it must be the copy every request finds
         try:
             with self.writes.watching(clears=False):  # a write, with a shared store
                 lease = await self.coordinator.acquire(context.id)
@@ -426,7 +438,7 @@ class ContextRegistry:
         record.saved(compact=compact)
         if self._live.get(context.id) is context:
             self._weigh(context)
-            self._evict()
+            self._evict(keep=context)
 
     async def forget(self, context: Context) -> None:
         """Remove every trace of the context from the store and the cache."""
