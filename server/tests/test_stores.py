@@ -1132,3 +1132,28 @@ def test_sqlite_logs_a_repeated_failure_once_in_a_while_with_a_count(
         "sqlite failed: OperationalError('database or disk is full') "
         "(49 more like it in the last 10 s)",
     ]
+
+
+def test_the_apps_event_ttl_is_how_long_redis_keeps_frames_and_sends(redis_url: str) -> None:
+    """It was the store's own 24 h whatever the app said: a shorter retention, asked for
+    privacy, was not kept to."""
+    from starlette.testclient import TestClient
+
+    from conftest import app_for, parse_sse
+    from thinwire.demo import DemoAgent
+
+    store = RedisStore.from_url(redis_url, prefix=f"ttl-{secrets.token_hex(4)}")
+    app = app_for({"demo": lambda: DemoAgent(delay=0)}, store=store, event_ttl=60)
+    with TestClient(app) as client:
+        body = {"message": {"text": "hi"}, "messageId": "msg-ttl-1"}
+        frames = parse_sse(client.post("/agents/demo/runs", json=body).text)
+        context_id = frames[0]["contextId"]
+        assert client.portal is not None
+
+        async def ttls() -> list[int]:
+            keys = [k async for k in store.redis.scan_iter(f"{store.prefix}:send:*")]
+            keys.append(store.key("events", context_id))
+            return [await store.redis.ttl(key) for key in keys]
+
+        kept = client.portal.call(ttls)
+    assert len(kept) == 2 and all(0 < ttl <= 60 for ttl in kept), kept

@@ -106,6 +106,7 @@ class AgentServer:
         self.heartbeat_interval = heartbeat_interval
         self.send_timeout = send_timeout
         self.event_ttl = event_ttl
+        store.keep_events_for(event_ttl)
         #: Pages of other origins whose WebSockets may act with this site's cookies.
         self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
         self.limiter = limiter

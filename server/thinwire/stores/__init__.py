@@ -12,7 +12,7 @@ from thinwire.stores.memory import MemoryStore
 from thinwire.stores.sqlite import SQLiteStore
 
 
-def store_from_url(url: str, *, event_ttl: float = 86400) -> Store:
+def store_from_url(url: str) -> Store:
     """A store named by URL: `redis://host:6379/0?prefix=myapp` (several replicas),
     `sqlite:///data/app.db` (relative to the working directory, as in SQLAlchemy),
     `sqlite:////var/lib/app.db` (absolute: four slashes), or `memory://`."""
@@ -25,7 +25,7 @@ def store_from_url(url: str, *, event_ttl: float = 86400) -> Store:
         prefix = next((v for k, v in query if k == "prefix"), "thinwire")
         rest = urlencode([(k, v) for k, v in query if k != "prefix"])
         plain = urlunsplit(parts._replace(query=rest))
-        return RedisStore.from_url(plain, prefix=prefix, event_ttl=event_ttl)
+        return RedisStore.from_url(plain, prefix=prefix)
     if parts.scheme == "sqlite":
         # SQLAlchemy's convention: what follows "sqlite:///" is the path as written.
         path = url.split(":///", 1)[1].split("?", 1)[0] if ":///" in url else ""

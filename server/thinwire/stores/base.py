@@ -245,6 +245,10 @@ class Store(abc.ABC):
     async def trim_events(self, context_id: str, before_seq: int) -> None:
         """Drop the frames with seq < `before_seq`."""
 
+    def keep_events_for(self, seconds: float) -> None:  # noqa: B027 - optional
+        """The app's `event_ttl`, told when the app is made: a store that expires frames
+        by itself (Redis) keeps them that long; the others are asked (`expire_events`)."""
+
     @abc.abstractmethod
     async def expire_events(self, before_time: float) -> int:
         """Drop frames of every context kept since before `before_time`; return how many.

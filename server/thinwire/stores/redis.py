@@ -12,7 +12,8 @@ Keys, under `prefix`:
     {p}:list:{n}:{owner}:{agent}  sorted set of an owner's conversations of an agent,
                       scored by when each was updated (n: the owner's length)
     {p}:audit:{id}    list of audit entries (JSON), appended with the save they belong to
-    {p}:events:{id}   stream of frames, entry id "{seq}-1", expiring after `event_ttl`
+    {p}:events:{id}   stream of frames, entry id "{seq}-1", expiring after `event_ttl` (the
+                      app's, `keep_events_for`)
     {p}:send:{owner}:{message}  the context a first send created, expiring after `event_ttl`
     {p}:lease:{id}    "{owner} {token}" with a time to live: who may run the context
     {p}:fence:{id}    the last fencing token handed out
@@ -32,6 +33,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
@@ -259,7 +261,7 @@ class RedisStore(Store):
         # annotations cannot express.
         self.redis: Any = client
         self.prefix = prefix
-        self.event_ttl = max(1, int(event_ttl))
+        self.keep_events_for(event_ttl)
         self._create: Any = client.register_script(CREATE)
         self._save: Any = client.register_script(SAVE)
         self._append: Any = client.register_script(APPEND)
@@ -472,6 +474,11 @@ class RedisStore(Store):
     async def trim_events(self, context_id: str, before_seq: int) -> None:
         key = self.key("events", context_id)
         await self.redis.xtrim(key, minid=f"{before_seq}-0", approximate=False)
+
+    def keep_events_for(self, seconds: float) -> None:
+        # Frames and send keys get it as they are written: what was written before keeps
+        # the time it was given.
+        self.event_ttl = max(1, math.ceil(seconds))
 
     @store_errors
     async def expire_events(self, before_time: float) -> int:
