@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import secrets
@@ -595,6 +596,24 @@ def stored_client(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Tes
     app = app_for({"chat": Numbered}, identify=by_header, store=store)
     with TestClient(app) as test_client:
         yield test_client
+
+
+def made_cursor(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode()
+
+
+@pytest.mark.parametrize(
+    "forged",
+    ['[NaN, "x"]', '[Infinity, "x"]', "[1" + "0" * 400 + ', "x"]', '[true, "x"]', '[1e999, "x"]'],
+)
+def test_a_forged_cursor_is_a_400_on_every_store(stored_client: TestClient, forged: str) -> None:
+    """Not a 500 (a number past a float's range) nor a 503 blaming Redis (NaN reached its
+    query): any signed-in user can send one."""
+    conversation(stored_client, "one")
+    response = stored_client.get(
+        "/agents/chat/contexts", params={"cursor": made_cursor(forged)}, headers=ADA
+    )
+    assert error(response) == (400, "invalid_request")
 
 
 def cool(client: TestClient, context_id: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,12 +106,22 @@ def encode_cursor(summary: Summary) -> str:
 
 
 def decode_cursor(value: str) -> Cursor:
+    """The cursor a page ended with; anything else a client made up is a 400 (a time
+    that is no finite number would reach the store's query)."""
     try:
         updated_at, context_id = json.loads(
-            base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+            base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)),
+            parse_constant=refuse_constant,  # NaN, Infinity: never one this server gave
         )
-        if not isinstance(updated_at, int | float) or not isinstance(context_id, str):
+        if isinstance(updated_at, bool) or not isinstance(updated_at, int | float):
             raise ValueError(value)
-    except (ValueError, TypeError) as exc:
+        updated_at = float(updated_at)  # OverflowError past a float's range
+        if not math.isfinite(updated_at) or not isinstance(context_id, str):
+            raise ValueError(value)
+    except (ValueError, TypeError, OverflowError) as exc:
         raise BadRequest("invalid_request", "cursor: not one this server gave") from exc
-    return Cursor(float(updated_at), context_id)
+    return Cursor(updated_at, context_id)
+
+
+def refuse_constant(name: str) -> float:
+    raise ValueError(name)
