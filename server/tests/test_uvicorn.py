@@ -204,6 +204,30 @@ def test_a_websocket_ticket_is_not_written_to_the_log(demo: ServerProcess) -> No
     assert ticket not in demo.log() and "/agents/demo/ws?ticket=…&x=1" in demo.log()
 
 
+def test_no_credential_of_a_websocket_handshake_is_logged_at_any_level(tmp_path: Path) -> None:
+    """At debug level the websockets library logs every handshake header; at trace level
+    uvicorn logs the scope, query string and all."""
+    from websockets.sync.client import connect
+
+    args = ("demo", "--log-level", "trace", "--data-dir", str(tmp_path))
+    with serve(*args) as server:
+        ticket = httpx.post(f"{server.url}/agents/demo/tickets").json()["ticket"]
+        url = server.url.replace("http://", "ws://") + f"/agents/demo/ws?ticket={ticket}"
+        secrets_sent = {
+            "cookie": "thinwire_demo_user=cookie-value-not-to-log",
+            "authorization": "Bearer bearer-token-not-to-log",
+        }
+        with connect(url, subprotocols=["thinwire.v1"], additional_headers=secrets_sent) as ws:  # type: ignore[list-item]
+            ws.send(json.dumps({"type": "send", "message": {"text": "hi"}}))
+            while json.loads(ws.recv(timeout=10))["type"] != "done":
+                pass
+        wait_for(lambda: "< cookie: …" in server.log())
+        log = server.log()
+    assert "< authorization: …" in log and "ticket=…" in log
+    for value in (ticket, "cookie-value-not-to-log", "bearer-token-not-to-log"):
+        assert value not in log
+
+
 def test_no_access_log_writes_no_line_per_request(tmp_path: Path) -> None:
     args = ("demo", "--no-access-log", "--data-dir", str(tmp_path))
     with serve(*args) as server:

@@ -266,19 +266,35 @@ class DrainingServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-TICKET = re.compile(r"(\bticket=)[^&\s\"]+")
+TICKET = re.compile(r"(\bticket=)[^&\s\"']+")
+#: A handshake's credentials, as the websockets library logs each header at debug level.
+CREDENTIAL_HEADER = re.compile(
+    r"^([<>] (?:cookie|set-cookie|authorization|proxy-authorization): ).+$",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
-def without_tickets(record: logging.LogRecord) -> bool:
+def without_credentials(record: logging.LogRecord) -> bool:
     """A WebSocket's ticket opens a socket for a minute and names its principal, and it
-    comes in the URL, which uvicorn logs (the access line, `"WebSocket …" [accepted]`):
-    its lines show `ticket=…` instead."""
-    if isinstance(record.args, tuple) and any(
-        isinstance(arg, str) and "ticket=" in arg for arg in record.args
-    ):
-        record.args = tuple(
-            TICKET.sub(r"\1…", arg) if isinstance(arg, str) else arg for arg in record.args
-        )
+    comes in the URL, which uvicorn logs (the access line, `"WebSocket …" [accepted]`,
+    the ASGI scope at trace level); at debug level the websockets library logs each
+    handshake header, a cookie or a bearer token among them. Their lines show `…`
+    instead."""
+    if record.name == "uvicorn.access":  # its formatter reads the arguments one by one
+        if isinstance(record.args, tuple) and any(
+            isinstance(arg, str) and "ticket=" in arg for arg in record.args
+        ):
+            record.args = tuple(
+                TICKET.sub(r"\1…", arg) if isinstance(arg, str) else arg for arg in record.args
+            )
+        return True
+    try:
+        message = record.getMessage()
+    except Exception:  # a malformed call of someone else's: logging reports it as usual
+        return True
+    redacted = CREDENTIAL_HEADER.sub(r"\1…", TICKET.sub(r"\1…", message))
+    if redacted != message:
+        record.msg, record.args = redacted, ()
     return True
 
 
@@ -312,8 +328,8 @@ def run(
         forwarded_allow_ips=forwarded_allow_ips,
         access_log=access_log,
     )
-    for name in ("uvicorn.access", "uvicorn.error"):  # configured by uvicorn.Config
-        logging.getLogger(name).addFilter(without_tickets)
+    for name in ("uvicorn.access", "uvicorn.error", "uvicorn.asgi"):  # uvicorn's loggers
+        logging.getLogger(name).addFilter(without_credentials)
     server = DrainingServer(config)
     server.shutdown_timeout = shutdown_timeout
     gc.freeze()
