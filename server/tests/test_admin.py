@@ -376,3 +376,10 @@ def test_while_a_new_operator_token_replaces_an_old_one_both_open_the_api() -> N
         app_for({"demo": DemoAgent}, operator_token=[new, "short"])
     with pytest.raises(TypeError, match=r"^operator_token\[0\] must be a string, not int$"):
         app_for({"demo": DemoAgent}, operator_token=[42])
+    with pytest.raises(TypeError, match=r"^operator_token must be a string or a list .*bytes$"):
+        app_for({"demo": DemoAgent}, operator_token=b"x" * 20)
+    # A header carries it: what curl sends of "ä" (UTF-8) is not what Starlette reads
+    # back (Latin-1), so such a token could never be used; nor one with a space inside.
+    for odd in ("pässwörd-0123456789", "operator token with spaces", "tab\tinside-0123456789"):
+        with pytest.raises(ValueError, match="must be printable ASCII"):
+            app_for({"demo": DemoAgent}, operator_token=odd)

@@ -76,7 +76,7 @@ def check_operator_token(
         return ()
     if isinstance(token, str):
         return (checked_token(token, name),)
-    if not isinstance(token, Sequence):
+    if isinstance(token, bytes | bytearray) or not isinstance(token, Sequence):
         raise TypeError(f"{name} must be a string or a list of strings, not {type(token).__name__}")
     return tuple(checked_token(each, f"{name}[{i}]") for i, each in enumerate(token))
 
@@ -86,6 +86,10 @@ def checked_token(token: object, name: str) -> str:
         raise TypeError(f"{name} must be a string, not {type(token).__name__}")
     if token != token.strip():
         raise ValueError(f"{name} must not start or end with whitespace")
+    if not all("!" <= c <= "~" for c in token):
+        # An Authorization header carries it: a client sends other characters as bytes
+        # no server reads back the same (UTF-8 against Latin-1), and none sends a space.
+        raise ValueError(f"{name} must be printable ASCII, without spaces or control characters")
     if len(token) < OPERATOR_TOKEN_LENGTH:
         raise ValueError(
             f"{name} must be at least {OPERATOR_TOKEN_LENGTH} characters, not {len(token)}: "
