@@ -90,6 +90,7 @@ import { Job } from "./job.js";
 import { Messages } from "./messages.js";
 import { Notifier } from "./notifier.js";
 import { pageSizeOption } from "./page-size.js";
+import { baseUrlOption } from "./base-url.js";
 import { reconnectLimits } from "./reconnect.js";
 import { initialReducerState, type ReducerState } from "./reduce.js";
 import { RunReader } from "./run-reader.js";
@@ -185,6 +186,7 @@ export class AgentClient {
   constructor(options: AgentClientOptions) {
     if (!options.agent) throw new TypeError("AgentClient needs an agent name.");
     checkOptionNames(options);
+    baseUrlOption(options.baseUrl);
     const pageSize = pageSizeOption(options.pageSize, {
       fallback: DEFAULT_PAGE_SIZE,
       max: MAX_TRANSCRIPT_PAGE,

@@ -224,6 +224,38 @@ describe("ConversationList", () => {
       new TypeError("pageSize must be a whole number from 1 to 1000, or Infinity."),
     );
   });
+
+  it("refuses a baseUrl no request could reach the server with, as AgentClient does", () => {
+    // Each was retried as a network fault (a browser's fetch refuses credentials in a
+    // URL; a query is cut off by the routes appended), or left the page's origin while
+    // it read like a path.
+    const refused = [
+      "http://user:pass@127.0.0.1:8000",
+      "javascript:alert(1)//",
+      "data:text/plain,x",
+      "ftp://example.com",
+      "http://127.0.0.1:8000?x=1",
+      "http://127.0.0.1:8000/#top",
+      "//evil.example",
+      "/\\evil.example",
+      "\\\\evil.example",
+      "api",
+      "http://",
+    ];
+    for (const baseUrl of refused) {
+      for (const make of [
+        () => new ConversationList({ agent: "demo", baseUrl }),
+        () => new AgentClient({ agent: "demo", baseUrl }),
+      ]) {
+        expect(make, baseUrl).toThrow(TypeError);
+        expect(make, baseUrl).toThrow(/^baseUrl must be an http\(s\) URL or a path from the page's origin/);
+      }
+    }
+    for (const baseUrl of ["", "/ai", "/ai/", "http://127.0.0.1:8000", "https://agents.example.com/v1/"]) {
+      expect(() => new AgentClient({ agent: "demo", baseUrl }).dispose(), baseUrl).not.toThrow();
+      expect(() => new ConversationList({ agent: "demo", baseUrl }).dispose(), baseUrl).not.toThrow();
+    }
+  });
 });
 
 describe.each(wires)("ConversationList sharing a client over %s", (_name, wire) => {

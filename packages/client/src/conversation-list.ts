@@ -31,6 +31,7 @@ import type { ConversationPage, ConversationSummary, RenameRequest } from "./gen
 import { type CredentialsMode, globalFetch, type JsonRequests, requestJson } from "./http.js";
 import { Notifier } from "./notifier.js";
 import { pageSizeOption } from "./page-size.js";
+import { baseUrlOption } from "./base-url.js";
 import type { AgentErrorInfo, Snapshot } from "./snapshot.js";
 import { agentUrl, requestTarget } from "./transport.js";
 
@@ -98,6 +99,7 @@ export class ConversationList {
 
   constructor(options: ConversationListOptions) {
     if (!options.agent) throw new TypeError("ConversationList needs an agent name.");
+    baseUrlOption(options.baseUrl);
     this.#options = options;
     this.#requests = {
       fetch: options.fetch ?? globalFetch,
