@@ -18,7 +18,7 @@ from starlette.testclient import TestClient
 from conftest import FullDisk, app_for
 from thinwire import Agent, MemoryStore, Run, SQLiteStore
 from thinwire.contexts import ContextRegistry, new_record
-from thinwire.coordination import LocalCoordinator
+from thinwire.coordination import Coordinator, LocalCoordinator
 from thinwire.coordination.base import Lease
 from thinwire.demo import DemoAgent
 from thinwire.flushing import (
@@ -413,11 +413,15 @@ class DiskFills(Agent):
     store: SQLiteStore
     disk: FullDisk
     frees = False
+    #: The coordinator a stop of this run is asked through, as from another replica.
+    stopped_through: Coordinator | None = None
 
     async def run(self, run: Run, text: str) -> None:
         cls = type(self)
         await run.say("w0 ")
         await stored(cls.store, run.context_id, "w0")
+        if cls.stopped_through is not None:
+            await cls.stopped_through.request_stop(run.run_id)
         cls.disk.full = True
         said = 0
         async with asyncio.timeout(10):
@@ -440,13 +444,15 @@ async def stored(store: Store, context_id: str, word: str) -> None:
 
 @contextlib.contextmanager
 def disk_fills(
-    tmp_path: Path, *, frees: bool = False
+    tmp_path: Path, *, frees: bool = False, stopped_elsewhere: bool = False
 ) -> Iterator[tuple[list[dict[str, Any]], TestClient]]:
     """The frames of a run `DiskFills`, and its app's client, the disk free again: for
     the test to read the conversation back."""
     store = SQLiteStore(tmp_path / "t.db")
     DiskFills.store, DiskFills.disk, DiskFills.frees = store, FullDisk(store), frees
     with TestClient(app_for({"demo": DiskFills}, store=store)) as client:
+        server = client.app.state.thinwire  # type: ignore[attr-defined]
+        DiskFills.stopped_through = server.coordinator if stopped_elsewhere else None
         try:
             frames = frames_of(client.post("/agents/demo/runs", json={"message": {"text": "go"}}))
         finally:
@@ -454,10 +460,15 @@ def disk_fills(
         yield frames, client
 
 
-def test_a_reply_the_store_refused_ends_live_as_a_reload_shows_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stopped_elsewhere", [False, True])
+def test_a_reply_the_store_refused_ends_live_as_a_reload_shows_it(
+    tmp_path: Path, stopped_elsewhere: bool
+) -> None:
     """The run's end could not be saved: its `done` says what the store kept and how the
-    next load records the run, not the reply the client streamed and no store has."""
-    with disk_fills(tmp_path) as (frames, client):
+    next load records the run (`stopped` when a stop was asked for through the
+    coordinator), not the reply the client streamed and no store has."""
+    reason = "stopped" if stopped_elsewhere else "interrupted"
+    with disk_fills(tmp_path, stopped_elsewhere=stopped_elsewhere) as (frames, client):
         context_id = frames[0]["contextId"]
         turns = client.get(f"/agents/demo/contexts/{context_id}").json()["turns"]
         replayed = frames_of(client.get(f"/agents/demo/contexts/{context_id}/events"))
@@ -465,7 +476,7 @@ def test_a_reply_the_store_refused_ends_live_as_a_reload_shows_it(tmp_path: Path
     assert (error["type"], error["code"], error["retryable"]) == ("error", "store_error", True)
     streamed = "".join(f["delta"] for f in frames if f["type"] == "token")
     assert streamed.startswith("w0 w1 w2 w3 ")
-    assert (done["type"], done["text"], done["stopReason"]) == ("done", "w0 ", "interrupted")
+    assert (done["type"], done["text"], done["stopReason"]) == ("done", "w0 ", reason)
     said = (done["text"], done["toolCalls"], done["stopReason"])
     assert (turns[-1]["text"], turns[-1]["toolCalls"], turns[-1]["stopReason"]) == said
     assert replayed[-1]["type"] == "done"

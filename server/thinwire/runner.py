@@ -286,14 +286,14 @@ async def finish(
                 context.id,
                 log.run_id,
             )
-            log.publish(await taken_over(registry.store, log), last=True)
+            log.publish(await taken_over(registry, log), last=True)
         except Exception:
             # Nothing of this run's end landed; the stored run stays marked and is
             # recorded as interrupted when the context is next loaded, with the reply its
             # frames in the store show. Its `done` says that, not what went unsaved: what
             # the client shows is then what a reload shows.
             failure(log, "store_error", "The reply could not be saved")
-            log.publish(await taken_over(registry.store, log), last=True)
+            log.publish(await taken_over(registry, log), last=True)
         else:
             log.flushed = stored
             log.publish(done, stored=True, last=True)
@@ -401,12 +401,14 @@ def settle(
     return ended(log, run, outcome.stop_reason)
 
 
-async def taken_over(store: Store, log: RunLog) -> Event:
+async def taken_over(registry: ContextRegistry, log: RunLog) -> Event:
     """The `done` of a run taken over before it could save its end, or whose end the
-    store refused: `interrupted`, with the reply as the store keeps it. That is the
-    `done` the replica that took over recorded, or else what the run's frames in the
-    store show (what the next load of the context records); if the store cannot be read,
+    store refused, with the reply as the store keeps it. That is the `done` the replica
+    that took over recorded, or else what the next load of the context records: what the
+    run's frames in the store show, `stopped` if a stop was asked for through the
+    coordinator (from another replica), else `interrupted`; if the store cannot be read,
     what this replica flushed of them."""
+    store = registry.store
     try:
         events = await store.read_events(log.context.id, log.seqs[0] - 1 if log.seqs else 0)
     except Exception:  # whatever it is, the run's stream still ends
@@ -418,12 +420,16 @@ async def taken_over(store: Store, log: RunLog) -> Event:
             return recorded[-1]
         frames = [event.data for event in mine]
     text, calls, _ = shown(frames)  # a done says no thinking
+    try:
+        stopped = await registry.coordinator.stop_requested(log.run_id)
+    except Exception:  # as the next load would find it, if it could ask
+        stopped = False
     return log.encode(
         wire.DoneFrame,
         log.reserve_seq(),
         text=text,
         tool_calls=[call["name"] for call in calls],
-        stop_reason="interrupted",
+        stop_reason="stopped" if stopped else "interrupted",
     )
 
 
