@@ -60,6 +60,14 @@ class PromptNotText(Echo):
     system_prompt: ClassVar[Any] = ["You help."]
 
 
+class WindowOfNone(Echo):
+    history_window: ClassVar[Any] = 0
+
+
+class WindowOfText(Echo):
+    history_window: ClassVar[Any] = "50"
+
+
 class NoModel(ChatAgent):
     pass
 
@@ -137,6 +145,8 @@ class ChatPromptNotText(ChatAgent):
             "^StateNotMapping.initial_state must be a mapping of str to JSON values, not list$",
         ),
         ({"demo": PromptNotText}, {}, TypeError, "^PromptNotText.system_prompt must be a str"),
+        ({"demo": WindowOfNone}, {}, TypeError, "^WindowOfNone.history_window must be .*not 0$"),
+        ({"demo": WindowOfText}, {}, TypeError, "^WindowOfText.history_window .*not '50'$"),
         ({"demo": NoModel}, {}, TypeError, r"^NoModel has no model: set model = OpenAIChat\("),
         (
             {"demo": ModelClass},

@@ -145,6 +145,14 @@ class Agent:
             check_json(dict(initial), f"{name}.initial_state", rule=INITIAL_STATE_RULE)
         except StateValueError as exc:
             raise TypeError(str(exc)) from None
+        window = cls.history_window
+        if window is not None and (
+            isinstance(window, bool) or not isinstance(window, int) or window < 1
+        ):
+            raise TypeError(
+                f"{name}.history_window must be a whole number of exchanges, at least 1, or "
+                f"None for the whole history, not {window!r}"
+            )
         keys = cls.writable_keys
         if keys is not None and (
             isinstance(keys, str | bytes | Mapping)
