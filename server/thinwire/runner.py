@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thinwire import wire
-from thinwire.agent import Agent, Run
+from thinwire.agent import Run
 from thinwire.branches import Position
 from thinwire.codes import RETRYABLE_CODES, ServerErrorCode
 from thinwire.contexts import Context, ContextRegistry
@@ -211,7 +211,22 @@ async def execute(
     flushing = start_flushing(registry, log, asyncio.current_task())
     outcome = Outcome("end")
     try:
-        await run_agent(context.agent, run, text, log)
+        # If the agent asked a person and then went on rather than stop for the answer
+        # (it caught the `Suspend`), `SuspendCaught`: the question it sent cannot be
+        # answered, so the run must not end as if it had not asked. (Inline: a coroutine
+        # of its own would be one more frame for every await of the agent to pass.)
+        try:
+            await context.agent.run(run, text)
+        except Suspend as suspension:
+            if log.asked is not None and suspension.request is not log.asked:
+                raise SuspendCaught(log.asked) from suspension  # it went on to ask again
+            raise
+        except Exception as exc:
+            if log.asked is not None:
+                raise SuspendCaught(log.asked) from exc
+            raise
+        if log.asked is not None:
+            raise SuspendCaught(log.asked)
         if run.replaying:
             raise ReplayMismatch("the resumed run ended before replaying its journal")
     except Suspend as suspension:
@@ -236,24 +251,6 @@ async def execute(
         run.end()
         await flushing.stop()
         await finish(registry, context, log, run, text, start, outcome)
-
-
-async def run_agent(agent: Agent, run: Run, text: str, log: RunLog) -> None:
-    """`agent.run(run, text)`; if it asked a person and then went on rather than stop for
-    the answer (it caught the `Suspend`), `SuspendCaught`: the question it sent cannot be
-    answered, so the run must not end as if it had not asked."""
-    try:
-        await agent.run(run, text)
-    except Suspend as suspension:
-        if log.asked is not None and suspension.request is not log.asked:
-            raise SuspendCaught(log.asked) from suspension  # it went on to ask again
-        raise
-    except Exception as exc:
-        if log.asked is not None:
-            raise SuspendCaught(log.asked) from exc
-        raise
-    if log.asked is not None:
-        raise SuspendCaught(log.asked)
 
 
 async def finish(
