@@ -14,7 +14,8 @@ export interface AgentClientOptions {
    * Prefix of the thinwire routes, e.g. `"/api"`; defaults to the page origin.
    * Absolute where there is no page (Node.js): there a relative one fails
    * every request at once with `invalid_url`, unless a `fetch` of your own
-   * resolves it.
+   * resolves it. An absolute one starts `http://` or `https://`; one no
+   * request could use throws a TypeError here.
    */
   baseUrl?: string | undefined;
   /**

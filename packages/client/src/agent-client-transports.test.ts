@@ -28,6 +28,15 @@ function transcript(
   return { contextId, agent: "demo", title: null, turns, activeRunId, pendingInterrupt, hasEarlier: false };
 }
 
+/** A question a conversation waits for when it is loaded. */
+const refundAsked: InterruptRequest = {
+  interruptId: "int-1",
+  prompt: "Refund?",
+  options: ["approve", "reject"],
+  payload: null,
+  decisionSchema: null,
+};
+
 /** The wire's pattern of a `messageId`. */
 const MESSAGE_ID = /^[A-Za-z0-9_.:-]{8,64}$/;
 
@@ -251,6 +260,105 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
     expect(client.getSnapshot().turns[1]).toMatchObject({ text: "Hal", stopReason: "stopped", streaming: false });
     await client.stop(); // nothing running: a no-op
     expect(log.stops).toEqual(["ctx-1"]);
+  });
+
+  describe("a reply whose stream could not be reattached", () => {
+    // The server's ids, announced by run_start in place of the provisional ones the view gave.
+    const reply = "turn-" + "a".repeat(12) + "-a3";
+    const user = "turn-" + "a".repeat(12) + "-u2";
+    const earlier = [
+      transcriptTurn("user", "Hello", { id: "turn-" + "a".repeat(12) + "-u0" }),
+      transcriptTurn("assistant", "Hi", { id: "turn-" + "a".repeat(12) + "-a1" }),
+    ];
+    const closed = { id: reply, role: "assistant", text: "t. w0 ", streaming: false, stopReason: null };
+    const lost = () => ({ lost: true as const });
+    const failure = (call: Promise<unknown>) => rejection(call).then((error) => error.code);
+
+    /**
+     * A run that streams a little; once the client shows it, `drop()` drops
+     * its connection (a proxy, which refuses every reattach: `lost`).
+     */
+    function cutRun(runId: string, firstSeq = 1) {
+      const r = runFrames(CTX_1, runId, firstSeq);
+      const stream = channel();
+      for (const frame of [r.start({ turnId: reply, userTurnId: user }), r.token("t. "), r.token("w0 ")]) stream.push(frame);
+      return { reply: { frames: stream.frames(), cut: true }, drop: () => stream.end() };
+    }
+
+    /**
+     * Drops the run once the client shows it; the client gives up (`gaveUp`:
+     * the code of its error), and the partial reply is kept, closed, under the
+     * server's id — and stays so after clearError().
+     */
+    async function expectClosed(client: AgentClient, run: ReturnType<typeof cutRun>, gaveUp: Promise<string>) {
+      await until(() => client.getSnapshot().turns.at(-1)?.text === "t. w0 ", "the partial reply");
+      expect(client.getSnapshot().turns.at(-1)).toMatchObject({ ...closed, streaming: true });
+      run.drop();
+      expect(await gaveUp).toBe("network_error");
+      expect(client.getSnapshot().status).toBe("error");
+      expect(client.getSnapshot().turns.at(-1)).toMatchObject(closed);
+      expect(client.getSnapshot().turns.filter((turn) => turn.streaming)).toEqual([]);
+      client.clearError();
+      expect(client.getSnapshot().status).toBe("idle");
+      expect(client.getSnapshot().turns.at(-1)).toMatchObject(closed);
+    }
+
+    it("is closed after a send", async () => {
+      const run = cutRun("run-1");
+      const { client, log } = setup({ run: () => run.reply, attach: lost }, { reconnect: { attempts: 2, baseDelayMs: 1 } });
+      await expectClosed(client, run, failure(client.send("hi")));
+      expect(log.attaches).toHaveLength(2);
+      expect(client.getSnapshot().turns.map((turn) => [turn.id, turn.role, turn.text])).toEqual([
+        [user, "user", "hi"],
+        [reply, "assistant", "t. w0 "],
+      ]);
+    });
+
+    it("is closed after a regeneration", async () => {
+      const run = cutRun("run-2", 10);
+      const { client } = setup(
+        { run: () => ({ frames: [] }), regenerate: () => run.reply, attach: lost, transcript: (id) => transcript(id, [...earlier]) },
+        { contextId: CTX_1, reconnect: { attempts: 1, baseDelayMs: 1 } },
+      );
+      await client.start();
+      await expectClosed(client, run, failure(client.regenerate()));
+      expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["Hello", "t. w0 "]);
+    });
+
+    it("is closed after a decision", async () => {
+      const run = cutRun("run-2", 10);
+      const asking = { ...earlier[1]!, stopReason: "interrupted" as const, asked: { request: refundAsked, status: "waiting" as const, decision: null } };
+      const { client } = setup(
+        {
+          run: () => ({ frames: [] }),
+          decide: () => run.reply,
+          attach: lost,
+          transcript: (id) => transcript(id, [earlier[0]!, asking], null, refundAsked),
+        },
+        { contextId: CTX_1, reconnect: { attempts: 1, baseDelayMs: 1 } },
+      );
+      await client.start();
+      await expectClosed(client, run, failure(client.decide("approve")));
+      expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["Hello", "Hi", "t. w0 "]);
+    });
+
+    it("is closed after a run found in progress on start", async () => {
+      const run = cutRun("run-9");
+      let attaches = 0;
+      let reported: (code: string) => void = () => undefined;
+      const gaveUp = new Promise<string>((resolve) => (reported = resolve));
+      const { client } = setup(
+        {
+          run: () => ({ frames: [] }),
+          attach: () => (++attaches === 1 ? run.reply : lost()),
+          transcript: (id) => transcript(id, [...earlier, transcriptTurn("user", "More", { id: user })], "run-9"),
+        },
+        { contextId: CTX_1, reconnect: { attempts: 1, baseDelayMs: 1 }, onError: (error) => reported(error.code) },
+      );
+      await client.start();
+      await expectClosed(client, run, gaveUp);
+      expect(client.getSnapshot().turns.map((turn) => turn.text)).toEqual(["Hello", "Hi", "More", "t. w0 "]);
+    });
   });
 
   describe("a send whose response never started", () => {

@@ -215,13 +215,27 @@ describe("ConversationList", () => {
     const { fetch, log } = await serverWith(1);
     for (const pageSize of [1, 100, undefined]) await new ConversationList({ agent: "demo", fetch, pageSize }).start();
     expect(log.listings.map(({ limit }) => limit)).toEqual([1, 100, 20]);
-    for (const pageSize of [0, 101, 2.5, -1, Infinity, NaN, "5" as unknown as number]) {
-      expect(() => new ConversationList({ agent: "demo", fetch, pageSize })).toThrow(
-        new TypeError("pageSize must be a whole number from 1 to 100."),
+    const refused: Array<[unknown, string]> = [
+      [0, "0"],
+      [101, "101"],
+      [2.5, "2.5"],
+      [-1, "-1"],
+      [Infinity, "Infinity"],
+      [NaN, "NaN"],
+      ["5", '"5"'],
+      [null, "null"],
+      [{ size: 5 }, "an object"],
+    ];
+    for (const [pageSize, named] of refused) {
+      expect(() => new ConversationList({ agent: "demo", fetch, pageSize: pageSize as number })).toThrow(
+        new TypeError(`pageSize must be a whole number from 1 to 100, not ${named}.`),
       );
     }
     expect(() => new AgentClient({ agent: "demo", pageSize: 0 })).toThrow(
-      new TypeError("pageSize must be a whole number from 1 to 1000, or Infinity."),
+      new TypeError("pageSize must be a whole number from 1 to 1000, or Infinity, not 0."),
+    );
+    expect(() => new AgentClient({ agent: "demo", pageSize: "50" as unknown as number })).toThrow(
+      new TypeError('pageSize must be a whole number from 1 to 1000, or Infinity, not "50".'),
     );
   });
 
@@ -241,6 +255,11 @@ describe("ConversationList", () => {
       "\\\\evil.example",
       "api",
       "http://",
+      // `new URL` (and Node's fetch) take these for http://127.0.0.1:41801; a page's fetch
+      // takes them for a path on the page's origin.
+      "http:/127.0.0.1:41801",
+      "HTTPS:/agents.example.com",
+      "http:127.0.0.1:41801",
     ];
     for (const baseUrl of refused) {
       for (const make of [
@@ -251,7 +270,7 @@ describe("ConversationList", () => {
         expect(make, baseUrl).toThrow(/^baseUrl must be an http\(s\) URL or a path from the page's origin/);
       }
     }
-    for (const baseUrl of ["", "/ai", "/ai/", "http://127.0.0.1:8000", "https://agents.example.com/v1/"]) {
+    for (const baseUrl of ["", "/ai", "/ai/", "http://127.0.0.1:8000", "https://agents.example.com/v1/", "HTTPS://agents.example.com"]) {
       expect(() => new AgentClient({ agent: "demo", baseUrl }).dispose(), baseUrl).not.toThrow();
       expect(() => new ConversationList({ agent: "demo", baseUrl }).dispose(), baseUrl).not.toThrow();
     }

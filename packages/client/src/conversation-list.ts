@@ -42,7 +42,8 @@ export interface ConversationListOptions {
    * Prefix of the thinwire routes, e.g. `"/api"`; defaults to the page origin.
    * Absolute where there is no page (Node.js): there a relative one fails
    * every request at once with `invalid_url`, unless a `fetch` of your own
-   * resolves it.
+   * resolves it. An absolute one starts `http://` or `https://`; one no
+   * request could use throws a TypeError here.
    */
   baseUrl?: string | undefined;
   /** Conversations per page: a whole number from 1 to 100 (default 20); anything else throws a TypeError here. */

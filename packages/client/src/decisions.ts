@@ -58,7 +58,7 @@ export class Decisions {
     const signal = job.signal;
     const before = view.snapshot.turns;
     const answered = withAsked(before, { request: interrupt, status: "answered", decision: value });
-    const reply = view.openReply(answered, { runId: null, interrupt: null });
+    view.openReply(answered, { runId: null, interrupt: null });
     const { interruptId } = interrupt;
     try {
       await this.#holds.released(signal);
@@ -68,12 +68,12 @@ export class Decisions {
       if (signal.aborted) throw aborted(caught);
       const error = toThinwireError(caught);
       if (job.runKnown) {
-        view.failRun(error, reply.id);
+        view.failRun(error);
         throw error;
       }
       // Refused before the continued run began: the question is still open, unless the server says it is gone.
       const gone = error.code === "interrupt_answered" || error.code === "interrupt_not_found";
-      view.failRun(error, reply.id, gone ? { interrupt: null } : { interrupt, restore: before });
+      view.failRun(error, gone ? { interrupt: null } : { interrupt, restore: before });
       if (gone) {
         // Answered elsewhere, or expired: show what the conversation holds, and follow the run
         // another tab's answer continued if it still goes on — the error kept beside it either

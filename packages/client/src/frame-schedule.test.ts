@@ -2,6 +2,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AgentClient } from "./agent-client.js";
 import { nextFrame } from "./index.js";
+import { Notifier } from "./notifier.js";
 import { channel, MockTransport, runFrames } from "./testing/index.js";
 
 afterEach(() => {
@@ -39,6 +40,120 @@ describe("nextFrame", () => {
     nextFrame(node);
     vi.advanceTimersByTime(16);
     expect(node).toHaveBeenCalledOnce();
+  });
+
+  describe("a tab hidden while a frame is pending", () => {
+    /**
+     * A page whose animation frames, as Chromium's, do not come while it is
+     * hidden: a frame asked for is held until the page is shown again.
+     */
+    function hidingPage() {
+      vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+      const frames = new Map<number, () => void>();
+      const listeners = new Set<() => void>();
+      let handles = 0;
+      const document = {
+        visibilityState: "visible",
+        addEventListener: (type: string, listener: () => void) => {
+          if (type === "visibilitychange") listeners.add(listener);
+        },
+        removeEventListener: (type: string, listener: () => void) => {
+          if (type === "visibilitychange") listeners.delete(listener);
+        },
+      };
+      vi.stubGlobal("document", document);
+      vi.stubGlobal("requestAnimationFrame", (callback: () => void) => {
+        frames.set(++handles, callback);
+        return handles;
+      });
+      vi.stubGlobal("cancelAnimationFrame", (handle: number) => frames.delete(handle));
+      return {
+        listeners,
+        /** The frames asked for and neither run nor cancelled. */
+        get pending() {
+          return frames.size;
+        },
+        /** The display's next frame: the pending ones run, unless the page is hidden. */
+        frame() {
+          if (document.visibilityState === "hidden") return;
+          const due = [...frames.values()];
+          frames.clear();
+          for (const callback of due) callback();
+        },
+        show(state: "visible" | "hidden") {
+          document.visibilityState = state;
+          for (const listener of [...listeners]) listener();
+        },
+      };
+    }
+
+    it("flushes on the 16 ms timer instead of the frame, once, leaving no listener", () => {
+      const page = hidingPage();
+      const flush = vi.fn();
+      nextFrame(flush);
+      expect(page.listeners.size).toBe(1);
+      page.show("hidden");
+      page.frame(); // paused
+      vi.advanceTimersByTime(15);
+      expect(flush).not.toHaveBeenCalled();
+      vi.advanceTimersByTime(1);
+      expect(flush).toHaveBeenCalledOnce();
+      expect(page.listeners.size).toBe(0);
+      page.show("visible");
+      page.frame();
+      vi.advanceTimersByTime(100);
+      expect(flush).toHaveBeenCalledOnce();
+      expect(page.pending).toBe(0);
+    });
+
+    it("flushes on the frame when it comes first, and watches the page no more", () => {
+      const page = hidingPage();
+      const flush = vi.fn();
+      nextFrame(flush);
+      page.frame();
+      expect(flush).toHaveBeenCalledOnce();
+      expect(page.listeners.size).toBe(0);
+      page.show("hidden");
+      vi.advanceTimersByTime(100);
+      expect(flush).toHaveBeenCalledOnce();
+    });
+
+    it("flushes once where frames cannot be cancelled, whichever of frame and timer comes first", () => {
+      const page = hidingPage();
+      vi.stubGlobal("cancelAnimationFrame", undefined);
+      const late = vi.fn();
+      nextFrame(late);
+      page.show("hidden");
+      vi.advanceTimersByTime(16);
+      page.show("visible");
+      page.frame(); // the held frame comes after all
+      expect(late).toHaveBeenCalledOnce();
+
+      const early = vi.fn();
+      nextFrame(early);
+      page.show("hidden");
+      page.show("visible");
+      page.frame(); // shown again before the timer
+      vi.advanceTimersByTime(100);
+      expect(early).toHaveBeenCalledOnce();
+      expect(page.listeners.size).toBe(0);
+    });
+
+    it("keeps a Notifier's batches coming while the tab stays hidden", () => {
+      const page = hidingPage();
+      const notifier = new Notifier(nextFrame);
+      const heard = vi.fn();
+      notifier.subscribe(heard);
+      notifier.changed(true); // a token: a frame is asked for
+      page.show("hidden");
+      notifier.changed(true); // tokens while hidden
+      vi.advanceTimersByTime(16);
+      expect(heard).toHaveBeenCalledTimes(1);
+      notifier.changed(true);
+      vi.advanceTimersByTime(16);
+      expect(heard).toHaveBeenCalledTimes(2);
+      expect(page.listeners.size).toBe(0);
+    });
   });
 
   it("makes a bare AgentClient notify once per frame, not once per frame of the run", async () => {

@@ -174,7 +174,7 @@ export class Messages {
     const view = this.#view;
     const signal = job.signal;
     const before = view.snapshot.turns;
-    const reply = view.openReply(plan.turns, { runId: null });
+    view.openReply(plan.turns, { runId: null });
     // One key for every try of this message: a repeat after a cut response is then safe.
     const messageId = newMessageId();
     // The run follows another turn than the view's last: this client missed turns (another
@@ -199,7 +199,7 @@ export class Messages {
     } catch (caught) {
       if (signal.aborted) throw aborted(caught);
       let error = toThinwireError(caught);
-      view.failRun(error, reply.id, job.runKnown ? {} : { restore: before });
+      view.failRun(error, job.runKnown ? {} : { restore: before });
       if (error.code === "decision_pending" && plan.contextId !== null) {
         // The conversation waits for a decision this client did not know of (another tab, say): show it.
         const interrupt = await this.#transcripts.refresh(plan.contextId, signal, () => !job.superseded);

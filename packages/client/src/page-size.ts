@@ -13,5 +13,15 @@ export function pageSizeOption(
   if (pageSize === undefined) return fallback;
   const accepted = Number.isInteger(pageSize) && pageSize >= 1 && pageSize <= max;
   if (accepted || (unbounded && pageSize === Infinity)) return pageSize;
-  throw new TypeError(`pageSize must be a whole number from 1 to ${max}${unbounded ? ", or Infinity" : ""}.`);
+  throw new TypeError(
+    `pageSize must be a whole number from 1 to ${max}${unbounded ? ", or Infinity" : ""}, not ${shown(pageSize)}.`,
+  );
+}
+
+/** A value as a message names it: a string quoted (`"20"` is no number), anything else as JavaScript writes it. */
+function shown(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "object" && value !== null) return Array.isArray(value) ? "an array" : "an object";
+  if (typeof value === "function") return "a function";
+  return String(value);
 }

@@ -132,7 +132,7 @@ export class RunReader {
     const view = this.#view;
     const { runId, interrupt, hasEarlier } = active;
     const error = active.error ?? null;
-    const reply = view.openReply(active.turns, { runId, lastSeq: null, interrupt, hasEarlier, error });
+    view.openReply(active.turns, { runId, lastSeq: null, interrupt, hasEarlier, error });
     const signal = job.signal;
     try {
       const frames = () => this.#transport.attach({ ...this.#target(), contextId, after: 0, signal });
@@ -140,7 +140,7 @@ export class RunReader {
     } catch (caught) {
       if (signal.aborted) throw aborted(caught);
       const error = toThinwireError(caught);
-      view.failRun(error, reply.id);
+      view.failRun(error);
       throw error;
     }
   }

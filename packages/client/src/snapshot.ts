@@ -25,6 +25,9 @@ export interface Turn {
   /**
    * Why the reply ended; null on user turns and while streaming. `interrupted`:
    * the run stopped to ask a person (see `Snapshot.interrupt`), or its server died.
+   * Null too on a reply whose stream could not be reattached (`streaming`
+   * false, status `error`): the client stopped following a run that may go
+   * on on the server, and the transcript (a reload) says how it ended.
    */
   stopReason: StopReason | null;
   /** The public reasoning this reply showed, live while it streams; "" on user turns. */

@@ -101,12 +101,13 @@ export class View {
 
   /**
    * Shows `turns` followed by a fresh, empty assistant reply, streaming, with the
-   * previous run's thinking, activity and error cleared; returns the reply.
-   * `run` sets the run being read, the pending interrupt and whether exchanges
-   * precede `turns` (the current ones by default), and the error shown (none
-   * by default). The reply is of the
-   * exchange of the last of `turns` — the message it answers, or the reply a
-   * decision continues — and carries its numbers among the alternatives.
+   * previous run's thinking, activity and error cleared. `run` sets the run
+   * being read, the pending interrupt and whether exchanges precede `turns`
+   * (the current ones by default), and the error shown (none by default). The
+   * reply is of the exchange of the last of `turns` — the message it answers,
+   * or the reply a decision continues — and carries its numbers among the
+   * alternatives. Its id is provisional: the run's `run_start` replaces it
+   * with the server's, so nothing addresses the reply by it (see `failRun`).
    */
   openReply(
     turns: readonly Turn[],
@@ -117,7 +118,7 @@ export class View {
       hasEarlier?: boolean;
       error?: AgentErrorInfo | null;
     } = {},
-  ): Turn {
+  ): void {
     const last = turns[turns.length - 1];
     const exchange = last ? { siblings: last.siblings, siblingIndex: last.siblingIndex } : {};
     const reply = this.turn("assistant", "", { streaming: true, ...exchange });
@@ -136,25 +137,27 @@ export class View {
         hasEarlier: run.hasEarlier ?? state.snapshot.hasEarlier,
       },
     });
-    return reply;
   }
 
   /**
-   * Shows a failed run: the partial reply `replyId` is kept, closed (dropped
-   * when empty). `restore`: the request produced no frame, so it leaves no
-   * trace but the error — these turns, shown before it, come back, after the
-   * earlier ones loaded meanwhile. `interrupt`, when given, becomes the
-   * pending one. A conversation gone from the server is forgotten instead (see `fail`).
+   * Shows a failed run: the partial reply is kept, closed (dropped when
+   * empty) — found as the turn still streaming, not by the id `openReply`
+   * gave it, which the run's `run_start` may have replaced with the server's.
+   * Its stop reason stays null: the client stopped following the run, which
+   * may go on on the server, and only the transcript knows how it ended.
+   * `restore`: the request produced no frame, so it leaves no trace but the
+   * error — these turns, shown before it, come back, after the earlier ones
+   * loaded meanwhile. `interrupt`, when given, becomes the pending one. A
+   * conversation gone from the server is forgotten instead (see `fail`).
    */
   failRun(
     error: ThinwireError,
-    replyId: string,
     { restore, interrupt = this.#state.snapshot.interrupt }: { restore?: readonly Turn[]; interrupt?: InterruptRequest | null } = {},
   ): void {
     const turns = restore
       ? this.#withEarlier(restore)
       : this.#state.snapshot.turns.flatMap((turn): Turn[] => {
-          if (turn.id !== replyId) return [turn];
+          if (!turn.streaming) return [turn];
           return turn.text === "" ? [] : [{ ...turn, streaming: false }];
         });
     this.fail(error, { turns, interrupt });
