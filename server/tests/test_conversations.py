@@ -745,12 +745,11 @@ def test_a_send_after_a_turn_the_conversation_never_had_or_dropped(client: TestC
         body = {"contextId": context_id, "message": {"text": "x"}, "afterTurnId": malformed}
         refused = client.post("/agents/chat/runs", json=body, headers=ADA)
         assert error(refused) == (400, "invalid_request")
-    # No conversation yet: no turn to follow.
+    # No conversation named: no turn to follow, whatever the id.
     body = {"message": {"text": "x"}, "afterTurnId": shown[-1]["id"]}
-    assert error(client.post("/agents/chat/runs", json=body, headers=ADA)) == (
-        404,
-        "turn_not_found",
-    )
+    refused = client.post("/agents/chat/runs", json=body, headers=ADA)
+    assert error(refused) == (400, "invalid_request")
+    assert "give its contextId" in refused.json()["error"]["message"]
     assert listed(client)["conversations"][0]["turnCount"] == 4
     # Cleared in another tab: what this one shows is gone.
     client.post(url(context_id, "/clear"), headers=ADA)

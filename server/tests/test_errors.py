@@ -54,6 +54,22 @@ def test_wrong_content_type_gets_415(client: TestClient) -> None:
     error_of(response, 415, "unsupported_media_type")
 
 
+@pytest.mark.parametrize("action", ["stop", "clear"])
+def test_a_stop_or_a_clear_takes_no_body_or_an_empty_object(
+    client: TestClient, action: str
+) -> None:
+    """They take no fields, and check their body as every other request does; what
+    clients send — nothing (`fetch`, `curl -X POST`) or `{}` — is taken."""
+    url = f"/agents/demo/contexts/{send(client, 'hi')[0]['contextId']}/{action}"
+    error_of(client.post(url, json={"x": 1}), 400, "invalid_request")
+    error_of(client.post(url, json=[]), 400, "invalid_request")
+    error_of(client.post(url, content=b"not json", headers=JSON), 400, "invalid_json")
+    plain = {"content-type": "text/plain"}
+    error_of(client.post(url, content=b"{}", headers=plain), 415, "unsupported_media_type")
+    for taken in ({}, {"json": {}}, {"headers": JSON}, {"content": b"", "headers": plain}):
+        assert client.post(url, **taken).status_code == 200, taken  # type: ignore[arg-type]
+
+
 def test_message_over_the_limit_gets_413(client: TestClient) -> None:
     at_limit = "a" * 32 * 1024
     assert send(client, at_limit)[-1]["type"] == "done"

@@ -199,6 +199,21 @@ def test_a_command_the_server_cannot_take_is_refused_and_the_socket_goes_on(
     assert frames[-1]["contextId"] == context_id and frames[-1]["stopReason"] == "end"
 
 
+def test_a_send_after_a_turn_names_the_conversation(client: TestClient) -> None:
+    """A turn belongs to a conversation: without its `contextId` there is none to look in,
+    which is the request's fault (as over HTTP), not a turn that is missing."""
+    with client.websocket_connect("/agents/talker/ws", subprotocols=PROTOCOL) as socket:
+        command = {"type": "send", "message": {"text": "hi"}, "requestId": "r-1"}
+        socket.send_json({**command, "afterTurnId": "turn-000000000000-a0"})
+        refused = socket.receive_json()
+    assert (refused["type"], refused["code"], refused["requestId"]) == (
+        "rejected",
+        "invalid_request",
+        "r-1",
+    )
+    assert "give its contextId" in refused["message"]
+
+
 def test_handshake_checks(client: TestClient) -> None:
     with (
         pytest.raises(WebSocketDisconnect) as foreign,

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
 from thinwire import wire
@@ -25,6 +25,7 @@ __all__ = [
     "parse_json",
     "read_json",
     "read_model",
+    "read_no_fields",
     "read_run_request",
 ]
 
@@ -55,12 +56,26 @@ def check_protocol(request: Request) -> None:
         )
 
 
+def sent_as_json(request: Request) -> bool:
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return media_type == "application/json"
+
+
+def not_json() -> UnsupportedMediaType:
+    return UnsupportedMediaType("unsupported_media_type", "send the body as application/json")
+
+
 async def read_json(request: Request, max_bytes: int, timeout: float = BODY_TIMEOUT) -> Any:
     """The request body parsed as JSON, read no further than `max_bytes` and for no longer
     than `timeout` seconds (a body that trickles in is `request_timeout`)."""
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type != "application/json":
-        raise UnsupportedMediaType("unsupported_media_type", "send the body as application/json")
+    if not sent_as_json(request):
+        raise not_json()
+    return parse_json(await read_body(request, max_bytes, timeout))
+
+
+async def read_body(request: Request, max_bytes: int, timeout: float = BODY_TIMEOUT) -> bytes:
+    """The request body, read no further than `max_bytes` and for no longer than `timeout`
+    seconds."""
     too_large = PayloadTooLarge("body_too_large", f"request body exceeds {max_bytes} bytes")
     declared = request.headers.get("content-length", "")
     if declared and ascii_number(declared, max_bytes) is None:
@@ -80,7 +95,7 @@ async def read_json(request: Request, max_bytes: int, timeout: float = BODY_TIME
         raise BadRequest(
             "invalid_request", "the connection closed before the body arrived"
         ) from exc
-    return parse_json(b"".join(chunks))
+    return b"".join(chunks)
 
 
 #: Arrays and objects in one another, at most, in a request: far past what any request
@@ -163,6 +178,27 @@ async def read_model(request: Request, model: type[M], max_bytes: int) -> M:
     body = await read_json(request, max_bytes)
     try:
         return model.model_validate(body)
+    except ValidationError as exc:
+        raise BadRequest("invalid_request", describe(exc)) from exc
+
+
+class NoFields(BaseModel):
+    """`{}`: a body that names no field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+async def read_no_fields(request: Request, max_bytes: int) -> None:
+    """The body of a request that takes no fields (a stop, a clear): none at all, however
+    it is labelled (`fetch` or `curl -X POST` without one), or `{}` as JSON — checked as
+    any other body is, so an unknown field is `invalid_request` here too."""
+    body = await read_body(request, max_bytes)
+    if not body:
+        return
+    if not sent_as_json(request):
+        raise not_json()
+    try:
+        NoFields.model_validate(parse_json(body))
     except ValidationError as exc:
         raise BadRequest("invalid_request", describe(exc)) from exc
 

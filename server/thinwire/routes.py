@@ -23,6 +23,7 @@ from thinwire.parsing import (
     check_message,
     check_protocol,
     read_model,
+    read_no_fields,
     read_run_request,
 )
 from thinwire.runlog import FrameSource
@@ -144,7 +145,9 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         return await stream(context.record.owner, lambda: server.follow(context, after), RETRY_MS)
 
     async def stop(request: Request) -> Response:
-        return json_response(await server.stop(await owned_context(request)))
+        context = await owned_context(request)
+        await read_no_fields(request, server.max_body_bytes)
+        return json_response(await server.stop(context))
 
     async def decide(request: Request) -> Response:
         context = await owned_context(request)
@@ -161,6 +164,7 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
 
     async def clear_context(request: Request) -> Response:
         context = await owned_context(request)
+        await read_no_fields(request, server.max_body_bytes)
         await server.clear(context)
         return json_body(await server.transcript(context))
 

@@ -232,6 +232,11 @@ class AgentServer:
     ) -> RunLog:
         """Start a run; it goes on whether or not anyone follows it."""
         if after_turn_id is not None:
+            if context_id is None:  # a new conversation has no turn to follow
+                raise BadRequest(
+                    "invalid_request",
+                    "afterTurnId names a turn of a conversation: give its contextId",
+                )
             parse_turn_id(after_turn_id)  # its form, before anything; the turn once held
         with self._admitted(principal) as release:
             if context_id is None:
