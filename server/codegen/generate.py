@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from codegen.conformance import demo_run
-from codegen.typescript import json_schema, typescript
+from codegen.typescript import json_schema, published_schema, typescript
 
 __all__ = ["REGENERATE", "generate", "main"]
 
@@ -22,7 +22,8 @@ def generate() -> dict[str, str]:
     """File name -> content of every generated file."""
     schema = json_schema()
     return {
-        "wire.schema.json": json.dumps(schema, indent=2, ensure_ascii=False) + "\n",
+        "wire.schema.json": json.dumps(published_schema(schema), indent=2, ensure_ascii=False)
+        + "\n",
         "wire.ts": typescript(schema),
         **demo_run(),
     }

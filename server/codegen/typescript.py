@@ -7,6 +7,7 @@ so a new kind of field cannot silently become `unknown` in TypeScript.
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any, get_args
 
@@ -16,7 +17,15 @@ from pydantic.json_schema import models_json_schema
 
 from thinwire import codes, wire
 
-__all__ = ["BANNER", "REQUESTS", "RESPONSES", "json_schema", "ts_type", "typescript"]
+__all__ = [
+    "BANNER",
+    "REQUESTS",
+    "RESPONSES",
+    "json_schema",
+    "published_schema",
+    "ts_type",
+    "typescript",
+]
 
 BANNER = "@generated — DO NOT EDIT. Produced from server/thinwire/wire.py by `make schema`."
 
@@ -123,11 +132,45 @@ export const CLOSE_CODES: Readonly<Record<number, ErrorCode>> = {
 
 
 def json_schema() -> dict[str, Any]:
+    """The wire models' JSON Schema: what `wire.ts` is made from."""
     pairs = [(m, "validation") for m in REQUESTS] + [(m, "serialization") for m in RESPONSES]
     _, schema = models_json_schema(pairs, by_alias=True, title="thinwire wire protocol")  # type: ignore[arg-type]
     schema["$comment"] = BANNER
     schema["x-protocol-version"] = wire.PROTOCOL_VERSION
     return schema
+
+
+def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`wire.schema.json`: `schema` with what a client in another language finds in
+    `wire.ts` beside the models — `Frame`, the union of frames by `type`, and
+    `ServerErrorCode`, every `code` the server sends. (In `wire.ts` a `code` stays a
+    string: a later server sends codes of its own.)"""
+    defs = copy.deepcopy(schema["$defs"])
+    defs["ServerErrorCode"] = {
+        "description": "Every error code this server sends (the protocol's docs say when). "
+        "A later server may send others: a receiver takes an unknown code as an error of "
+        "its HTTP status.",
+        "enum": sorted(codes.ERROR_CODES),
+        "type": "string",
+    }
+    for name in ("ErrorDetail", "ErrorFrame", "RejectedFrame"):
+        code = defs[name]["properties"]["code"]
+        code.pop("type")
+        code["$ref"] = "#/$defs/ServerErrorCode"
+    defs["Frame"] = {
+        "description": "Every frame the server sends, told apart by `type` (`rejected` only "
+        "over a WebSocket). A receiver ignores a frame whose `type` is none of these.",
+        "oneOf": [{"$ref": f"#/$defs/{m.__name__}"} for m in FRAMES],
+        # Each member's `type` is a `const`; no `mapping`, which Ajv's `discriminator`
+        # refuses.
+        "discriminator": {"propertyName": "type"},
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"urn:thinwire:wire:v{wire.PROTOCOL_VERSION}",
+        **schema,
+        "$defs": dict(sorted(defs.items())),
+    }
 
 
 def ts_type(prop: dict[str, Any]) -> str:

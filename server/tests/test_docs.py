@@ -7,6 +7,7 @@ namespace, as a reader copying them would; a block that is not meant to run on i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -15,6 +16,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from starlette.testclient import TestClient
 
@@ -207,6 +209,49 @@ def test_the_protocol_doc_lists_every_error_code() -> None:
     errors = (ROOT / "docs/protocol.md").read_text(encoding="utf-8").split("## Errors")[1]
     missing = [code for code in ERROR_CODES if f"`{code}`" not in errors]
     assert not missing, f"docs/protocol.md's Errors section misses {missing}"
+
+
+def json_examples(page: str) -> list[Any]:
+    """The JSON a page shows: each ```json block (a value, or one a line) and each
+    ```console example's output that is JSON (not an event stream, nor cut short)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    examples = []
+    for block in re.findall(r"```json\n(.*?)```", text, flags=re.DOTALL):
+        try:
+            examples.append(json.loads(block))
+        except json.JSONDecodeError:
+            examples.extend(json.loads(line) for line in block.splitlines())
+    for block in re.findall(r"```console\n(.*?)```", text, flags=re.DOTALL):
+        for run in re.split(r"^\$ ", block, flags=re.M)[1:]:
+            output = re.sub(r"\A(.*\\\n)*.*\n", "", run)  # the command, continued lines too
+            with contextlib.suppress(json.JSONDecodeError):
+                examples.append(json.loads(output))
+    return examples
+
+
+def without_patterns(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {key: without_patterns(v) for key, v in schema.items() if key != "pattern"}
+    if isinstance(schema, list):
+        return [without_patterns(v) for v in schema]
+    return schema
+
+
+def test_the_protocol_docs_json_examples_fit_the_wire_schema() -> None:
+    """Each body, command and answer protocol.md shows is one of the wire schema's, fields
+    and all — ids cut short (`ctx-2f77…`) aside."""
+    text = (ROOT / "packages/client/src/generated/wire.schema.json").read_text(encoding="utf-8")
+    schema = without_patterns(json.loads(text))  # so that ids cut short fit
+
+    def fits(example: Any, name: str) -> bool:
+        return jsonschema.Draft202012Validator({**schema, "$ref": f"#/$defs/{name}"}).is_valid(
+            example
+        )
+
+    examples = json_examples("docs/protocol.md")
+    assert len(examples) >= 12
+    for example in examples:
+        assert any(fits(example, name) for name in schema["$defs"]), example
 
 
 def test_the_proxys_body_limit_is_above_the_servers() -> None:

@@ -23,7 +23,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from thinwire import wire
 from thinwire.admin import operator_routes
+from thinwire.openapi import openapi_document
 from thinwire.testing import ServerProcess, serve
 
 HERE = Path(__file__).resolve().parent
@@ -98,4 +100,70 @@ def test_the_document_covers_every_route(fuzz_server: ServerProcess) -> None:
         document = httpx.get(url, headers=headers).json()
         assert set(document["paths"]) == public
         assert "securitySchemes" not in document["components"]
+        assert "StatePatch" not in document["components"]["schemas"]
     assert fuzz_server.process.poll() is None  # still serving after all of it
+
+
+def operations(document: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, methods in document["paths"].items():
+        for method, described in methods.items():
+            yield path, method, described
+
+
+def test_a_streams_events_are_frames_told_apart_by_type() -> None:
+    document = openapi_document(["demo"], operator_api=False)
+    schemas = document["components"]["schemas"]
+    runs = document["paths"]["/agents/{agent}/runs"]
+    event = runs["post"]["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    assert set(event["properties"]) == {"id", "data"}  # no `event:` line is sent
+    data = event["properties"]["data"]
+    assert data["contentSchema"] == {"$ref": "#/components/schemas/Frame"}
+    frame = schemas["Frame"]
+    types = {
+        schemas[member["$ref"].rsplit("/", 1)[-1]]["properties"]["type"]["const"]
+        for member in frame["oneOf"]
+    }
+    assert (
+        types
+        == set(frame["discriminator"]["mapping"])
+        == {
+            "run_start",
+            "title",
+            "thinking",
+            "tool_call",
+            "tool_result",
+            "token",
+            "interrupt",
+            "done",
+            "error",
+        }
+    )
+    assert frame["discriminator"]["propertyName"] == "type"
+
+
+def test_the_headers_a_client_sends_are_described() -> None:
+    document = openapi_document(["demo"], operator_api=True)
+    for path, method, described in operations(document):
+        headers = {p["name"] for p in described.get("parameters", []) if p["in"] == "header"}
+        # The protocol's routes check the version; health checks and the operator API not.
+        versioned = not path.startswith(("/admin", "/healthz", "/readyz"))
+        assert (wire.PROTOCOL_HEADER in headers) is versioned, (path, method)
+    events = document["paths"]["/agents/{agent}/contexts/{context_id}/events"]["get"]
+    assert "Last-Event-ID" in {p["name"] for p in events["parameters"]}
+    assert "429" in events["responses"]  # too_many_streams
+
+
+def test_stop_and_clear_take_an_empty_body_at_most() -> None:
+    paths = openapi_document(["demo"], operator_api=False)["paths"]
+    for action in ("stop", "clear"):
+        post = paths[f"/agents/{{agent}}/contexts/{{context_id}}/{action}"]["post"]
+        assert post["requestBody"]["required"] is False
+        body = post["requestBody"]["content"]["application/json"]["schema"]
+        assert body == {"type": "object", "additionalProperties": False}
+        assert {"413", "415"} <= set(post["responses"])
+
+
+def test_the_operator_apis_schemas_are_described_to_the_operator_only() -> None:
+    assert "StatePatch" in openapi_document(["demo"], operator_api=True)["components"]["schemas"]
+    hidden = openapi_document(["demo"], operator_api=False)["components"]["schemas"]
+    assert "StatePatch" not in hidden

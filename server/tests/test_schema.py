@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
 
 from codegen import generate, main
@@ -84,3 +87,50 @@ def test_the_vocabulary_is_generated_from_the_python_tables() -> None:
         assert f'  | "{code}"' in ts and f"  {code}: " in ts
     for number, code in codes.CLOSE_CODES.items():
         assert f'  {number}: "{code}",' in ts
+
+
+def published() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(generate()["wire.schema.json"])
+    return schema
+
+
+def validator(name: str) -> jsonschema.Draft202012Validator:
+    """Checks a value against one definition of the published schema."""
+    return jsonschema.Draft202012Validator({**published(), "$ref": f"#/$defs/{name}"})
+
+
+def test_the_json_schema_says_its_dialect_and_its_id() -> None:
+    schema = published()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$id"] == f"urn:thinwire:wire:v{wire.PROTOCOL_VERSION}"
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_the_json_schema_maps_each_frame_type_to_its_definition() -> None:
+    """Another language reads `Frame`: one member per `type`, as `wire.ts`'s union."""
+    defs = published()["$defs"]
+    members = [ref["$ref"].removeprefix("#/$defs/") for ref in defs["Frame"]["oneOf"]]
+    types = [defs[name]["properties"]["type"]["const"] for name in members]
+    assert members == [m.__name__ for m in RESPONSES if m.__name__.endswith("Frame")]
+    assert len(set(types)) == len(types) and "rejected" in types
+    assert all("type" in defs[name]["required"] for name in members)
+    assert defs["Frame"]["discriminator"] == {"propertyName": "type"}
+    frames = [
+        json.loads(line.removeprefix("data: "))
+        for line in generate()["conformance/demo-run-1.sse"].splitlines()
+        if line.startswith("data: ")
+    ]
+    frame = validator("Frame")
+    future = [f for f in frames if f["type"] == "from_the_future"]
+    assert len(future) == 1 and not frame.is_valid(future[0])  # a later version's
+    assert all(frame.is_valid(f) for f in frames if f not in future)
+
+
+def test_the_json_schema_lists_the_error_codes_the_server_sends() -> None:
+    defs = published()["$defs"]
+    assert defs["ServerErrorCode"]["enum"] == sorted(codes.ERROR_CODES)
+    for name in ("ErrorDetail", "ErrorFrame", "RejectedFrame"):
+        assert defs[name]["properties"]["code"]["$ref"] == "#/$defs/ServerErrorCode"
+    body = {"error": {"code": "context_busy", "message": "busy", "retryable": True}}
+    assert validator("ErrorBody").is_valid(body)
+    assert not validator("ErrorBody").is_valid({"error": {**body["error"], "code": "nope"}})

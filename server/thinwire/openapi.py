@@ -1,13 +1,14 @@
 """The OpenAPI 3.1 document of the HTTP surface, served at `/openapi.json`.
 
 Built from the same pydantic models as the wire, so it cannot drift from what the
-server accepts and returns. Streams are documented as `text/event-stream` of frames.
+server accepts and returns. Streams are documented as `text/event-stream` of frames: each
+event's `data` is one of `Frame`, told apart by its `type`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
@@ -27,7 +28,17 @@ ERRORS = {
     "409": "The context is busy, waits for a decision, or the interrupt was answered.",
     "413": "The body or the message is too large.",
     "415": "The body is not application/json.",
-    "429": "Too many runs from this principal.",
+    "429": "Too many runs or streams of this principal: rate_limited, too_many_runs, "
+    "too_many_streams.",
+}
+#: Every frame a stream sends (`rejected` is the WebSocket's alone).
+FRAMES: tuple[type[BaseModel], ...] = get_args(get_args(wire.Frame)[0])
+#: The version a client speaks; without it, this one. Another is `protocol_mismatch`.
+PROTOCOL = {
+    "name": wire.PROTOCOL_HEADER,
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "enum": [wire.PROTOCOL_VERSION]},
 }
 
 
@@ -44,31 +55,55 @@ def operation(
     parameters: list[dict[str, Any]],
     ok: dict[str, Any],
     *,
-    body: type[BaseModel] | None = None,
+    body: type[BaseModel] | dict[str, Any] | None = None,
     errors: Sequence[str] = ("400", "401", "404"),
+    versioned: bool = True,
 ) -> dict[str, Any]:
+    """An operation of the API; `versioned` ones check `Thinwire-Protocol` (the operator
+    API's do not). A `body` given as a schema is optional."""
     responses = {**ok}
     for status in errors:
         responses[status] = {
             "description": ERRORS[status],
             "content": json_content(ref(wire.ErrorBody)),
         }
+    if versioned:
+        parameters = [*parameters, PROTOCOL]
     result: dict[str, Any] = {"summary": summary, "parameters": parameters, "responses": responses}
-    if body is not None:
+    if isinstance(body, dict):
+        result["requestBody"] = {"required": False, "content": json_content(body)}
+    elif body is not None:
         result["requestBody"] = {"required": True, "content": json_content(ref(body))}
     return result
 
 
-#: One server-sent event: `id` is the frame's seq, `data` the frame as JSON.
+#: One server-sent event: `id` is the frame's seq, `data` the frame as one line of JSON.
+#: There is no `event:` line: the frame's `type` says what it is.
 SSE_EVENT = {
     "type": "object",
     "properties": {
-        "id": {"type": "string", "pattern": "^[0-9]+$"},
-        "data": {"type": "string", "contentMediaType": "application/json"},
-        "event": {"type": "string"},
+        "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The frame's seq."},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"$ref": REF.format(model="Frame")},
+            "description": "The frame, as one line of JSON.",
+        },
     },
     "required": ["data"],
 }
+#: The union of `FRAMES`, by `type`.
+FRAME_UNION = {
+    "description": "A frame of a run's stream, told apart by its `type`. A client ignores a "
+    "frame whose `type` is none of these (a later version's).",
+    "oneOf": [ref(m) for m in FRAMES],
+    "discriminator": {
+        "propertyName": "type",
+        "mapping": {m.model_fields["type"].default: REF.format(model=m.__name__) for m in FRAMES},
+    },
+}
+#: The body of a request that takes none (a stop, a clear): nothing, or `{}`.
+NO_FIELDS = {"type": "object", "additionalProperties": False}
 
 
 def event_stream(description: str) -> dict[str, Any]:
@@ -88,7 +123,8 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
         wire.EditRequest,
         wire.RegenerateRequest,
         wire.BranchRequest,
-        StatePatch,
+        # The operator API's, described to the operator only: to anyone else, not there.
+        *([StatePatch] if operator_api else []),
     ]
     models: list[type[BaseModel]] = [
         *requests,
@@ -98,12 +134,14 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
         wire.ConversationSummary,
         wire.Ticket,
         wire.ErrorBody,
+        *FRAMES,
     ]
     _, schema = models_json_schema(
         [(m, "validation" if m in requests else "serialization") for m in models],
         by_alias=True,
         ref_template=REF,
     )
+    schemas = {**schema.get("$defs", {}), "Frame": FRAME_UNION}
     agent = {
         "name": "agent",
         "in": "path",
@@ -203,13 +241,23 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                         "name": "after",
                         "in": "query",
                         "required": False,
-                        "schema": {"type": "integer", "minimum": 0},
+                        "description": "Send only frames with a greater seq.",
+                        "schema": {"type": "integer", "minimum": 0, "maximum": wire.MAX_SEQ},
+                    },
+                    {
+                        "name": "Last-Event-ID",
+                        "in": "header",
+                        "required": False,
+                        "description": "As `after` (what an EventSource sends when it "
+                        "reconnects); wins over it.",
+                        "schema": {"type": "string", "pattern": "^[0-9]{1,16}$"},
                     },
                 ],
                 {
                     **event_stream("The missing frames, then live ones."),
                     "204": {"description": "Nothing to send"},
                 },
+                errors=("400", "401", "404", "429"),
             )
         },
         f"{base}/stop": {
@@ -222,7 +270,8 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                         "content": json_content(ref(wire.StopResult)),
                     }
                 },
-                errors=("400", "401", "404", "409"),
+                body=NO_FIELDS,
+                errors=("400", "401", "404", "409", "413", "415"),
             )
         },
         f"{base}/clear": {
@@ -235,7 +284,8 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                         "content": json_content(ref(wire.Transcript)),
                     }
                 },
-                errors=("400", "401", "404", "409"),
+                body=NO_FIELDS,
+                errors=("400", "401", "404", "409", "413", "415"),
             )
         },
         f"{base}/regenerate": {
@@ -292,7 +342,7 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
         "openapi": "3.1.0",
         "info": {"title": "thinwire", "version": wire.PROTOCOL_VERSION},
         "paths": paths,
-        "components": {"schemas": schema.get("$defs", {})},
+        "components": {"schemas": schemas},
     }
     if operator_api:
         document["components"]["securitySchemes"] = {
@@ -307,6 +357,7 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                     [agent, context],
                     {"200": {"description": "State"}},
                     errors=("400", "401", "404"),
+                    versioned=False,
                 ),
                 **secured,
             },
@@ -336,6 +387,7 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                     },
                     body=StatePatch,
                     errors=("400", "401", "404", "409", "413", "415"),
+                    versioned=False,
                 ),
                 **secured,
             },
@@ -347,6 +399,7 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                     [agent, context],
                     {"200": {"description": "Usage"}},
                     errors=("400", "401", "404"),
+                    versioned=False,
                 ),
                 **secured,
             }
@@ -359,6 +412,7 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                     [agent, context, key],
                     {"200": {"description": "History"}},
                     errors=("400", "401", "404"),
+                    versioned=False,
                 ),
                 **secured,
             }
@@ -370,6 +424,7 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                     [agent, context],
                     {"200": {"description": "Audit"}},
                     errors=("400", "401", "404"),
+                    versioned=False,
                 ),
                 **secured,
             }
@@ -382,6 +437,7 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                     [agent, owner, *page_parameters],
                     {"200": {"description": "A page of conversations, with its owner"}},
                     errors=("400", "401", "404"),
+                    versioned=False,
                 ),
                 **secured,
             }
@@ -393,6 +449,7 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                     [agent, context],
                     {"204": {"description": "Forgotten"}},
                     errors=("400", "401", "404", "409"),
+                    versioned=False,
                 ),
                 **secured,
             }
