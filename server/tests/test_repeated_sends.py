@@ -125,3 +125,25 @@ def test_a_repeat_while_the_run_goes_follows_it_live() -> None:
     assert (retry_start["runId"], retry_start["seq"]) == (start["runId"], start["seq"])
     assert {f["runId"] for f in seen} == {start["runId"]}
     assert Paced.effects == ["go"]  # …of one run
+
+
+def test_an_id_older_than_the_latest_hundred_is_a_new_message() -> None:
+    """protocol.md: a conversation remembers the ids of its latest SENDS_KEPT messages."""
+    from thinwire import Agent, Run
+    from thinwire.records import SENDS_KEPT
+
+    class Quick(Agent):
+        async def run(self, run: Run, text: str) -> None:
+            await run.say(text)
+
+    with TestClient(app_for({"demo": Quick}, runs_per_second=0)) as client:
+        first = {"message": {"text": "first"}, "messageId": "msg-0000-first"}
+        started = post(client, first)[0]
+        context_id = started["contextId"]
+        for n in range(SENDS_KEPT):
+            body = {"message": {"text": f"m{n}"}, "messageId": f"msg-{n:08d}"}
+            post(client, {**body, "contextId": context_id})
+        again = post(client, {**first, "contextId": context_id})
+        assert again[-1]["text"] == "first" and again[0]["runId"] != started["runId"]
+        turns = client.get(f"/agents/demo/contexts/{context_id}").json()["turns"]
+        assert len(turns) == 2 * (SENDS_KEPT + 2)  # the first message, answered twice
