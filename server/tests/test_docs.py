@@ -601,3 +601,24 @@ def test_the_server_docs_operator_session_runs_against_the_demo(tmp_path: Path) 
     for number, output in shown:
         real = (tmp_path / f"out-{number}").read_text()
         assert_json_shown(json.loads(output), json.loads(real), session[number][0])
+
+
+def test_the_architecture_doc_names_every_module_and_no_module_that_is_gone() -> None:
+    """Its file map is where a reader finds the code: a module added (or moved, as the
+    frame scheduler moved to @thinwire/client) without a line there is lost to them."""
+    architecture = (ROOT / "docs/architecture.md").read_text()
+    modules = [p.name for p in (ROOT / "server/thinwire").glob("*.py") if p.name != "__init__.py"]
+    for package in ("client", "react"):
+        source = ROOT / "packages" / package / "src"
+        modules += [
+            p.name
+            for p in [*source.glob("*.ts"), *source.glob("*.tsx")]
+            if ".test." not in p.name and not p.name.startswith("test-")
+        ]
+    assert [name for name in modules if name not in architecture] == []
+    named = set(re.findall(r"\b[\w.-]+\.(?:py|tsx?)\b", architecture))
+    everywhere = {
+        p.name
+        for p in [*(ROOT / "server").rglob("*.py"), *(ROOT / "packages").glob("*/src/**/*.ts*")]
+    }
+    assert sorted(named - everywhere) == []
