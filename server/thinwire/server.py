@@ -60,10 +60,6 @@ def running() -> list[AgentServer]:
 #: the cancellation is then left to run, rather than holding shutdown with no bound.
 CANCEL_GRACE = 3.0
 
-#: A context id no conversation has (not even the right form): reading its version is a
-#: round trip to the store that finds nothing.
-READINESS_PROBE = PROBE_CONTEXT
-
 
 class AgentServer:
     """The state behind one app: its agents, its contexts and the runs in flight."""
@@ -562,7 +558,7 @@ class AgentServer:
     async def check_store(self) -> None:
         """`store_unavailable` unless the store answers a read and, once it refused a
         write, takes one again (`readiness.py`): reads work on a full disk."""
-        await self.store.version(READINESS_PROBE)
+        await self.store.version(PROBE_CONTEXT)  # a round trip that finds nothing
         await self.contexts.writes.check(self.store)
 
     async def startup(self) -> None:
