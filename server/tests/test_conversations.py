@@ -1071,6 +1071,23 @@ def rejection(socket: Any, request_id: str) -> dict[str, Any]:
             return dict(frame)
 
 
+def regenerations_refused(
+    socket: Any, context_id: str, turn_ids: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """A regenerate of each turn over `socket`, and the `rejected` frame of each."""
+    refused = []
+    for index, turn_id in enumerate(turn_ids):
+        command = {
+            "type": "regenerate",
+            "contextId": context_id,
+            "turnId": turn_id,
+            "requestId": f"r-{index}",
+        }
+        socket.send_text(json.dumps(command))
+        refused.append(rejection(socket, f"r-{index}"))
+    return refused
+
+
 def test_a_regenerate_over_a_websocket_is_busy_before_its_turn_is_checked() -> None:
     with holding() as held:
         context_id = conversation(held, "one", "two")
@@ -1081,15 +1098,8 @@ def test_a_regenerate_over_a_websocket_is_busy_before_its_turn_is_checked() -> N
             long = {"type": "send", "contextId": context_id, "message": {"text": "long"}}
             socket.send_text(json.dumps({**long, "requestId": "r-long"}))
             assert json.loads(socket.receive_text())["type"] == "run_start"
-            for index, turn_id in enumerate((shown_in_b[-1]["id"], "turn-00ff00000000-a0")):
-                command = {
-                    "type": "regenerate",
-                    "contextId": context_id,
-                    "turnId": turn_id,
-                    "requestId": f"r-{index}",
-                }
-                socket.send_text(json.dumps(command))
-                refused = rejection(socket, f"r-{index}")
+            turn_ids = (shown_in_b[-1]["id"], "turn-00ff00000000-a0")
+            for refused in regenerations_refused(socket, context_id, turn_ids):
                 assert (refused["code"], refused["command"]) == ("context_busy", "regenerate")
             let_go(held)
             assert until_done(socket)[-1]["text"] == "long #3"
@@ -1106,15 +1116,8 @@ def test_a_regenerate_over_a_websocket_is_decision_pending_before_its_turn_is_ch
     with client.websocket_connect(
         "/agents/demo/ws", subprotocols=["thinwire.v1"], headers=ADA
     ) as socket:
-        for index, turn_id in enumerate((shown_in_b[-1]["id"], "turn-00ff00000000-a0")):
-            command = {
-                "type": "regenerate",
-                "contextId": demo,
-                "turnId": turn_id,
-                "requestId": f"r-{index}",
-            }
-            socket.send_text(json.dumps(command))
-            refused = rejection(socket, f"r-{index}")
+        turn_ids = (shown_in_b[-1]["id"], "turn-00ff00000000-a0")
+        for refused in regenerations_refused(socket, demo, turn_ids):
             assert (refused["code"], refused["interruptId"]) == (
                 "decision_pending",
                 before["pendingInterrupt"]["interruptId"],
