@@ -25,18 +25,26 @@ help: ## list the targets
 
 # --- installs -------------------------------------------------------------------------
 
-$(STAMPS)/python: pyproject.toml
+$(STAMPS)/python: pyproject.toml requirements.lock
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev,bench]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements.lock -e '.[dev,bench]'
 	@mkdir -p $(STAMPS) && touch $@ $(STAMPS)/python-run
 
 # What the demo needs and no more: thinwire, and the OpenAI SDK for `thinwire demo`'s
 # model (used when $OPENAI_BASE_URL or $OPENAI_API_KEY is set). The tools of the line
 # above come with the first `make test`; up to date when that one is.
-$(STAMPS)/python-run: pyproject.toml
+$(STAMPS)/python-run: pyproject.toml requirements.lock
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[openai]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements.lock -e '.[openai]'
 	@mkdir -p $(STAMPS) && touch $@
+
+# A fresh venv resolves the newest releases pyproject.toml allows, then pins them all.
+.PHONY: lock
+lock: ## re-resolve the Python dependencies and rewrite requirements.lock
+	rm -rf $(VENV).lock && $(PYTHON) -m venv $(VENV).lock
+	$(VENV).lock/bin/python -m pip install -q --disable-pip-version-check -e '.[dev,bench]'
+	{ sed -n '1,2p' requirements.lock; $(VENV).lock/bin/python -m pip freeze --exclude-editable; } > requirements.lock.new
+	mv requirements.lock.new requirements.lock && rm -rf $(VENV).lock
 
 $(STAMPS)/node: $(NODE_MANIFESTS)
 	npm ci --no-audit --no-fund --loglevel=error

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from thinwire.branches import Page
 from thinwire.errors import AlreadyExists, LeaseLost, StoreError, VersionConflict
@@ -24,7 +24,9 @@ def store_from_url(url: str) -> Store:
         query = parse_qsl(parts.query, keep_blank_values=True)
         prefix = next((v for k, v in query if k == "prefix"), "thinwire")
         rest = urlencode([(k, v) for k, v in query if k != "prefix"])
-        plain = urlunsplit(parts._replace(query=rest))
+        # Cut the query off the URL as written: urlunsplit would turn `unix:///sock`
+        # into `unix:/sock`, which redis-py 6 and later refuse.
+        plain = url.split("?", 1)[0] + (f"?{rest}" if rest else "")
         return RedisStore.from_url(plain, prefix=prefix)
     if parts.scheme == "sqlite":
         # SQLAlchemy's convention: what follows "sqlite:///" is the path as written.
