@@ -13,8 +13,7 @@ from typing import Any, ClassVar
 
 import pytest
 from starlette.routing import Route
-from starlette.testclient import TestClient
-from starlette.websockets import WebSocketDisconnect
+from starlette.testclient import TestClient, WebSocketDenialResponse
 
 from conftest import app_for
 from thinwire import Agent, MemoryStore, Run, SQLiteStore, anonymous, create_app
@@ -429,11 +428,12 @@ def test_an_anonymous_app_answers_only_to_names_no_other_site_can_point_at_it(
         )
         assert sent.status_code == 400
         with (
-            pytest.raises(WebSocketDisconnect) as closed,
+            pytest.raises(WebSocketDenialResponse) as denied,
             client.websocket_connect("/agents/demo/ws", headers={"host": REBINDING}),
         ):
             pass
-        assert closed.value.code == 4403
+        assert denied.value.status_code == 400
+        assert denied.value.json()["error"]["code"] == "host_not_allowed"
         for host in ("127.0.0.1:8000", "localhost:5173", "[::1]:8000", "my-laptop", "a.localhost"):
             assert client.get("/agents/demo/contexts", headers={"host": host}).status_code == 200
     listed = app_for(

@@ -190,6 +190,19 @@ def test_websocket_over_a_real_server(demo: ServerProcess) -> None:
             garbage.recv(timeout=10)
 
 
+def test_a_foreign_origins_handshake_is_refused_with_a_typed_error(demo: ServerProcess) -> None:
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    url = demo.url.replace("http://", "ws://") + "/agents/demo/ws"
+    with pytest.raises(InvalidStatus) as refused:
+        connect(url, origin="https://evil.example")  # type: ignore[arg-type]
+    answer = refused.value.response
+    assert answer.status_code == 403
+    assert answer.headers["Thinwire-Protocol"] == "1"
+    assert json.loads(answer.body)["error"]["code"] == "origin_not_allowed"
+
+
 def test_a_websocket_ticket_is_not_written_to_the_log(demo: ServerProcess) -> None:
     """It opens a socket for a minute and names its principal (deploy.md)."""
     from websockets.sync.client import connect

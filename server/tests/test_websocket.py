@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
+from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
 from conftest import app_for
@@ -216,11 +216,15 @@ def test_a_send_after_a_turn_names_the_conversation(client: TestClient) -> None:
 
 def test_handshake_checks(client: TestClient) -> None:
     with (
-        pytest.raises(WebSocketDisconnect) as foreign,
+        pytest.raises(WebSocketDenialResponse) as foreign,
         client.websocket_connect(URL, headers={"origin": "https://evil.example"}),
     ):
         pass
-    assert foreign.value.code == 4403
+    # Refused as HTTP refuses a request: typed, the protocol named.
+    assert foreign.value.status_code == 403
+    assert foreign.value.json()["error"]["code"] == "origin_not_allowed"
+    assert foreign.value.headers["thinwire-protocol"] == "1"
+    assert foreign.value.headers["x-content-type-options"] == "nosniff"
     with client.websocket_connect(URL, headers={"origin": "http://testserver"}) as same_site:
         same_site.send_json({"type": "attach", "contextId": "ctx-" + "0" * 36})
         assert json.loads(same_site.receive_text())["code"] == "context_not_found"

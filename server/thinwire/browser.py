@@ -34,6 +34,7 @@ __all__ = [
     "cross_site",
     "name_of",
     "origin_of",
+    "refuse_handshake",
 ]
 
 #: Methods that change something: these must come from this site's own pages.
@@ -91,6 +92,20 @@ def cross_site(scope: Scope, allowed_origins: Collection[str]) -> bool:
     return headers.get("sec-fetch-site", "none") not in ("same-origin", "none")
 
 
+async def refuse_handshake(
+    scope: Scope, receive: Receive, send: Send, error: ThinwireError
+) -> None:
+    """Refuse a WebSocket before it opens, with `error` as HTTP answers it (typed, the
+    protocol named) where the ASGI server can answer a handshake (the denial extension:
+    uvicorn's can); else closed with 4403, which the ASGI server answers with a bare 403."""
+    if "websocket.http.response" not in scope.get("extensions", {}):
+        await send({"type": "websocket.close", "code": 4403})
+        return
+    response = error_response(error)
+    response.raw_headers += COMMON_HEADERS
+    await response(scope, receive, send)
+
+
 def host_name(scope: Scope) -> str:
     """The Host header's name (`name_of`)."""
     return name_of(Headers(scope=scope).get("host", ""))
@@ -141,8 +156,8 @@ class BrowserGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
-            if self.hosts is not None and not self.hosts.allows(host_name(scope)):
-                await send({"type": "websocket.close", "code": 4403})  # the handshake: 403
+            if (refusal := self.host_refusal(scope)) is not None:
+                await refuse_handshake(scope, receive, send, refusal)
                 return
             await self.app(scope, receive, send)
             return
@@ -155,21 +170,27 @@ class BrowserGuard:
                 message["headers"] = [*message.get("headers", []), *COMMON_HEADERS]
             await send(message)
 
-        refusal: ThinwireError | None = None
-        if self.hosts is not None and not self.hosts.allows(host_name(scope)):
-            refusal = BadRequest(
-                "host_not_allowed",
-                f"this server does not answer to the host {host_name(scope)[:100]!r} "
-                "(create_app's allowed_hosts does not list it; for thinwire demo, "
-                "$THINWIRE_ALLOWED_HOSTS)",
-            )
-        elif scope["method"] in STATE_CHANGING and cross_site(scope, self.allowed_origins):
-            refusal = Forbidden(
-                "origin_not_allowed",
-                "a page of another site may not do this with this site's credentials "
-                "(create_app's allowed_origins does not list its origin)",
-            )
+        refusal = self.host_refusal(scope) or self.origin_refusal(scope)
         if refusal is not None:
             await error_response(refusal)(scope, receive, send_with_headers)
             return
         await self.app(scope, receive, send_with_headers)
+
+    def origin_refusal(self, scope: Scope) -> ThinwireError | None:
+        if scope["method"] not in STATE_CHANGING or not cross_site(scope, self.allowed_origins):
+            return None
+        return Forbidden(
+            "origin_not_allowed",
+            "a page of another site may not do this with this site's credentials "
+            "(create_app's allowed_origins does not list its origin)",
+        )
+
+    def host_refusal(self, scope: Scope) -> ThinwireError | None:
+        if self.hosts is None or self.hosts.allows(host_name(scope)):
+            return None
+        return BadRequest(
+            "host_not_allowed",
+            f"this server does not answer to the host {host_name(scope)[:100]!r} "
+            "(create_app's allowed_hosts does not list it; for thinwire demo, "
+            "$THINWIRE_ALLOWED_HOSTS)",
+        )

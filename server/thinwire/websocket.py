@@ -37,10 +37,11 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from thinwire import wire
-from thinwire.browser import cross_site
+from thinwire.browser import cross_site, refuse_handshake
 from thinwire.direct import message_writer
 from thinwire.errors import (
     BadRequest,
+    Forbidden,
     PayloadTooLarge,
     ThinwireError,
     TooManyRequests,
@@ -95,7 +96,12 @@ REQUEST_ID = re.compile(wire.REQUEST_ID_PATTERN)
 def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:
     async def endpoint(websocket: WebSocket) -> None:
         if cross_site(websocket.scope, server.allowed_origins):
-            await websocket.close(code=4403)  # before accept: the handshake fails with 403
+            refusal = Forbidden(
+                "origin_not_allowed",
+                "a page of another site may not open a socket with this site's credentials "
+                "(create_app's allowed_origins does not list its origin)",
+            )
+            await refuse_handshake(websocket.scope, websocket.receive, websocket.send, refusal)
             return
         offered = websocket.scope.get("subprotocols", [])
         chosen = next((p for p in (SUBPROTOCOL_LINES, SUBPROTOCOL) if p in offered), None)
