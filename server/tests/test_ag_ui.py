@@ -727,6 +727,28 @@ def test_bad_input_gets_a_typed_error(
     assert set(response.json()["error"]) >= {"code", "message", "retryable"}
 
 
+def test_stop_takes_no_body_or_an_empty_object(client: TestClient) -> None:
+    """As thinwire's own stop: nothing (what a page's fetch sends) or `{}`, and any other
+    body refused as every request's is, before anything is stopped."""
+    run(client, body("thread-b", "hello"))
+    url = f"{URL}/threads/thread-b/stop"
+    json_type, plain = {"content-type": "application/json"}, {"content-type": "text/plain"}
+    refusals = [
+        client.post(url, json={"threadId": "thread-b"}),
+        client.post(url, json=[]),
+        client.post(url, content=b"{", headers=json_type),
+        client.post(url, content=b"{}", headers=plain),
+    ]
+    assert [(r.status_code, r.json()["error"]["code"]) for r in refusals] == [
+        (400, "invalid_request"),
+        (400, "invalid_request"),
+        (400, "invalid_json"),
+        (415, "unsupported_media_type"),
+    ]
+    for taken in ({}, {"json": {}}, {"content": b"", "headers": plain}):
+        assert client.post(url, **taken).status_code == 200, taken  # type: ignore[arg-type]
+
+
 def test_bad_routes_and_resumes_get_typed_errors(client: TestClient) -> None:
     asked = run(client, body("thread-b", "please refund"))
     answers = [

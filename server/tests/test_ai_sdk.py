@@ -530,6 +530,28 @@ def test_bad_routes_get_typed_errors(client: TestClient) -> None:
     assert client.get(f"{API}/never-started/stream").status_code == 204
 
 
+def test_stop_takes_no_body_or_an_empty_object(client: TestClient) -> None:
+    """As thinwire's own stop: nothing (the SDK's page sends none) or `{}`, and any other
+    body refused as every request's is, before anything is stopped."""
+    chat(client, body("chat-b", "hello"))
+    url = f"{API}/chat-b/stop"
+    json_type, plain = {"content-type": "application/json"}, {"content-type": "text/plain"}
+    refusals = [
+        client.post(url, json={"x": 1}),
+        client.post(url, json=[]),
+        client.post(url, content=b"{", headers=json_type),
+        client.post(url, content=b"{}", headers=plain),
+    ]
+    assert [(r.status_code, r.json()["error"]["code"]) for r in refusals] == [
+        (400, "invalid_request"),
+        (400, "invalid_request"),
+        (400, "invalid_json"),
+        (415, "unsupported_media_type"),
+    ]
+    for taken in ({}, {"json": {}}, {"content": b"", "headers": plain}):
+        assert client.post(url, **taken).status_code == 200, taken  # type: ignore[arg-type]
+
+
 def test_nothing_server_only_crosses_this_face(client: TestClient) -> None:
     seen: list[str] = []
 

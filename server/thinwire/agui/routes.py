@@ -34,6 +34,7 @@ from thinwire.boundary import PROTOCOL_HEADERS
 from thinwire.contexts import Context
 from thinwire.errors import Conflict, NotFound
 from thinwire.foreign_ids import ForeignIds
+from thinwire.parsing import read_no_fields
 from thinwire.records import ContextRecord
 from thinwire.routes import caller, counted
 from thinwire.runlog import FrameSource
@@ -173,6 +174,7 @@ def ag_ui_routes(server: AgentServer) -> list[BaseRoute]:
         agent_name, principal = await caller(server, request)
         thread_id = request.path_params["thread_id"]
         context = await THREADS.owned(server, agent_name, principal, thread_id)
+        await read_no_fields(request, server.max_body_bytes)
         return JSONResponse(await server.stop(context), headers=PROTOCOL_HEADERS)
 
     url = "/ag-ui/{agent}"

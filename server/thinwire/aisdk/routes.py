@@ -28,6 +28,7 @@ from thinwire.aisdk.stream import ui_message_stream
 from thinwire.boundary import PROTOCOL_HEADERS
 from thinwire.contexts import Context
 from thinwire.foreign_ids import ForeignIds
+from thinwire.parsing import read_no_fields
 from thinwire.routes import caller, counted
 from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer, active_run_id
@@ -92,6 +93,7 @@ def ai_sdk_routes(server: AgentServer) -> list[BaseRoute]:
     async def stop(request: Request) -> Response:
         agent_name, principal = await caller(server, request)
         context = await CHATS.owned(server, agent_name, principal, request.path_params["chat_id"])
+        await read_no_fields(request, server.max_body_bytes)
         return JSONResponse(await server.stop(context), headers=PROTOCOL_HEADERS)
 
     async def messages(request: Request) -> Response:
