@@ -431,3 +431,23 @@ def test_the_saver_keeps_the_latest_checkpoint_of_each_namespace_as_json() -> No
         again.get_tuple({"configurable": {**config["configurable"], "checkpoint_id": "old"}})
         is None
     )
+
+
+class NoGraph(LangGraphAgent):
+    pass
+
+
+class Uncompiled(LangGraphAgent):
+    graph = StateGraph(MessagesState)  # type: ignore[assignment]  # the builder, not compiled
+
+
+@pytest.mark.parametrize(
+    ("agent", "says"),
+    [
+        (NoGraph, r"^NoGraph has no graph: set graph = builder\.compile\(\)"),
+        (Uncompiled, r"^Uncompiled\.graph must be a compiled LangGraph graph .*not a StateGraph$"),
+    ],
+)
+def test_a_wrong_graph_is_refused_when_the_app_is_made(agent: type, says: str) -> None:
+    with pytest.raises(TypeError, match=says):
+        app_for({"planner": agent})

@@ -474,3 +474,23 @@ def test_a_chat_completions_server_takes_openai_chat_models_not_openai_ones(
     assert failed[-1]["stopReason"] == "error"
     error = next(f for f in failed if f["type"] == "error")
     assert error["code"] == "agent_error" and error["message"].startswith("The agent failed.")
+
+
+class NoAgent(PydanticAIAgent):
+    pass
+
+
+class AgentClass(PydanticAIAgent):
+    agent = PydanticAgent  # type: ignore[assignment]  # the class, not an agent
+
+
+@pytest.mark.parametrize(
+    ("agent", "says"),
+    [
+        (NoAgent, r"^NoAgent has no agent: set agent = Agent\("),
+        (AgentClass, r"^AgentClass\.agent must be a pydantic-ai agent .*not the class Agent "),
+    ],
+)
+def test_a_wrong_agent_is_refused_when_the_app_is_made(agent: type, says: str) -> None:
+    with pytest.raises(TypeError, match=says):
+        app_for({"support": agent})

@@ -624,3 +624,23 @@ def test_a_model_that_keeps_the_conversation_on_its_server_is_refused(
         frames = send(client, "hello")
     assert frames[-1]["stopReason"] == "error" and model.requests == []
     assert "keeps the conversation on its server" in caplog.text
+
+
+class NoFactory(StrandsAgent):
+    pass
+
+
+class FactoryNotCallable(StrandsAgent):
+    agent = "librarian"  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(
+    ("agent", "says"),
+    [
+        (NoFactory, r"^NoFactory has no agent: set agent to a function that builds"),
+        (FactoryNotCallable, r"^FactoryNotCallable\.agent must be a function that builds .*"),
+    ],
+)
+def test_a_missing_agent_factory_is_refused_when_the_app_is_made(agent: type, says: str) -> None:
+    with pytest.raises(TypeError, match=says):
+        app_for({"support": agent})

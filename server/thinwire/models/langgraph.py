@@ -49,7 +49,7 @@ from uuid import UUID
 
 from pydantic_core import to_jsonable_python
 
-from thinwire.agent import Agent, Run
+from thinwire.agent import Agent, Run, described
 from thinwire.interrupts import ToolFailed
 from thinwire.models.messages import UNFINISHED
 from thinwire.models.questions import Question, question_of
@@ -91,6 +91,18 @@ class LangGraphAgent(Agent):
 
     #: The compiled graph (`builder.compile()`); its own checkpointer is replaced.
     graph: ClassVar[Pregel[Any, Any, Any, Any]]
+
+    @classmethod
+    def check_class(cls) -> None:
+        super().check_class()
+        name, graph = cls.__name__, getattr(cls, "graph", None)
+        if graph is None:
+            raise TypeError(f"{name} has no graph: set graph = builder.compile()")
+        if not isinstance(graph, Pregel):
+            raise TypeError(
+                f"{name}.graph must be a compiled LangGraph graph (builder.compile()), "
+                f"not {described(graph)}"
+            )
 
     def input(self, run: Run, text: str) -> Any:
         """The graph's input for a message."""

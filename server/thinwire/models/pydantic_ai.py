@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 from pydantic import TypeAdapter
 
-from thinwire.agent import REJECTED, Agent, Run
+from thinwire.agent import REJECTED, Agent, Run, described
 from thinwire.interrupts import APPROVAL_OPTIONS, Approval, ToolFailed
 
 try:
@@ -100,6 +100,18 @@ class PydanticAIAgent(Agent):
 
     #: The pydantic-ai agent (an `Agent`, or anything built on `AbstractAgent`).
     agent: ClassVar[AbstractAgent[Any, Any]]
+
+    @classmethod
+    def check_class(cls) -> None:
+        super().check_class()
+        name, agent = cls.__name__, getattr(cls, "agent", None)
+        if agent is None:
+            raise TypeError(f'{name} has no agent: set agent = Agent("openai:gpt-4.1-mini", …)')
+        if not isinstance(agent, AbstractAgent):
+            raise TypeError(
+                f"{name}.agent must be a pydantic-ai agent (an Agent, or anything built on "
+                f"AbstractAgent), not {described(agent)}"
+            )
 
     def deps(self, run: Run) -> Any:
         """The agent's dependencies (`deps=`) for this run; None by default."""

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, ClassVar, Literal, cast
 
-from thinwire.agent import REJECTED, Agent, Run
+from thinwire.agent import REJECTED, Agent, Run, described
 from thinwire.interrupts import Approval, Rejected, ToolFailed
 from thinwire.models.questions import Question, question_of
 
@@ -92,6 +92,19 @@ class StrandsAgent(Agent):
             raise TypeError(
                 f"{cls.__name__}.agent is a function that builds a strands Agent, not an Agent: "
                 "an Agent holds one conversation, so each run gets its own"
+            )
+
+    @classmethod
+    def check_class(cls) -> None:
+        super().check_class()
+        # Not called here, but once per run: a strands Agent may open clients as it is built.
+        name, factory = cls.__name__, getattr(cls, "agent", None)
+        if factory is None:
+            raise TypeError(f"{name} has no agent: set agent to a function that builds one")
+        if not callable(factory):
+            raise TypeError(
+                f"{name}.agent must be a function that builds a strands Agent, "
+                f"not {described(factory)}"
             )
 
     def approval(self, tool_use: ToolUse) -> Approval | None:
