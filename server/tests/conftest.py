@@ -79,12 +79,12 @@ def send(
 def decide(
     client: TestClient, frames: list[dict[str, Any]], value: Any, *, agent: str = "demo"
 ) -> list[dict[str, Any]]:
-    """Answer the interrupt a run ended on (its frame before `done`); the resumed run's
+    """Answer the interrupt a run ended on (its last, before `done`); the resumed run's
     frames."""
-    interrupt_id = frames[-2]["interrupt"]["interruptId"]
+    asked = next(f["interrupt"] for f in reversed(frames) if f["type"] == "interrupt")
     response = client.post(
         f"/agents/{agent}/contexts/{frames[0]['contextId']}/decisions",
-        json={"interruptId": interrupt_id, "value": value},
+        json={"interruptId": asked["interruptId"], "value": value},
     )
     assert response.status_code == 200, response.text
     return parse_sse(response.text)

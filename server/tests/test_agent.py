@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import math
@@ -532,6 +533,59 @@ def test_a_tool_cut_short_by_a_stop_is_recorded_as_not_finished() -> None:
         [call] = [m for m in history if m["role"] == "tool"]
         assert call["arguments"] == {"order": "two books"} and call["ok"] is False
         assert "may have partly run" in call["error"]
+
+
+class LeavesATool(Agent):
+    """Starts a tool it does not wait for, then ends as the message says: by returning,
+    failing or asking."""
+
+    left: ClassVar[set[asyncio.Task[Any]]] = set()
+
+    async def forever(self) -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    async def run(self, run: Run, text: str) -> None:
+        type(self).left.add(asyncio.create_task(run.tool("slow_tool", self.forever)))
+        await asyncio.sleep(0)  # the call starts, and is shown, in the run
+        if text == "fail":
+            raise RuntimeError("failed with a tool running")
+        if text == "ask":
+            await run.interrupt("Go on?", options=["yes"])
+        await run.say("done")
+
+
+@pytest.mark.parametrize(
+    ("text", "ends"),
+    [
+        ("return", ["tool_call", "token", "tool_result", "done"]),
+        ("fail", ["tool_call", "tool_result", "error", "done"]),
+        ("ask", ["tool_call", "interrupt", "tool_result", "done"]),
+    ],
+)
+def test_a_tool_left_running_is_shown_over_when_its_run_ends(text: str, ends: list[str]) -> None:
+    """Nothing the call does after its run ended is shown (`Run.end`): the run's end
+    shows it as not finished, so no client shows it running for ever."""
+    LeavesATool.left = set()
+    with TestClient(app_for({"demo": LeavesATool})) as client:
+        frames = send(client, text)
+        transcript = client.get(f"/agents/demo/contexts/{frames[0]['contextId']}").json()
+        assert client.portal is not None
+        for task in LeavesATool.left:
+            client.portal.call(cancel, task)
+    assert [f["type"] for f in frames[1:]] == ends
+    call, result = (
+        next(f for f in frames if f["type"] == kind) for kind in ("tool_call", "tool_result")
+    )
+    assert (result["callId"], result["name"], result["ok"]) == (call["callId"], "slow_tool", False)
+    [activity] = transcript["turns"][-1]["activity"]
+    assert (activity["name"], activity["ok"]) == ("slow_tool", False)
+
+
+async def cancel(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 class Outlives(Agent):

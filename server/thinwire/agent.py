@@ -24,6 +24,7 @@ in the conversation, in this run or the next.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import inspect
 from collections.abc import (
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 from pydantic import BaseModel
 
 from thinwire import wire
-from thinwire.errors import StateValueError
+from thinwire.errors import RunTooLong, StateValueError
 from thinwire.exchanges import Exchange, History
 from thinwire.interrupts import (
     APPROVAL_OPTIONS,
@@ -261,6 +262,16 @@ class Run:
         """The run is over for this agent: this Run, and the history and state it hands
         out, refuse every use from now on (`RunEnded`, saying "has ended" and `why`)."""
         self._ended = why
+
+    def end_tool_calls(self) -> None:
+        """Show each tool call still running as not finished (as a stop shows the one it
+        cuts short): once the run is over nothing more of it is shown (`end`), and no
+        client must show it running for ever. Only the frame limit leaves one unshown."""
+        for activity in self._activity:
+            if activity["ok"] is None:
+                activity["ok"] = False
+                with contextlib.suppress(RunTooLong):
+                    self._log.tool_result(activity["callId"], activity["name"], ok=False)
 
     def _refused(self, what: str) -> RunEnded:
         return RunEnded(

@@ -225,6 +225,12 @@ async def execute(
             if log.asked is not None:
                 raise SuspendCaught(log.asked) from exc
             raise
+        finally:
+            # Before anything awaits: a task the agent left running must not add to the
+            # run being saved, nor to the conversation after it (see `Run.end`); a tool
+            # call it left running ends with the run, before its error or `done`.
+            run.end()
+            run.end_tool_calls()
         if log.asked is not None:
             raise SuspendCaught(log.asked)
         if run.replaying:
@@ -246,9 +252,6 @@ async def execute(
         failure(log, "agent_error", "The agent failed")
         outcome = Outcome("error")
     finally:
-        # Before anything awaits: a task the agent left running must not add to the run
-        # being saved, nor to the conversation after it (see `Run.end`).
-        run.end()
         await flushing.stop()
         await finish(registry, context, log, run, text, start, outcome)
 
