@@ -10,6 +10,7 @@ import secrets
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -440,6 +441,86 @@ def test_a_conversation_waiting_for_a_decision_can_be_renamed(client: TestClient
     )
     assert parse_sse(answered.text)[-1]["type"] == "done"
     assert client.get(url(context_id, agent="demo"), headers=ADA).json()["title"] == "Refund"
+
+
+class Pausing(MemoryStore):
+    """A store whose next save or delete, once armed, waits inside until let go: a
+    rename or a forget caught holding its conversation."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.inside = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def _pause(self) -> None:
+        if self.armed:
+            self.armed = False
+            self.inside.set()
+            await self.go.wait()
+
+    async def save(self, record: Any, **options: Any) -> int:
+        await self._pause()
+        return await super().save(record, **options)
+
+    async def delete(self, context_id: str) -> bool:
+        await self._pause()
+        return await super().delete(context_id)
+
+
+@pytest.mark.parametrize("verb", ["rename", "forget"])
+def test_a_send_right_after_a_rename_or_forget_waits_for_it(
+    verb: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user renames the chat, then types: the send arrives while the rename holds the
+    conversation, and waits for it rather than being refused as busy. After a forget it
+    finds the conversation gone, as any later request does."""
+    store = Pausing()
+    app = app_for({"chat": Numbered}, identify=by_header, store=store)
+    with TestClient(app) as client:
+        context_id = conversation(client, "hello")
+        registry = client.app.state.thinwire.contexts  # type: ignore[attr-defined]
+        arrived = asyncio.Event()
+        acquire = registry.acquire
+
+        async def spied(context: Any, holder: str) -> None:
+            if holder == "run":
+                arrived.set()
+            await acquire(context, holder)
+
+        monkeypatch.setattr(registry, "acquire", spied)
+
+        async def race() -> tuple[httpx.Response, httpx.Response]:
+            transport = httpx.ASGITransport(app=client.app)
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://testserver", headers=ADA
+            ) as http:
+                store.armed = True
+                if verb == "rename":
+                    change = asyncio.create_task(
+                        http.patch(url(context_id), json={"title": "Mine"})
+                    )
+                else:
+                    change = asyncio.create_task(http.delete(url(context_id)))
+                await store.inside.wait()  # the change holds the conversation
+                body = {"contextId": context_id, "message": {"text": "typed"}}
+                sent = asyncio.create_task(http.post("/agents/chat/runs", json=body))
+                await arrived.wait()  # the send asks for the conversation meanwhile
+                store.go.set()
+                return await change, await sent
+
+        assert client.portal is not None
+        changed, sent = client.portal.call(race)
+        if verb == "rename":
+            assert changed.status_code == 200 and changed.json()["title"] == "Mine"
+            assert sent.status_code == 200, sent.text
+            assert parse_sse(sent.text)[-1]["stopReason"] == "end"
+            assert texts(client, context_id) == ["hello", "hello #1", "typed", "typed #2"]
+            assert listed(client)["conversations"][0]["title"] == "Mine"
+        else:
+            assert changed.status_code == 204
+            assert error(sent) == (404, "context_not_found")
+            assert listed(client)["conversations"] == []
 
 
 def test_a_repeated_regenerate_replays_the_run_it_started(client: TestClient) -> None:

@@ -7,11 +7,13 @@ evicted context is simply loaded again, indistinguishable from one that stayed.
 A context belongs to the principal that created it. Any other principal gets
 `context_not_found`, exactly as for an id that does not exist.
 
-Whoever changes a context holds it first (`hold`): a run, an operator's patch, a clear, a
-forget. A second holder gets `context_busy`, so two runs never interleave and no write
-lands in the middle of a run. Holding means the coordinator's lease too, so this holds
-across replicas; the coordinator also says when a cached record may be stale and whether
-a run marked active is alive anywhere.
+Whoever changes a context holds it first (`hold`): a run, an operator's patch, a rename, a
+clear, a forget. A second holder gets `context_busy` while a run holds it, so two runs
+never interleave and no write lands in the middle of a run; one that finds a change of one
+write holding it (a rename, say) waits for it here, so a send right after a rename is not
+refused. Holding means the coordinator's lease too, so this holds across replicas (where
+a change on another replica is `context_busy` still); the coordinator also says when a
+cached record may be stale and whether a run marked active is alive anywhere.
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ logger = logging.getLogger("thinwire")
 #: The bytes the live contexts may hold, by default (see `ContextRecord.weight`).
 DEFAULT_CACHE_BYTES = 128 * 1024 * 1024
 
+#: The holders that keep a context as long as a run takes: anyone else is refused. Every
+#: other holder makes one change and lets go, so anyone else waits for it.
+RUNS = frozenset({"run", "decision"})
+
 
 @dataclass(eq=False)
 class Context:
@@ -60,6 +66,10 @@ class Context:
     log: RunLog | None = None
     #: Who is changing the context right now ("run", "operator", "clear", "forget").
     holder: str | None = None
+    #: Set as the holder lets go: what a request waiting for a change waits on.
+    released: asyncio.Event | None = None
+    #: Deleted by `forget`: a request that had it in hand finds it gone.
+    forgotten: bool = False
     #: This process's lease on the context, while it holds it.
     lease: Lease | None = None
     #: For a context not stored yet: the audit of its initial state, for its first save.
@@ -352,17 +362,27 @@ class ContextRegistry:
             await self.release(context)
 
     async def acquire(self, context: Context, holder: str) -> None:
-        """Hold the context, or `context_busy` — also when another process holds it. While
-        a decision is pending only the decision itself, a stop, a forget or a rename (it
-        changes nothing the waiting run reads) may: anything else is `decision_pending`."""
+        """Hold the context, or `context_busy` — while a run holds it, or another process
+        does; a change held here (not a run) is waited for first. While a decision is
+        pending only the decision itself, a stop, a forget or a rename (it changes nothing
+        the waiting run reads) may: anything else is `decision_pending`."""
+        waited = False
+        while context.holder is not None and context.holder not in RUNS:
+            assert context.released is not None
+            await context.released.wait()
+            waited = True
+        if context.forgotten:
+            raise not_found(context.id)
         if context.holder is not None:
             raise busy()
         live = self._live.get(context.id)
-        if live is not None and live is not context:
-            # This copy was evicted while its caller waited, and another loaded since:
-            # that one is the conversation here now, and may be running.
+        if live is not context and (live is not None or waited):
+            # This copy was evicted while its caller waited, and another loaded since
+            # (that one is the conversation here now, and may be running), or the change
+            # waited for dropped it (its save failed): the next request loads the truth.
             raise busy()
         context.holder = holder
+        context.released = asyncio.Event()
         if live is None and context.record.version > 0:
             self._remember(context)  # held, it must be the copy every request finds
         try:
@@ -385,6 +405,9 @@ class ContextRegistry:
 
     async def release(self, context: Context) -> None:
         context.holder = None
+        if context.released is not None:
+            context.released.set()
+            context.released = None
         if context.lease is not None:
             lease, context.lease = context.lease, None
             with contextlib.suppress(Exception):  # it expires by itself anyway
@@ -444,4 +467,5 @@ class ContextRegistry:
         """Remove every trace of the context from the store and the cache."""
         async with self.hold(context, "forget"):
             await self.store.delete(context.id)
+            context.forgotten = True
             self.forget_cached(context)
