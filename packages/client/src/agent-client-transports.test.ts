@@ -270,7 +270,8 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
       transcriptTurn("user", "Hello", { id: "turn-" + "a".repeat(12) + "-u0" }),
       transcriptTurn("assistant", "Hi", { id: "turn-" + "a".repeat(12) + "-a1" }),
     ];
-    const closed = { id: reply, role: "assistant", text: "t. w0 ", streaming: false, stopReason: null };
+    // `detached`: this client stopped following the run, which may go on on the server.
+    const closed = { id: reply, role: "assistant", text: "t. w0 ", streaming: false, stopReason: "detached" };
     const lost = () => ({ lost: true as const });
     const failure = (call: Promise<unknown>) => rejection(call).then((error) => error.code);
 
@@ -288,11 +289,11 @@ describe.each(wires)("AgentClient over %s", (_name, wire) => {
     /**
      * Drops the run once the client shows it; the client gives up (`gaveUp`:
      * the code of its error), and the partial reply is kept, closed, under the
-     * server's id — and stays so after clearError().
+     * server's id, stop reason `detached` — and stays so after clearError().
      */
     async function expectClosed(client: AgentClient, run: ReturnType<typeof cutRun>, gaveUp: Promise<string>) {
       await until(() => client.getSnapshot().turns.at(-1)?.text === "t. w0 ", "the partial reply");
-      expect(client.getSnapshot().turns.at(-1)).toMatchObject({ ...closed, streaming: true });
+      expect(client.getSnapshot().turns.at(-1)).toMatchObject({ ...closed, streaming: true, stopReason: null });
       run.drop();
       expect(await gaveUp).toBe("network_error");
       expect(client.getSnapshot().status).toBe("error");

@@ -1165,6 +1165,109 @@ describe("AgentClient render batching", () => {
   });
 });
 
+describe("AgentClient in a long conversation", () => {
+  /**
+   * Counts, until `restore()`, the calls of the array methods that copy an
+   * array (or walk all of it) made on one of at least `length` items.
+   */
+  function countCopies(length: number) {
+    let count = 0;
+    const proto = Array.prototype as unknown as Record<PropertyKey, (this: unknown[], ...args: unknown[]) => unknown>;
+    const names = ["slice", "map", "filter", "flatMap", "concat", "with", "toSpliced", Symbol.iterator].filter((name) => name in proto);
+    const originals = names.map((name) => [name, proto[name]!] as const);
+    for (const [name, original] of originals) {
+      proto[name] = function (this: unknown[], ...args: unknown[]) {
+        if (this.length >= length) count += 1;
+        return original.apply(this, args);
+      };
+    }
+    const from = Array.from;
+    Array.from = ((items: ArrayLike<unknown>, ...rest: []) => {
+      if (items.length >= length) count += 1;
+      return from(items, ...rest);
+    }) as typeof Array.from;
+    return {
+      get count() {
+        return count;
+      },
+      restore() {
+        for (const [name, original] of originals) proto[name] = original;
+        Array.from = from;
+      },
+    };
+  }
+
+  it("adds a token to the reply without copying the turns for each: once for a read of them", async () => {
+    const earlier = Array.from({ length: 5000 }, (_, i) =>
+      transcriptTurn(i % 2 === 0 ? "user" : "assistant", `turn ${i}`, { id: `turn-${"0".repeat(12)}-${i % 2 === 0 ? "u" : "a"}${i}` }),
+    );
+    const transcript = { contextId: CTX_1, agent: "demo", title: "Long", turns: earlier, activeRunId: null, pendingInterrupt: null, hasEarlier: false };
+    const stream = channel();
+    const flushes: Array<() => void> = [];
+    const client = new AgentClient({
+      agent: "demo",
+      baseUrl: "/api",
+      contextId: CTX_1,
+      pageSize: Infinity,
+      fetch: async () => jsonResponse(200, transcript),
+      transport: new MockTransport(() => stream.frames()),
+      schedule: (flush) => flushes.push(flush),
+    });
+    await client.start();
+    const shown = client.getSnapshot().turns;
+    expect(shown).toHaveLength(5000);
+    const renders: Array<readonly unknown[]> = [];
+    client.subscribe(() => renders.push(client.getSnapshot().turns));
+    const r = run(CTX_1, "run-1");
+    const sent = client.send("more");
+    stream.push(r.start());
+    await tick();
+    const words = Array.from({ length: 1000 }, (_, i) => `w${i} `);
+    const copies = countCopies(5000);
+    try {
+      for (const word of words) stream.push(r.token(word));
+      await tick();
+      flushes.shift()!(); // one render for the burst
+    } finally {
+      copies.restore();
+    }
+    expect(copies.count).toBeLessThanOrEqual(2); // the render's read: one copy of the turns (a slice, then a spread)
+    const streamed = client.getSnapshot();
+    expect(renders.at(-1)).toBe(streamed.turns);
+    expect(streamed.turns.at(-1)).toMatchObject({ role: "assistant", text: words.join(""), streaming: true });
+    expect(streamed.turns.slice(0, 5000).every((turn, i) => turn === shown[i])).toBe(true); // the same objects
+    stream.push(r.done(words.join("")));
+    await expect(sent).resolves.toMatchObject({ text: words.join(""), stopReason: "end" });
+  });
+
+  it("shows every delta on any read, as the reducer would, a new snapshot only after a change", async () => {
+    const stream = channel();
+    const client = new AgentClient({ agent: "demo", transport: new MockTransport(() => stream.frames()) });
+    const r = run("ctx-1", "run-1");
+    const sent = client.send("hi");
+    stream.push(r.start());
+    const frames = [r.thinking("Hm"), r.token("a"), r.token("b"), r.thinking(", yes")];
+    for (const frame of frames) stream.push(frame);
+    await tick();
+    const first = client.getSnapshot();
+    expect(client.getSnapshot()).toBe(first);
+    expect(first.thinking).toBe("Hm, yes");
+    expect(first.turns[1]).toMatchObject({ text: "ab", thinking: "Hm, yes", streaming: true });
+    stream.push(frames[2]!); // seen already: no change
+    stream.push(r.token("c"));
+    await tick();
+    const second = client.getSnapshot();
+    expect(second).not.toBe(first);
+    expect(second.turns).not.toBe(first.turns);
+    expect(second.turns[0]).toBe(first.turns[0]);
+    expect(second.turns[1]).toMatchObject({ text: "abc", thinking: "Hm, yes" });
+    expect(first.turns[1]).toMatchObject({ text: "ab" }); // a snapshot handed out never changes
+    stream.push(r.done("abc"));
+    await sent;
+    expect(client.getSnapshot().turns[1]).toMatchObject({ text: "abc", thinking: "Hm, yes", streaming: false, stopReason: "end" });
+  });
+});
+
 describe("AgentClient human in the loop", () => {
   const refund: InterruptRequest = {
     interruptId: "int-1",

@@ -198,7 +198,12 @@ export class AgentClient {
       options.schedule,
       options.minNotifyInterval === undefined ? {} : { minInterval: options.minNotifyInterval },
     );
-    this.#view = new View(options.contextId ?? null, (previous, next, commit) => this.#announce(previous, next, commit));
+    this.#view = new View(
+      options.contextId ?? null,
+      (previous, next, commit) => this.#announce(previous, next, commit),
+      // A streaming frame's delta: a change of nothing but the reply, as `#announce` batches one.
+      () => this.#notifier.changed(true),
+    );
     const option = options.transport ?? "sse";
     this.#ownsTransport = typeof option === "string";
     const credentials = options.credentials ?? "same-origin";

@@ -14,7 +14,7 @@ export { MIN_FRAME_INTERVAL_MS, nextFrame } from "./frame-schedule.js";
 export type { CredentialsMode } from "./http.js";
 export type { Schedule } from "./notifier.js";
 export type { ReconnectOptions } from "./reconnect.js";
-export type { Activity, AgentErrorInfo, Snapshot, Status, Turn } from "./snapshot.js";
+export type { Activity, AgentErrorInfo, Snapshot, Status, Turn, TurnStopReason } from "./snapshot.js";
 export { SseTransport, type SseTransportOptions } from "./sse-transport.js";
 export type {
   RunFrame,

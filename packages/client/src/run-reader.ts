@@ -163,6 +163,10 @@ export class RunReader {
         if (step.done) return;
         const frame = step.value;
         outcome.frames += 1;
+        if (job.runKnown && view.append(frame)) {
+          outcome.progress = true; // a delta of the reply: shown, the snapshot built when read
+          continue;
+        }
         if (this.#supersedes(frame)) outcome.superseded = true;
         const state = view.state;
         let next = reduceFrame(state, frame);

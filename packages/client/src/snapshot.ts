@@ -7,6 +7,14 @@ import type { ErrorCode, InterruptRequest, StopReason, TurnAsked, TurnMeta } fro
  */
 export type Status = "idle" | "hydrating" | "streaming" | "reconnecting" | "error";
 
+/**
+ * Why a reply ended, as a turn shows it: the server's stop reason, or
+ * `detached` — the client's, never the server's: this client stopped following
+ * the run before its end (its stream could not be reattached, status `error`).
+ * The run may go on on the server; the transcript (a reload) says how it ended.
+ */
+export type TurnStopReason = StopReason | "detached";
+
 export interface Turn {
   /**
    * The server's id of the turn: stable for the life of the conversation, the
@@ -25,11 +33,10 @@ export interface Turn {
   /**
    * Why the reply ended; null on user turns and while streaming. `interrupted`:
    * the run stopped to ask a person (see `Snapshot.interrupt`), or its server died.
-   * Null too on a reply whose stream could not be reattached (`streaming`
-   * false, status `error`): the client stopped following a run that may go
-   * on on the server, and the transcript (a reload) says how it ended.
+   * `detached` (the client's own, see `TurnStopReason`) on a reply whose stream
+   * could not be reattached.
    */
-  stopReason: StopReason | null;
+  stopReason: TurnStopReason | null;
   /** The public reasoning this reply showed, live while it streams; "" on user turns. */
   thinking: string;
   /** The tools this reply called, in call order, live while it streams; empty on user turns. */

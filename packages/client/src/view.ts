@@ -1,11 +1,13 @@
 /**
  * The view a client shows: the reducer state behind its snapshot, and the
  * changes the jobs make to it (open a reply, show a failure, …). Every change
- * goes through `commit`, which hands it to the client to announce; a closed
- * view (a disposed client) changes no more.
+ * goes through `commit`, which hands it to the client to announce — but the
+ * deltas a streaming reply grows by (`append`), which are announced as they
+ * come and built into a snapshot when it is next read; a closed view (a
+ * disposed client) changes no more.
  */
 import { errorInfo, type ThinwireError } from "./errors.js";
-import type { InterruptRequest } from "./generated/wire.js";
+import type { Frame, InterruptRequest } from "./generated/wire.js";
 import { initialReducerState, type ReducerState } from "./reduce.js";
 import { type AgentErrorInfo, emptySnapshot, NO_META, type Snapshot, type Status, type Turn } from "./snapshot.js";
 
@@ -21,24 +23,80 @@ export interface CommitOptions {
 /** Called with every change the view makes. */
 export type ViewListener = (previous: ReducerState, next: ReducerState, options: Required<CommitOptions>) => void;
 
+/** What `append` added to the streaming reply since `#state` was built. */
+interface Deltas {
+  text: string;
+  thinking: string;
+  lastSeq: number | null;
+}
+
 export class View {
+  /** The state as last built: without the `#deltas`, which every read adds first. */
   #state: ReducerState;
+  #deltas: Deltas | null = null;
   #turnCount = 0;
   #titleChanges = 0;
   #closed = false;
   readonly #listener: ViewListener;
+  readonly #appended: () => void;
 
-  constructor(contextId: string | null, listener: ViewListener) {
+  /** `listener` hears of every commit; `appended` of every delta `append` adds (a streaming frame's change). */
+  constructor(contextId: string | null, listener: ViewListener, appended: () => void) {
     this.#state = initialReducerState(emptySnapshot(contextId));
     this.#listener = listener;
+    this.#appended = appended;
   }
 
   get state(): ReducerState {
+    if (this.#deltas !== null) this.#settle(this.#deltas);
     return this.#state;
   }
 
   get snapshot(): Snapshot {
-    return this.#state.snapshot;
+    return this.state.snapshot;
+  }
+
+  /**
+   * Adds a `token` or `thinking` frame of the run being read to its streaming
+   * reply, as `reduceFrame` would, without building a snapshot: the next read
+   * of `state` or `snapshot` does, once for every delta since. So a burst of
+   * tokens between two renders costs their length, not a copy of every turn
+   * each — what a long conversation would pay. False, changing nothing, for
+   * any other frame, and for one that does more than add (a duplicate, the
+   * first after a reconnect, …): `reduceFrame` takes those.
+   */
+  append(frame: Frame): boolean {
+    if (frame.type !== "token" && frame.type !== "thinking") return false;
+    const { runId, lastSeq, snapshot } = this.#state;
+    const deltas = this.#deltas ?? { text: "", thinking: "", lastSeq };
+    const reply = snapshot.turns[snapshot.turns.length - 1];
+    const adds =
+      !this.#closed &&
+      runId !== null &&
+      frame.runId === runId &&
+      frame.contextId === snapshot.contextId &&
+      snapshot.status === "streaming" &&
+      reply?.role === "assistant" &&
+      reply.streaming &&
+      !(typeof frame.seq === "number" && deltas.lastSeq !== null && frame.seq <= deltas.lastSeq);
+    if (!adds) return false;
+    if (frame.type === "token") deltas.text += frame.delta;
+    else deltas.thinking += frame.delta;
+    if (typeof frame.seq === "number") deltas.lastSeq = frame.seq;
+    this.#deltas = deltas;
+    this.#appended();
+    return true;
+  }
+
+  /** Builds the state with the `deltas` added: the reply, the turns and the snapshot new, the other turns the same. */
+  #settle(deltas: Deltas): void {
+    this.#deltas = null;
+    const state = this.#state;
+    const turns = state.snapshot.turns.slice();
+    const reply = turns[turns.length - 1]!;
+    turns[turns.length - 1] = { ...reply, text: reply.text + deltas.text, thinking: reply.thinking + deltas.thinking };
+    const thinking = state.snapshot.thinking + deltas.thinking;
+    this.#state = { ...state, lastSeq: deltas.lastSeq, snapshot: { ...state.snapshot, thinking, turns } };
   }
 
   /** How many times the title shown changed: a caller compares it to tell whether it did meanwhile. */
@@ -48,7 +106,7 @@ export class View {
 
   /** Makes `next` the state, unless it is the current one or the view is closed. */
   commit(next: ReducerState, { announceContext = true, batch = false, forgets = false }: CommitOptions = {}): void {
-    const previous = this.#state;
+    const previous = this.state;
     if (next === previous || this.#closed) return;
     if (next.snapshot.title !== previous.snapshot.title) this.#titleChanges += 1;
     this.#state = next;
@@ -57,12 +115,12 @@ export class View {
 
   /** Shows `changes` over the current snapshot, in a new one. */
   show(changes: Partial<Snapshot>): void {
-    const state = this.#state;
+    const state = this.state;
     this.commit({ ...state, snapshot: { ...state.snapshot, ...changes } });
   }
 
   setStatus(status: Status): void {
-    if (this.#state.snapshot.status !== status) this.show({ status });
+    if (this.#state.snapshot.status !== status) this.show({ status }); // no delta changes the status
   }
 
   /** An empty conversation; `announceContext` as in `commit`. */
@@ -122,7 +180,7 @@ export class View {
     const last = turns[turns.length - 1];
     const exchange = last ? { siblings: last.siblings, siblingIndex: last.siblingIndex } : {};
     const reply = this.turn("assistant", "", { streaming: true, ...exchange });
-    const state = this.#state;
+    const state = this.state;
     this.commit({
       runId: run.runId === undefined ? state.runId : run.runId,
       lastSeq: run.lastSeq === undefined ? state.lastSeq : run.lastSeq,
@@ -143,7 +201,7 @@ export class View {
    * Shows a failed run: the partial reply is kept, closed (dropped when
    * empty) — found as the turn still streaming, not by the id `openReply`
    * gave it, which the run's `run_start` may have replaced with the server's.
-   * Its stop reason stays null: the client stopped following the run, which
+   * Its stop reason is `detached`: the client stopped following the run, which
    * may go on on the server, and only the transcript knows how it ended.
    * `restore`: the request produced no frame, so it leaves no trace but the
    * error — these turns, shown before it, come back, after the earlier ones
@@ -152,13 +210,13 @@ export class View {
    */
   failRun(
     error: ThinwireError,
-    { restore, interrupt = this.#state.snapshot.interrupt }: { restore?: readonly Turn[]; interrupt?: InterruptRequest | null } = {},
+    { restore, interrupt = this.snapshot.interrupt }: { restore?: readonly Turn[]; interrupt?: InterruptRequest | null } = {},
   ): void {
     const turns = restore
       ? this.#withEarlier(restore)
-      : this.#state.snapshot.turns.flatMap((turn): Turn[] => {
+      : this.snapshot.turns.flatMap((turn): Turn[] => {
           if (!turn.streaming) return [turn];
-          return turn.text === "" ? [] : [{ ...turn, streaming: false }];
+          return turn.text === "" ? [] : [{ ...turn, streaming: false, stopReason: "detached" }];
         });
     this.fail(error, { turns, interrupt });
   }
@@ -181,7 +239,7 @@ export class View {
   /** `turns`, after those shown before its first one: the earlier pages `loadEarlier()` added since they were shown. */
   #withEarlier(turns: readonly Turn[]): readonly Turn[] {
     const first = turns[0];
-    const shown = this.#state.snapshot.turns;
+    const shown = this.snapshot.turns;
     const index = first ? shown.findIndex((turn) => turn.id === first.id) : -1;
     return index > 0 ? [...shown.slice(0, index), ...turns] : turns;
   }

@@ -20,5 +20,6 @@ export type {
   Turn,
   TurnAsked,
   TurnMeta,
+  TurnStopReason,
 } from "@thinwire/client";
 export { AgentClient, ThinwireError } from "@thinwire/client";

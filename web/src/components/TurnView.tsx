@@ -6,6 +6,7 @@ const ENDINGS: Partial<Record<NonNullable<AgentTurn["stopReason"]>, string>> = {
   interrupted: "This reply was interrupted.",
   stopped: "Stopped.",
   error: "This reply failed.",
+  detached: "The connection was lost before this reply ended: reload to see the rest.",
 };
 
 const STATE_LABEL: Record<AgentTurn["activity"][number]["state"], string> = {
