@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import NoReturn
 
 from uvicorn.config import LOG_LEVELS
 
@@ -36,7 +37,8 @@ def number(
     kind: type[int] | type[float], least: float, most: float | None = None, *, above: bool = False
 ) -> Callable[[str], float]:
     """An option's type: a finite number from `least` (exclusive `above` it) to `most`,
-    refused with argparse's one-line error otherwise, before anything starts."""
+    refused by argparse otherwise (its usage, then a line saying why), before anything
+    starts."""
     if above:
         wanted = f"above {least:g}"
     elif most is None:
@@ -81,6 +83,12 @@ def refused_by_create_app(exc: BaseException) -> str | None:
             return f"{Path(caller.tb_frame.f_code.co_filename).name}, line {caller.tb_lineno}"
         caller, frames = frames, frames.tb_next
     return None
+
+
+def refuse(command: argparse.ArgumentParser, message: str) -> NoReturn:
+    """Exit 2 with argparse's error line but not its usage: the command line was right,
+    and what it names (the app, the environment) is not."""
+    command.exit(2, f"{command.prog}: error: {message}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args.port = port(os.environ.get("PORT") or "8000")
         except argparse.ArgumentTypeError as exc:
-            (demo if args.command == "demo" else serve).error(f"$PORT {exc}")
+            refuse(demo if args.command == "demo" else serve, f"$PORT {exc}")
     configure_logging(args.log_level)
     if args.command == "demo":
         from thinwire.demo import create_demo_app
@@ -159,16 +167,16 @@ def main(argv: list[str] | None = None) -> int:
                 delay=args.delay, data_dir=args.data_dir, store_url=args.store, model=args.model
             )
         except ValueError as exc:  # its configuration, from options and the environment
-            demo.error(str(exc))
+            refuse(demo, str(exc))
     else:
         try:
             app = import_app(args.app, factory=args.factory)
         except NotAnApp as exc:
-            serve.error(str(exc))
+            refuse(serve, str(exc))
         except (ValueError, TypeError) as exc:
             if (place := refused_by_create_app(exc)) is None:
                 raise  # an error of the module's own: its traceback says where
-            serve.error(f"{args.app}: create_app ({place}) refused: {exc}")
+            refuse(serve, f"{args.app}: create_app ({place}) refused: {exc}")
     try:
         run(
             app,
