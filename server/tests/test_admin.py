@@ -343,6 +343,53 @@ def test_an_operator_finds_and_forgets_a_persons_conversations(tmp_path: Path) -
         assert wrong.status_code == 400
 
 
+def test_an_operator_reads_a_conversation_whoever_owns_it(tmp_path: Path) -> None:
+    """Its record's metadata, and its transcript as its owner reads it, a page at a time."""
+    store = SQLiteStore(tmp_path / "db")
+    app = app_for({"demo": DemoAgent}, operator_token=TOKEN, identify=by_header, store=store)
+    with TestClient(app) as client:
+        ada = {"x-user": "ada"}
+        context_id = send_as(client, ada, "first")
+        body = {"message": {"text": "second"}, "contextId": context_id}
+        assert client.post("/agents/demo/runs", json=body, headers=ada).status_code == 200
+        url = f"/admin/agents/demo/contexts/{context_id}"
+        for headers in ({}, ada, {"authorization": "Bearer wrong"}):
+            refused = client.get(url, headers=headers)
+            assert (refused.status_code, refused.json()["error"]["code"]) == (401, "unauthorized")
+        read = client.get(url, headers=AUTH)
+        assert read.status_code == 200 and read.headers["cache-control"] == "no-store"
+        shown = read.json()
+        state = client.get(state_url(context_id), headers=AUTH).json()
+        listed = client.get("/agents/demo/contexts", headers=ada).json()["conversations"][0]
+        assert read.headers["etag"] == f'"{state["version"]}"'
+        assert {key: shown.pop(key) for key in ("owner", "version")} == {
+            "owner": state["owner"],
+            "version": state["version"],
+        }
+        assert {key: shown.pop(key) for key in ("createdAt", "updatedAt", "status")} == {
+            "createdAt": listed["createdAt"],
+            "updatedAt": listed["updatedAt"],
+            "status": "idle",
+        }
+        assert shown == client.get(f"/agents/demo/contexts/{context_id}", headers=ada).json()
+        page = client.get(f"{url}?limit=1", headers=AUTH).json()
+        own_page = client.get(f"/agents/demo/contexts/{context_id}?limit=1", headers=ada).json()
+        assert page["turns"] == own_page["turns"] and len(page["turns"]) == 2
+        assert page["hasEarlier"] is True
+        before = f"?before={page['turns'][0]['id']}"
+        earlier = client.get(url + before, headers=AUTH).json()["turns"]
+        own = client.get(f"/agents/demo/contexts/{context_id}{before}", headers=ada).json()
+        assert earlier == own["turns"] and earlier[0]["text"] == "first"
+        for path, status, code in [
+            (f"/admin/agents/demo/contexts/ctx-{'0' * 36}", 404, "context_not_found"),
+            (f"/admin/agents/other/contexts/{context_id}", 404, "agent_not_found"),
+            ("/admin/agents/demo/contexts/not-an-id", 400, "invalid_context_id"),
+            (f"{url}?limit=0", 400, "invalid_request"),
+        ]:
+            answer = client.get(path, headers=AUTH)
+            assert (answer.status_code, answer.json()["error"]["code"]) == (status, code), path
+
+
 def send_as(client: TestClient, headers: dict[str, str], text: str) -> str:
     response = client.post("/agents/demo/runs", json={"message": {"text": text}}, headers=headers)
     context_id: str = parse_sse(response.text)[0]["contextId"]

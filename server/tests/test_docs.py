@@ -543,11 +543,11 @@ def console_session(block: str) -> list[tuple[str, str]]:
 
 def assert_json_shown(shown: Any, real: Any, where: str = "") -> None:
     """The JSON a doc shows is the real one, but for values it cuts short (`"ctx-…"`: any
-    string so starting) and the times, which are any number."""
+    string so starting) and the times (`time`, `createdAt`…), which are any number."""
     if isinstance(shown, dict):
         assert isinstance(real, dict) and shown.keys() == real.keys(), (where, shown, real)
         for key in shown:
-            if key == "time":
+            if key == "time" or key.endswith("At"):
                 assert isinstance(real[key], float), (where, real[key])
             else:
                 assert_json_shown(shown[key], real[key], f"{where}.{key}")
@@ -597,7 +597,7 @@ def test_the_server_docs_operator_session_runs_against_the_demo(tmp_path: Path) 
         )
     assert done.returncode == 0, done.stderr
     shown = [(number, output) for number, (_, output) in enumerate(session) if output]
-    assert len(shown) == 3
+    assert len(shown) == 4
     for number, output in shown:
         real = (tmp_path / f"out-{number}").read_text()
         assert_json_shown(json.loads(output), json.loads(real), session[number][0])

@@ -1,5 +1,5 @@
-"""The operator control API: read and patch AgentState, read its audit trail; find and
-forget a person's conversations.
+"""The operator control API: read and patch AgentState, read its audit trail; find, read
+and forget a person's conversations.
 
 Mounted at `/admin` only when an operator token is configured, and authenticated by that
 bearer token alone: the UI's credentials (cookies, `identify`) open nothing here, and the
@@ -12,6 +12,8 @@ token opens nothing outside it. Never used by the UI.
     GET   /admin/agents/{agent}/contexts/{id}/usage               model tokens, in total and
                                                                   for the latest runs
     GET   /admin/agents/{agent}/contexts?owner=…                  a principal's conversations
+    GET   /admin/agents/{agent}/contexts/{id}                     one: its record's metadata
+                                                                  and (a page of) its transcript
     DELETE /admin/agents/{agent}/contexts/{id}                    forget one, as its owner can
 
 A patch is atomic: every key lands, or — one key not writable (403 `write_denied`), one
@@ -24,6 +26,7 @@ before it is acknowledged, audited as `operator:<source>`.
 from __future__ import annotations
 
 import hmac
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -35,7 +38,7 @@ from starlette.routing import BaseRoute, Route
 from thinwire.contexts import Context
 from thinwire.errors import BadRequest, NotFound, PreconditionFailed, Unauthorized
 from thinwire.ids import validate_context_id
-from thinwire.parsing import ascii_number, describe, read_json
+from thinwire.parsing import ascii_number, describe, page_of, read_json
 from thinwire.stores import AuditEntry
 from thinwire.stores.listing import page_size
 
@@ -173,6 +176,25 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
         page = await server.conversations(agent_name, owner, limit, cursor)
         return JSONResponse({"owner": owner, **page}, headers={"Cache-Control": "no-store"})
 
+    async def read(request: Request) -> Response:
+        """The conversation as its owner reads it (the branch shown, paged alike), with
+        what only the record says: owner, version, times, status."""
+        context = await find(request)
+        record = context.record
+        shown = json.loads(await server.transcript(context, page_of(request)))
+        turns = shown.pop("turns")
+        return versioned(
+            {
+                **shown,
+                "owner": record.owner,
+                "version": record.version,
+                "createdAt": record.created_at,
+                "updatedAt": record.updated_at,
+                "status": record.status,
+                "turns": turns,
+            }
+        )
+
     async def forget(request: Request) -> Response:
         """Every trace of the conversation gone from the store, as its owner's forget."""
         await server.forget(await find(request))
@@ -222,6 +244,7 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
     base = "/agents/{agent}/contexts/{context_id}"
     return [
         Route("/agents/{agent}/contexts", authenticated(owned_by), methods=["GET"]),
+        Route(base, authenticated(read), methods=["GET"]),
         Route(base, authenticated(forget), methods=["DELETE"]),
         Route(f"{base}/usage", authenticated(usage), methods=["GET"]),
         Route(f"{base}/state", authenticated(read_state), methods=["GET"]),

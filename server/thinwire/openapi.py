@@ -443,6 +443,17 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
             }
         }
         paths[admin] = {
+            "get": {
+                **operation(
+                    "The conversation, whoever owns it: owner, version, times, status, and "
+                    "its transcript or a page of it",
+                    [agent, context, transcript_limit, transcript_before],
+                    {"200": {"description": "Conversation"}},
+                    errors=("400", "401", "404"),
+                    versioned=False,
+                ),
+                **secured,
+            },
             "delete": {
                 **operation(
                     "Forget every trace of the conversation, whoever owns it",
@@ -452,6 +463,6 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                     versioned=False,
                 ),
                 **secured,
-            }
+            },
         }
     return document

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.requests import ClientDisconnect, Request
 
 from thinwire import wire
+from thinwire.branches import Page
 from thinwire.errors import BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType
 from thinwire.jsontext import dumps
 
@@ -22,6 +23,7 @@ __all__ = [
     "check_message",
     "check_protocol",
     "describe",
+    "page_of",
     "parse_json",
     "read_json",
     "read_model",
@@ -42,6 +44,19 @@ def ascii_number(raw: str, maximum: int) -> int | None:
         return None
     value = int(raw)
     return value if value <= maximum else None
+
+
+def page_of(request: Request) -> Page:
+    """Which exchanges of a transcript the request asks for: `?limit=` (the last ones;
+    all by default), `?before=` a turn's id (those leading to its exchange)."""
+    raw_limit, raw_before = request.query_params.get("limit"), request.query_params.get("before")
+    limit = None if raw_limit is None else ascii_number(raw_limit, wire.MAX_TRANSCRIPT_PAGE)
+    if raw_limit is not None and not limit:
+        raise BadRequest(
+            "invalid_request",
+            f"limit: a whole number of exchanges from 1 to {wire.MAX_TRANSCRIPT_PAGE}",
+        )
+    return Page(limit) if raw_before is None else Page.before_turn_id(limit, raw_before)
 
 
 def check_protocol(request: Request) -> None:

@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from thinwire import wire
 from thinwire.admin import is_operator
 from thinwire.boundary import PROTOCOL_HEADERS
-from thinwire.branches import Page, reaching_back
+from thinwire.branches import reaching_back
 from thinwire.contexts import Context
 from thinwire.errors import BadRequest
 from thinwire.openapi import openapi_document
@@ -22,10 +22,12 @@ from thinwire.parsing import (
     check_data,
     check_message,
     check_protocol,
+    page_of,
     read_model,
     read_no_fields,
     read_run_request,
 )
+from thinwire.readiness import in_time
 from thinwire.runlog import FrameSource
 from thinwire.server import AgentServer
 from thinwire.sse import EventStream
@@ -54,19 +56,6 @@ def after_of(request: Request) -> int:
     if after is None:
         raise BadRequest("invalid_request", "Last-Event-ID / after must be a frame seq")
     return after
-
-
-def page_of(request: Request) -> Page:
-    """Which exchanges of a transcript the request asks for: `?limit=` (the last ones;
-    all by default), `?before=` a turn's id (those leading to its exchange)."""
-    raw_limit, raw_before = request.query_params.get("limit"), request.query_params.get("before")
-    limit = None if raw_limit is None else ascii_number(raw_limit, wire.MAX_TRANSCRIPT_PAGE)
-    if raw_limit is not None and not limit:
-        raise BadRequest(
-            "invalid_request",
-            f"limit: a whole number of exchanges from 1 to {wire.MAX_TRANSCRIPT_PAGE}",
-        )
-    return Page(limit) if raw_before is None else Page.before_turn_id(limit, raw_before)
 
 
 #: What a face's work hands its response: thinwire's frames, or a face's own events.
@@ -230,8 +219,8 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
         return json_response({"ok": True})
 
     async def ready(request: Request) -> Response:
-        """Readiness, for a load balancer: the store answers too (else 503)."""
-        await server.check_store()
+        """Readiness, for a load balancer: the store answers too, in time (else 503)."""
+        await in_time(server.check_store())
         return json_response({"ok": True})
 
     async def openapi(request: Request) -> Response:
