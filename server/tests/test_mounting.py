@@ -5,7 +5,10 @@ data reaching the agent."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import secrets
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -276,6 +279,42 @@ def test_tickets_work_between_old_and_new_replicas_once_redis_lost_its_data(
             assert open_with(a, used) == "unauthenticated"
             assert open_with(c, used) == "unauthenticated"
             assert open_with(c, unused) == "unauthenticated"
+
+
+def forged(secret: bytes, principal: str) -> str:
+    """A ticket for anyone, signed by whoever holds the key (a copy of Redis's data)."""
+    from thinwire.tickets import TICKET_TTL, sign
+
+    claims = json.dumps([principal, "demo", time.time() + TICKET_TTL]).encode()
+    payload = base64.urlsafe_b64encode(claims).decode().rstrip("=")
+    return f"{payload}.{sign(secret, payload)}"
+
+
+def test_rotating_the_ticket_key_refuses_what_the_old_one_signs_on_running_replicas(
+    redis_url: str,
+) -> None:
+    """deploy.md's rotation after a backup leaked: one DEL, no restart."""
+    import redis
+
+    prefix = f"tickets-{secrets.token_hex(4)}"
+    control = redis.Redis.from_url(redis_url)
+    with (
+        TestClient(redis_replica(redis_url, prefix)) as a,
+        TestClient(redis_replica(redis_url, prefix)) as b,
+    ):
+        ticket = a.post("/agents/demo/tickets", headers=ADA).json()["ticket"]
+        assert open_with(b, ticket) == "run_start"  # b holds the key in hand too
+        leaked = control.get(f"{prefix}:secret:tickets")
+        assert leaked is not None
+        old = bytes.fromhex(leaked.decode())
+        assert open_with(b, forged(old, "mallory")) == "run_start"  # what a copy of it does
+        assert control.delete(f"{prefix}:secret:tickets") == 1  # the rotation
+        for replica in (b, a):
+            assert open_with(replica, forged(old, "mallory")) == "unauthenticated"
+        ticket = a.post("/agents/demo/tickets", headers=ADA).json()["ticket"]
+        assert open_with(b, ticket) == "run_start"  # signed with the new key, and taken
+        assert control.get(f"{prefix}:secret:tickets") not in (None, leaked)
+    control.close()
 
 
 @pytest.mark.parametrize("directory_made", [False, True])

@@ -124,6 +124,47 @@ async def test_a_balancer_asking_often_gets_a_probe_at_a_time_and_one_a_second()
     assert store.probes == 3
 
 
+class Hanging(Probed):
+    """A store that stops answering on demand, as a Redis stopped with SIGSTOP or cut off
+    by a partition does: its reads and its probes wait for `gate`, which is never set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refusing = False
+        self.hangs = False
+
+    async def version(self, context_id: str) -> int | None:
+        if self.hangs:
+            await asyncio.Event().wait()
+        return await super().version(context_id)
+
+
+@pytest.mark.parametrize("what", ["read", "probe"])
+def test_readyz_answers_503_within_its_timeout_when_the_store_hangs(
+    what: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not after the driver's own timeout (redis-py's 10 s, tried twice)."""
+    monkeypatch.setattr(readiness, "CHECK_TIMEOUT", 0.05)
+    monkeypatch.setattr(readiness, "PROBE_INTERVAL", 0.0)
+    store = Hanging()
+    with TestClient(app_for({"demo": demo}, store=store)) as client:
+        writes = client.app.state.thinwire.contexts.writes  # type: ignore[attr-defined]
+        if what == "read":
+            store.hangs = True
+        else:  # a write was refused, and the probe that would say it lands again hangs
+            writes.failed(refusal())
+            store.gate = asyncio.Event()
+        for _ in range(2):  # a check cut short leaves no probe behind it that blocks the next
+            hung = client.get("/readyz")
+            assert unready(hung)
+            assert hung.json()["error"]["message"] == (
+                "the store did not answer within 0.05 s; try again shortly"
+            )
+        store.hangs, store.gate = False, None
+        assert client.get("/readyz").json() == {"ok": True}
+    assert store.probes == (3 if what == "probe" else 0)
+
+
 def test_only_a_refusal_marks_the_store_and_a_write_that_began_before_it_does_not_clear_it() -> (
     None
 ):

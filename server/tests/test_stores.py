@@ -6,7 +6,9 @@ import asyncio
 import json
 import math
 import secrets
+import socket
 import sqlite3
+import time
 from array import array
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
@@ -1047,6 +1049,33 @@ def test_store_urls_follow_sqlalchemys_convention(
     for bad in ("sqlite://", "sqlite:///", "postgres://x"):
         with pytest.raises(ValueError):
             store_from_url(bad)
+
+
+async def test_a_redis_urls_timeouts_are_the_clients(redis_url: str) -> None:
+    """deploy.md's `socket_timeout=`: a Redis that hangs fails a request after it (twice:
+    a command is tried once more on a fresh connection), not after the default 10 s; and
+    a silent run is followed all the same, in blocking reads that end inside it."""
+    from thinwire.stores import store_from_url
+
+    with socket.socket() as hanging:  # takes connections, answers nothing
+        hanging.bind(("127.0.0.1", 0))
+        hanging.listen()
+        port = hanging.getsockname()[1]
+        hung = store_from_url(
+            f"redis://127.0.0.1:{port}/0?prefix=p&socket_timeout=0.2&socket_connect_timeout=0.3"
+        )
+        assert isinstance(hung, RedisStore)
+        options = hung.redis.connection_pool.connection_kwargs
+        assert (options["socket_timeout"], options["socket_connect_timeout"]) == (0.2, 0.3)
+        started = time.monotonic()
+        with pytest.raises(StoreError):
+            await hung.version("ctx-1")
+        assert time.monotonic() - started < 5
+        await hung.close()
+    live = store_from_url(f"{redis_url}?prefix=t-{secrets.token_hex(4)}&socket_timeout=0.5")
+    await live.create(record())
+    assert await live.follow_events("ctx-1", 0, timeout=1.5) == []
+    await live.close()
 
 
 async def test_a_sqlite_store_backed_up_while_it_serves_restores_whole(tmp_path: Path) -> None:

@@ -8,26 +8,43 @@ answers 503. To learn when the store takes writes again with no user's send, a c
 probes a write of its own (`Store.probe_write`): one at a time and at most one every
 PROBE_INTERVAL, however often a balancer asks. A probe or a save that lands clears the
 mark; a flush of a run's frames only marks it when refused (flushes go 20 a second: a
-check's probe is what says writes land again).
+check's probe is what says writes land again). A check the store does not answer within
+CHECK_TIMEOUT (a Redis stopped or cut off by a partition) says not ready too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 from thinwire.errors import StoreError
 from thinwire.stores import Store
 
-__all__ = ["PROBE_INTERVAL", "Writes"]
+__all__ = ["CHECK_TIMEOUT", "PROBE_INTERVAL", "Writes", "in_time"]
 
 logger = logging.getLogger("thinwire")
 
 #: Seconds from one probe of a store that refused a write to the next.
 PROBE_INTERVAL = 1.0
+#: Seconds a readiness check waits for the store. A store that hangs answers a request
+#: only when its driver gives up (redis-py: a 10 s socket timeout, tried twice); a
+#: balancer must hear "not ready" long before that.
+CHECK_TIMEOUT = 2.0
+
+
+async def in_time(check: Awaitable[None]) -> None:
+    """`check`, or `store_unavailable` once it has taken CHECK_TIMEOUT."""
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT):
+            await check
+    except TimeoutError:
+        raise StoreError(
+            f"the store did not answer within {CHECK_TIMEOUT:g} s; try again shortly"
+        ) from None
 
 
 class Writes:

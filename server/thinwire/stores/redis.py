@@ -59,7 +59,8 @@ P = ParamSpec("P")
 S = TypeVar("S")
 T = TypeVar("T")
 
-#: The client's read timeout; a blocking read waits at most `BLOCK` of it at a time.
+#: The client's read timeout (a URL's `socket_timeout=` sets another); a blocking read
+#: waits at most `BLOCK`, or half the read timeout when that is shorter, at a time.
 SOCKET_TIMEOUT = 10.0
 BLOCK = 2.0
 #: A pooled connection idle this long is checked before it is used again (a Redis
@@ -262,6 +263,9 @@ class RedisStore(Store):
         self.redis: Any = client
         self.prefix = prefix
         self.keep_events_for(event_ttl)
+        options = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
+        read_timeout = options.get("socket_timeout")
+        self.block = min(BLOCK, read_timeout / 2) if read_timeout else BLOCK
         self._create: Any = client.register_script(CREATE)
         self._save: Any = client.register_script(SAVE)
         self._append: Any = client.register_script(APPEND)
@@ -460,12 +464,12 @@ class RedisStore(Store):
 
     @store_errors
     async def follow_events(self, context_id: str, after: int, timeout: float) -> list[Event]:
-        """Blocks in reads of at most `BLOCK` seconds, well inside the socket timeout: a
-        silent run must not look like a dead connection."""
+        """Blocks in reads of at most `self.block` seconds, well inside the socket
+        timeout: a silent run must not look like a dead connection."""
         key = self.key("events", context_id)
         deadline = time.monotonic() + timeout
         while True:
-            block = min(BLOCK, max(0.001, deadline - time.monotonic()))
+            block = min(self.block, max(0.001, deadline - time.monotonic()))
             answer = await self.redis.xread({key: f"{after}-1"}, block=int(block * 1000))
             if answer or time.monotonic() >= deadline:
                 return self._events(answer[0][1]) if answer else []
