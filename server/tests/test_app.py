@@ -59,7 +59,7 @@ class PromptNotText(Echo):
     system_prompt: ClassVar[Any] = ["You help."]
 
 
-class WindowOfNone(Echo):
+class WindowOfZero(Echo):
     history_window: ClassVar[Any] = 0
 
 
@@ -83,6 +83,21 @@ class NoSteps(ChatAgent):
 class StepsText(ChatAgent):
     model = OpenAIChat("gpt-4.1-mini")
     max_steps = "10"  # type: ignore[assignment]
+
+
+class ChatWindowOfZero(ChatAgent):
+    model = OpenAIChat("gpt-4.1-mini")
+    history_window = 0
+
+
+class ChatWindowOfNone(ChatAgent):  # a chat model is never sent the whole conversation
+    model = OpenAIChat("gpt-4.1-mini")
+    history_window: ClassVar[Any] = None
+
+
+class ChatWindowOfText(ChatAgent):
+    model = OpenAIChat("gpt-4.1-mini")
+    history_window: ClassVar[Any] = "50"
 
 
 class ChatPromptNotText(ChatAgent):
@@ -144,8 +159,36 @@ class ChatPromptNotText(ChatAgent):
             "^StateNotMapping.initial_state must be a mapping of str to JSON values, not list$",
         ),
         ({"demo": PromptNotText}, {}, TypeError, "^PromptNotText.system_prompt must be a str"),
-        ({"demo": WindowOfNone}, {}, TypeError, "^WindowOfNone.history_window must be .*not 0$"),
-        ({"demo": WindowOfText}, {}, TypeError, "^WindowOfText.history_window .*not '50'$"),
+        (
+            {"demo": WindowOfZero},
+            {},
+            ValueError,
+            r"^WindowOfZero.history_window must be at least 1 \(exchanges\), or None .*, not 0$",
+        ),
+        (
+            {"demo": WindowOfText},
+            {},
+            TypeError,
+            "^WindowOfText.history_window must be an int, a number of exchanges, .*not '50'$",
+        ),
+        (
+            {"demo": ChatWindowOfZero},
+            {},
+            ValueError,
+            r"^ChatWindowOfZero.history_window must be at least 1 \(chat messages\), not 0$",
+        ),
+        (
+            {"demo": ChatWindowOfNone},
+            {},
+            TypeError,
+            "^ChatWindowOfNone.history_window must be an int, a number of chat messages, not None$",
+        ),
+        (
+            {"demo": ChatWindowOfText},
+            {},
+            TypeError,
+            "^ChatWindowOfText.history_window must be an int, a number of chat .*, not '50'$",
+        ),
         ({"demo": NoModel}, {}, TypeError, r"^NoModel has no model: set model = OpenAIChat\("),
         (
             {"demo": ModelClass},

@@ -26,6 +26,7 @@ from thinwire.models import openai as openai_chat
 from thinwire.models.tools import ToolWarning, tools_of
 from thinwire.testing import free_port
 from thinwire.testing.openai_stub import (
+    Body,
     Fail,
     Garbage,
     OpenAIStub,
@@ -752,7 +753,10 @@ async def closing_server(
     with `encoding="gzip"`) and closes it when a second one comes: a keep-alive
     connection closed as the client reuses it."""
     opened.append(asyncio.current_task())  # type: ignore[arg-type]
-    body = b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n'
+    body = (
+        b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n'
+        b'data: {"choices":[{"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
     if encoding == "gzip":
         body = gzip.compress(body)
     for answered in range(2):
@@ -839,6 +843,15 @@ def test_a_stop_closes_the_request_to_the_model(stub: OpenAIStub, http: str) -> 
     assert stub.closed_early == 1  # the model's server saw the connection go
 
 
+UPSTREAM = "secret-upstream-detail"
+QUOTA_ERROR = {"error": {"message": UPSTREAM, "type": "insufficient_quota", "code": "quota"}}
+WHOLE_COMPLETION = {
+    "id": "chatcmpl-stub",
+    "object": "chat.completion",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": UPSTREAM}}],
+}
+
+
 @pytest.mark.parametrize(
     ("replies", "reason", "retryable", "requests"),
     [
@@ -847,6 +860,15 @@ def test_a_stop_closes_the_request_to_the_model(stub: OpenAIStub, http: str) -> 
         ([Fail(503), Fail(500), Fail(502)], "server error 502", True, 3),
         ([Fail(400)], "refused the request (400)", False, 1),
         ([Stream(text("Half an ans", 2), cut_after=1)], "its stream broke off", True, 1),
+        # Ended cleanly without a finish_reason: a proxy's timeout, not a whole answer.
+        ([Stream(text("Half an ans", 2), unfinished=True)], "its stream broke off", True, 1),
+        ([Stream([], unfinished=True)] * 3, "its stream broke off", True, 3),
+        # A 200 that is no stream: a proxy's JSON error, a wrong base_url's page, a
+        # completion not streamed.
+        ([Body(QUOTA_ERROR)], "reported an error", False, 1),
+        ([Body({"error": {"code": 429, "message": "slow down"}})] * 3, "rate limited", True, 3),
+        ([Body(f"<html>{UPSTREAM}</html>", "text/html")], "sent a malformed answer", False, 1),
+        ([Body(WHOLE_COMPLETION)], "sent a malformed answer", False, 1),
         ([Garbage(text("Half"))], "sent a malformed answer", False, 1),
         ([Stream([*text("Half"), error_event(code=429)])], "rate limited", True, 1),
         ([Stream([*text("Half"), error_event(code="503")])], "server error 503", True, 1),
@@ -891,6 +913,75 @@ def test_what_came_before_a_malformed_chunk_in_the_same_read_is_streamed_and_kep
     assert error["message"].startswith("The model failed (sent a malformed answer)")
     assert frames[-1]["stopReason"] == "error" and frames[-1]["text"] == "abcdefgh"
     assert transcript["turns"][-1]["text"] == "abcdefgh"
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (Body(QUOTA_ERROR), "reported an error"),
+        (Body(f"<html>{UPSTREAM}</html>", "text/html"), "sent a malformed answer"),
+        (Body(WHOLE_COMPLETION), "sent a malformed answer"),
+    ],
+)
+def test_what_a_200_that_is_no_stream_said_is_in_the_log_only(
+    stub: OpenAIStub, reply: Body, reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    stub.push(reply)
+    with caplog.at_level(logging.ERROR, logger="thinwire"), client_for(librarian(stub)) as client:
+        frames = run(client, "hi")
+    assert frames[-1]["stopReason"] == "error" and frames[-1]["text"] == ""
+    assert f"The model failed ({reason})" in caplog.text
+    assert UPSTREAM in caplog.text and UPSTREAM not in json.dumps(frames)
+
+
+@pytest.mark.parametrize("http", HTTP_CLIENTS)
+def test_a_tool_call_whose_stream_ended_unfinished_never_runs(stub: OpenAIStub, http: str) -> None:
+    """Its arguments may be whole JSON and still not be all the model meant: the call is
+    the model's only once it says it has finished. Nothing was shown, so it is asked again."""
+    cut = tool_calls([("c1", "lend", {"title": "Emma", "until": "2026-12-24"})], pieces=3)
+    stub.push(Stream(cut[:2], unfinished=True), Stream(cut[:3], unfinished=True))
+    stub.push(Stream(text("Which book?")))
+    agent = librarian(stub, http)
+    agent.lent = []
+    with client_for(agent) as client:
+        frames = run(client, "lend me Emma")
+    assert [f["type"] for f in frames if f["type"].startswith("tool")] == []
+    assert agent.lent == [] and len(stub.requests) == 3
+    assert frames[-1]["stopReason"] == "end" and frames[-1]["text"] == "Which book?"
+
+
+def test_a_model_without_an_api_key_says_so_when_the_app_is_made_and_when_asked(
+    stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_ADMIN_KEY", raising=False)
+    agent = librarian(stub)
+    agent.model = OpenAIChat("stub-model", base_url=stub.url)
+    sharing = type("Sharing", (agent,), {})  # its model, said once
+    app = app_for({"lib": agent, "sharing": sharing}, operator_token=TOKEN)
+    with caplog.at_level(logging.WARNING, logger="thinwire"), TestClient(app) as client:
+        warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        frames = run(client, "hi")
+    assert warned == [
+        f"Librarian answers with the model stub-model at {stub.url}, but no API key is set: "
+        "every message will fail (set $OPENAI_API_KEY, or api_key=; a local server that "
+        "takes any key: OPENAI_API_KEY=none)"
+    ]
+    error = next(f for f in frames if f["type"] == "error")
+    assert error["message"].startswith("The model failed (has no API key)")
+    assert error["retryable"] is False and stub.requests == []
+    caplog.clear()
+    monkeypatch.setenv("OPENAI_API_KEY", "none")  # what a local server takes
+    stub.push(Stream(text("Hello.")))
+    with caplog.at_level(logging.WARNING, logger="thinwire"), client_for(agent) as client:
+        assert run(client, "hi")[-1]["text"] == "Hello."
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_the_client_waits_two_minutes_for_a_chunk_unless_told_otherwise() -> None:
+    default = OpenAIChat("m", api_key="k").client.timeout
+    assert (default.connect, default.read, default.write, default.pool) == (5, 120, 120, 120)
+    assert OpenAIChat("m", api_key="k", timeout=30).client.timeout == 30
 
 
 @pytest.mark.parametrize("http", HTTP_CLIENTS)

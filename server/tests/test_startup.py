@@ -17,8 +17,8 @@ from conftest import app_for
 from thinwire import Agent, MemoryStore, Run, SQLiteStore, mount, serving
 from thinwire import server as server_module
 from thinwire.demo import DemoAgent, create_demo_app
-from thinwire.demo_model import OPENAI_ENDPOINT
 from thinwire.errors import Misconfigured
+from thinwire.models.openai import OPENAI_ENDPOINT
 
 TOKEN = "an-operator-token-long-enough"
 
@@ -174,8 +174,8 @@ def test_the_demo_with_a_model_and_no_key_says_so_once(
         create_demo_app(data_dir=tmp_path, store=MemoryStore(), model="gpt-4.1-mini")
     assert [record.levelname for record in caplog.records] == ["WARNING"]
     assert caplog.messages[0].startswith(
-        f"the demo answers with the model gpt-4.1-mini at {endpoint}, but $OPENAI_API_KEY is "
-        "not set: every message will fail"
+        f"DemoChat answers with the model gpt-4.1-mini at {endpoint}, but no API key is set: "
+        "every message will fail"
     )
     caplog.clear()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

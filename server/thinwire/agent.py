@@ -105,8 +105,8 @@ class Agent:
     system_prompt: ClassVar[str] = ""
     initial_state: ClassVar[Mapping[str, Any]] = {}
     writable_keys: ClassVar[frozenset[str] | None] = None
-    #: The most of the latest messages a run reads (None: all of them). A send then
-    #: loads only the exchanges that hold them, however long the conversation: its
+    #: How many of the latest exchanges (a message and its reply) a run reads (None: all
+    #: of them). A send then loads only those, however long the conversation: its
     #: `run.history` is the system prompt and the latest `history_window` exchanges.
     history_window: ClassVar[int | None] = None
     #: Show each reply's model and tokens with it in the transcript (`meta`); by default
@@ -147,12 +147,15 @@ class Agent:
         except StateValueError as exc:
             raise TypeError(str(exc)) from None
         window = cls.history_window
-        if window is not None and (
-            isinstance(window, bool) or not isinstance(window, int) or window < 1
-        ):
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
             raise TypeError(
-                f"{name}.history_window must be a whole number of exchanges, at least 1, or "
-                f"None for the whole history, not {window!r}"
+                f"{name}.history_window must be an int, a number of exchanges, or None for "
+                f"the whole history, not {window!r}"
+            )
+        if window is not None and window < 1:
+            raise ValueError(
+                f"{name}.history_window must be at least 1 (exchanges), or None for the "
+                f"whole history, not {window!r}"
             )
         keys = cls.writable_keys
         if keys is not None and (

@@ -325,7 +325,7 @@ def create_demo_app(
     $THINWIRE_OPERATOR_TOKEN is set. With a `model` (or an OpenAI endpoint configured in
     the environment, see `demo_model`), a model-backed agent with the same tools answers
     instead of the scripted one; `GET /demo/about` tells the page which."""
-    from thinwire.demo_model import chat_demo, configured_model, warn_without_key
+    from thinwire.demo_model import chat_demo, configured_model
 
     operator_tokens = check_operator_token(
         os.environ.get("THINWIRE_OPERATOR_TOKEN"), "$THINWIRE_OPERATOR_TOKEN"
@@ -341,8 +341,6 @@ def create_demo_app(
     identity = DemoIdentity(demo_secret(data_dir))
     ledger = data_dir / "ledger.log"
     model = configured_model(model)
-    if model:
-        warn_without_key(model)
     canaries = read_canaries()
     scripted = DemoAgent.planting(canaries)
     agent: AgentFactory = (

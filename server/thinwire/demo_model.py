@@ -5,7 +5,6 @@ or $OPENAI_BASE_URL / $OPENAI_API_KEY are set, and the scripted agent otherwise.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,13 +14,9 @@ from thinwire.demo import CANARIES, DemoAgent
 from thinwire.interrupts import Approval
 from thinwire.models import ChatAgent, OpenAIChat, tool
 
-__all__ = ["DEFAULT_MODEL", "chat_demo", "configured_model", "warn_without_key"]
+__all__ = ["DEFAULT_MODEL", "chat_demo", "configured_model"]
 
 DEFAULT_MODEL = "gpt-4.1-mini"
-#: Where the openai SDK sends requests when $OPENAI_BASE_URL names no other endpoint.
-OPENAI_ENDPOINT = "https://api.openai.com/v1"
-
-logger = logging.getLogger("thinwire.demo")
 
 
 def configured_model(model: str | None) -> str | None:
@@ -34,20 +29,6 @@ def configured_model(model: str | None) -> str | None:
     if os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY"):
         return DEFAULT_MODEL
     return None
-
-
-def warn_without_key(model: str) -> None:
-    """The SDK refuses every request without an API key, so each message would fail: said
-    once, at startup, with the model and the endpoint the demo would use."""
-    if os.environ.get("OPENAI_API_KEY"):
-        return
-    endpoint = os.environ.get("OPENAI_BASE_URL") or OPENAI_ENDPOINT
-    logger.warning(
-        "the demo answers with the model %s at %s, but $OPENAI_API_KEY is not set: every "
-        "message will fail (set it; a local server that takes any key: OPENAI_API_KEY=none)",
-        model,
-        endpoint,
-    )
 
 
 def chat_demo(model: str, ledger: Path, canaries: Mapping[str, str] = CANARIES) -> type[ChatAgent]:

@@ -33,6 +33,7 @@ from thinwire.agent import Agent, Run, described
 from thinwire.interrupts import Rejected, ToolFailed
 from thinwire.models.base import ChatModel, ModelTurn, ToolCall
 from thinwire.models.messages import model_turn, to_chat_messages
+from thinwire.models.openai import OpenAIChat
 from thinwire.models.tools import ToolInputError, ToolSpec, tools_of
 
 __all__ = ["ChatAgent"]
@@ -65,8 +66,18 @@ class ChatAgent(Agent):
 
     @classmethod
     def check_class(cls) -> None:
-        super().check_class()
         name, model = cls.__name__, getattr(cls, "model", None)
+        # Checked before the base class's check, which would name its own unit.
+        window = cls.history_window
+        if isinstance(window, bool) or not isinstance(window, int):
+            raise TypeError(
+                f"{name}.history_window must be an int, a number of chat messages, not {window!r}"
+            )
+        if window < 1:
+            raise ValueError(
+                f"{name}.history_window must be at least 1 (chat messages), not {window!r}"
+            )
+        super().check_class()
         if model is None:
             raise TypeError(
                 f'{name} has no model: set model = OpenAIChat("gpt-4.1-mini"), or any chat '
@@ -84,6 +95,8 @@ class ChatAgent(Agent):
             raise TypeError(f"{name}.max_steps must be an int, not {type(steps).__name__}")
         if steps < 1:
             raise ValueError(f"{name}.max_steps must be an int of at least 1, not {steps!r}")
+        if isinstance(model, OpenAIChat):
+            model.check_key(name)
 
     @classmethod
     async def aclose(cls) -> None:

@@ -8,7 +8,9 @@ Content deltas become the reply, reasoning deltas (`reasoning_content` or `reaso
 as such servers send them) the thinking; tool call deltas split across chunks are put
 back together. The stream's bytes are parsed here, as server-sent events of plain JSON,
 rather than as the SDK's chunk objects, which cost ten times what thinwire spends on the
-token itself. A failure before the first delta is tried again (`retries`, with
+token itself. An answer is whole once a choice gives its `finish_reason`: a response
+that ends before (a stream cut cleanly, a body that is no stream) is a failure, and its
+tool calls never run. A failure before the first delta is tried again (`retries`, with
 backoff); after it, the run fails. Every failure leaves as `ModelError`: a few words of
 ours for the client, retryable where a retry could help; what the server said goes to
 the log. A stopped run closes the HTTP request: the server sees the connection go.
@@ -24,9 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic_core import from_json
 
@@ -36,6 +39,20 @@ from thinwire.models.base import Emitter, ModelTurn, ToolCall
 __all__ = ["OpenAIChat"]
 
 logger = logging.getLogger("thinwire.models")
+
+#: Where the SDK sends requests when neither `base_url` nor $OPENAI_BASE_URL names another.
+OPENAI_ENDPOINT = "https://api.openai.com/v1"
+#: Where the SDK finds credentials: these options, else these environment variables.
+CREDENTIAL_OPTIONS = ("api_key", "admin_api_key", "workload_identity", "provider")
+CREDENTIAL_VARIABLES = ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY")
+
+#: Seconds the model's server may stay silent, before its first chunk and between two,
+#: before the call fails "(timed out)" (the SDK's own 600 would hold a chat at
+#: "streaming" for half an hour, with the retries). Two minutes, as a reasoning model
+#: that hides its reasoning (OpenAI's o-series) sends nothing until it answers, often for
+#: a minute or more. Connecting keeps the SDK's 5 s.
+READ_TIMEOUT_S = 120.0
+CONNECT_TIMEOUT_S = 5.0
 
 
 def require_openai() -> Any:
@@ -51,7 +68,8 @@ def require_openai() -> Any:
 class OpenAIChat:
     """A model behind the chat completions API. `client_options` go to `AsyncOpenAI`
     (base_url, api_key, timeout…; unset ones are read from the environment as the SDK
-    reads them); `parameters` go with every request (temperature, max_tokens…)."""
+    reads them, but for the timeout: `READ_TIMEOUT_S`); `parameters` go with every
+    request (temperature, max_tokens…)."""
 
     def __init__(
         self,
@@ -68,16 +86,49 @@ class OpenAIChat:
         self.parameters = parameters or {}
         self.client_options = client_options
         self._client: Any = None
+        #: Its missing key was logged (`check_key`): once is enough.
+        self._key_checked = False
 
     @property
     def client(self) -> Any:
         if self._client is None:
             openai = require_openai()
-            options = {"max_retries": 0, **self.client_options}
+            timeout = http_library(openai).Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
+            options = {"max_retries": 0, "timeout": timeout, **self.client_options}
             if "http_client" not in options and (http_client := aiohttp_client(openai)):
                 options["http_client"] = http_client
             self._client = openai.AsyncOpenAI(**options)
         return self._client
+
+    @property
+    def endpoint(self) -> str:
+        """Where its requests go: `base_url`, else $OPENAI_BASE_URL, else OpenAI's."""
+        given = self.client_options.get("base_url") or os.environ.get("OPENAI_BASE_URL")
+        return str(given or OPENAI_ENDPOINT)
+
+    def finds_key(self) -> bool:
+        """Whether the SDK will find credentials, given or in its environment variables:
+        without, it makes no request at all."""
+        options = self.client_options
+        return any(options.get(name) for name in CREDENTIAL_OPTIONS) or any(
+            os.environ.get(name) for name in CREDENTIAL_VARIABLES
+        )
+
+    def check_key(self, agent: str) -> None:
+        """Warn, once, when the SDK would find no key: every message of `agent` would
+        fail. Not refused, as an error would be: the app may be made before the key is
+        set (a test's, say)."""
+        if self.finds_key() or self._key_checked:
+            return
+        self._key_checked = True
+        logger.warning(
+            "%s answers with the model %s at %s, but no API key is set: every message will "
+            "fail (set $OPENAI_API_KEY, or api_key=; a local server that takes any key: "
+            "OPENAI_API_KEY=none)",
+            agent,
+            self.name,
+            self.endpoint,
+        )
 
     async def aclose(self) -> None:
         """Close the client (its connections); the next call makes a new one."""
@@ -120,9 +171,15 @@ class OpenAIChat:
         }
         if tools:
             body["tools"] = list(tools)
+        try:
+            client = self.client
+        except openai.OpenAIError as exc:  # the SDK's "Missing credentials"
+            if self.finds_key():
+                raise
+            raise ModelError("has no API key", retryable=False) from exc
         answering = False  # the model's server has begun its answer
         try:
-            create = self.client.chat.completions.with_streaming_response.create
+            create = client.chat.completions.with_streaming_response.create
             # Leaving the block closes the response, also when the run is stopped: the
             # model's server sees the request end.
             async with create(
@@ -135,6 +192,8 @@ class OpenAIChat:
                         await turn.add(event, emit)
                     if reader.done:
                         break
+                if turn.finish_reason is None:
+                    unfinished(reader, response.http_response.headers.get("content-type", ""))
         except openai.APIStatusError as exc:
             raise status_error(exc.status_code) from exc
         except (openai.APITimeoutError, timeout_error) as exc:
@@ -146,6 +205,8 @@ class OpenAIChat:
             raise ModelError(reason, retryable=True) from exc
         except StreamError as exc:
             raise stream_error(exc.error) from exc
+        except BrokenOff as exc:
+            raise ModelError("its stream broke off", retryable=True) from exc
         except (openai.APIError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ModelError("sent a malformed answer", retryable=False) from exc
 
@@ -196,6 +257,12 @@ def http_errors(openai: Any) -> tuple[type[Exception], type[Exception]]:
     return http.TimeoutException, http.TransportError
 
 
+#: The most of a body that is no stream kept to read it (a whole completion, an error),
+#: and of that, the most the log shows.
+HEAD_BYTES = 64 * 1024
+LOGGED_BYTES = 2000
+
+
 class EventReader:
     """The JSON of each server-sent event in a response's bytes, fed as they come (cut
     anywhere), until `[DONE]`: a data field may span lines, and lines may end in LF, CRLF
@@ -209,6 +276,11 @@ class EventReader:
         self.after_cr = False
         #: `[DONE]` was read: what comes after it is not read.
         self.done = False
+        #: Events read.
+        self.events = 0
+        #: The body's first bytes, while they hold no event: what a server sent in place
+        #: of a stream, for the log.
+        self.head = b""
 
     def feed(self, chunk: bytes) -> Iterator[dict[str, Any]]:
         """The events this chunk completes, read as they are taken: a read may hold
@@ -216,6 +288,8 @@ class EventReader:
         they reach the user before it raises."""
         if not chunk or self.done:
             return
+        if not self.events and len(self.head) < HEAD_BYTES:
+            self.head += chunk
         if self.after_cr and chunk[:1] == b"\n":
             chunk = chunk[1:]  # the LF of a CRLF cut between two chunks
         self.after_cr = chunk[-1:] == b"\r"
@@ -240,7 +314,30 @@ class EventReader:
                 raise ValueError("an event that is not a JSON object")
             if event.get("error") is not None:
                 raise StreamError(event["error"])
+            self.events += 1
             yield event
+
+
+def unfinished(reader: EventReader, content_type: str) -> NoReturn:
+    """Raise why a response that ended with no choice's `finish_reason` is no answer: an
+    error sent in place of a stream (`StreamError`: a proxy's JSON body), something else
+    that is no stream (a wrong base_url's HTML page, a completion not streamed), or a
+    stream cut off (`BrokenOff`), if cleanly: a proxy's timeout, say."""
+    if not reader.events:
+        try:
+            body = from_json(reader.head)
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and body.get("error") is not None:
+            raise StreamError(body["error"])
+        if "text/event-stream" not in content_type:
+            sent = reader.head[:LOGGED_BYTES]
+            raise ValueError(f"a body of {content_type or 'no type'}, not a stream: {sent!r}")
+    raise BrokenOff(f"the stream ended after {reader.events} events, none with a finish_reason")
+
+
+class BrokenOff(Exception):
+    """A stream that ended before the model finished its answer."""
 
 
 class StreamError(Exception):

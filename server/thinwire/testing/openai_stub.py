@@ -8,11 +8,14 @@ chunk streams on a loopback port (a free one, or `OpenAIStub(port=…)`), so a `
         ...
         stub.requests[0]["messages"]   # what the model was sent
 
-Each request takes the next pushed reply: a `Stream` of chunks (optionally cut, slowed, or
-held open until the client goes; `error_event` is a chunk that reports an error, as some
-servers send one mid-stream), a `Fail` (an HTTP error), or `Garbage` (a chunk that is not
-JSON, after the chunks given: with `together`, all in one write). `closed_early`
-counts streams the client closed before their end.
+Each request takes the next pushed reply: a `Stream` of chunks (optionally cut, slowed,
+held open until the client goes, or ended without its finish; `error_event` is a chunk
+that reports an error, as some servers send one mid-stream), a `Fail` (an HTTP error),
+`Garbage` (a chunk that is not JSON, after the chunks given: with `together`, all in one
+write), or a `Body` (a 200 that is no stream at all). A stream ends as a real server's
+does: its last choice chunk has a `finish_reason` (added where the chunks give none), a
+usage chunk may follow, then `[DONE]`. `closed_early` counts streams the client closed
+before their end.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from starlette.types import Receive, Scope, Send
 from thinwire.testing.server import free_port
 
 __all__ = [
+    "Body",
     "Fail",
     "Garbage",
     "OpenAIStub",
@@ -58,6 +62,9 @@ class Stream:
     cut_after: int | None = None
     #: After the chunks, keep the stream open until the client closes it.
     hold: bool = False
+    #: End the body after the chunks, cleanly but with no `finish_reason` added and no
+    #: [DONE]: a stream a proxy cut off (at its timeout, say) as if it were whole.
+    unfinished: bool = False
 
 
 @dataclass
@@ -76,7 +83,17 @@ class Garbage:
     together: bool = False
 
 
-Reply = Stream | Fail | Garbage
+@dataclass
+class Body:
+    """A 200 whose body is no stream: a proxy's JSON error, the HTML page of a wrong
+    base_url, a whole completion not streamed."""
+
+    #: Sent as it is when a str, else as JSON.
+    content: Any
+    content_type: str = "application/json"
+
+
+Reply = Stream | Fail | Garbage | Body
 
 
 def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -147,6 +164,20 @@ def error_event(
     return {"error": {"message": message, "type": type, "code": code}}
 
 
+def finished(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chunks as a server ends a whole answer: where no choice has a `finish_reason`,
+    a chunk with one ("tool_calls" after tool calls, else "stop") after the last choice
+    chunk, before the usage chunks that follow it."""
+    choices = [choice for item in chunks for choice in item.get("choices") or ()]
+    if any(choice.get("finish_reason") for choice in choices):
+        return chunks
+    calls = any((choice.get("delta") or {}).get("tool_calls") for choice in choices)
+    end = len(chunks)
+    while end and chunks[end - 1].get("choices") == []:
+        end -= 1
+    return [*chunks[:end], finish("tool_calls" if calls else "stop"), *chunks[end:]]
+
+
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
     return {
         "id": "chatcmpl-stub",
@@ -179,6 +210,8 @@ class StreamReply:
         )
         reply = self.reply
         chunks = reply.chunks
+        if isinstance(reply, Stream) and not (reply.hold or reply.unfinished):
+            chunks = finished(chunks)
         if isinstance(reply, Stream) and reply.cut_after is not None:
             chunks = chunks[: reply.cut_after]
         bodies = [f"data: {json.dumps(item)}\n\n".encode() for item in chunks]
@@ -196,6 +229,9 @@ class StreamReply:
             while (await receive())["type"] != "http.disconnect":
                 pass
             self.stub.closed_early += 1
+            return
+        if isinstance(reply, Stream) and reply.unfinished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": False})
 
@@ -263,6 +299,9 @@ class OpenAIStub:
         if isinstance(reply, Fail):
             error = {"error": {"message": reply.message, "type": "stub", "code": reply.status}}
             return JSONResponse(error, reply.status)
+        if isinstance(reply, Body):
+            content = reply.content if isinstance(reply.content, str) else json.dumps(reply.content)
+            return Response(content, media_type=reply.content_type)
         return StreamReply(self, reply)  # type: ignore[return-value]
 
     def __enter__(self) -> OpenAIStub:
