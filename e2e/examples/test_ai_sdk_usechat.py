@@ -230,7 +230,7 @@ def test_a_refused_answer_leaves_the_question_open(
     approval.get_by_role("button", name="approve").click()
     # The server's sentence, not its JSON body.
     alert = page.get_by_role("alert")
-    expect(alert).to_contain_text("the decision must be one of")
+    expect(alert).to_contain_text("The answer must be one of: approve, reject.")
     expect(alert).not_to_contain_text('"code"')
     expect(approval.get_by_role("button", name="approve")).to_be_enabled()  # asked again
 

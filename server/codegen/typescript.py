@@ -68,6 +68,8 @@ TS_TEMPLATE = """\
 
 export const PROTOCOL_VERSION = {{ version | tojson }};
 export const PROTOCOL_HEADER = {{ header | tojson }};
+/** On an SSE stream: seconds of silence after which the server sends a heartbeat ("0": none). */
+export const HEARTBEAT_HEADER = {{ heartbeat_header | tojson }};
 {% for model in models %}
 {% if model.description %}/** {{ model.description }} */
 {% endif %}export interface {{ model.name }} {
@@ -223,6 +225,7 @@ def typescript(schema: dict[str, Any]) -> str:
         banner=BANNER,
         version=wire.PROTOCOL_VERSION,
         header=wire.PROTOCOL_HEADER,
+        heartbeat_header=wire.HEARTBEAT_HEADER,
         models=models,
         frames=frames,
         subprotocol=wire.WEBSOCKET_SUBPROTOCOL,

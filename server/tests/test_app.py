@@ -426,6 +426,7 @@ def test_cors_answers_preflights_and_lets_the_listed_page_read() -> None:
         assert response.status_code == 200
         assert response.headers["access-control-allow-origin"] == "http://localhost:5173"
         assert "thinwire-protocol" in response.headers["access-control-expose-headers"].lower()
+        assert "thinwire-heartbeat" in response.headers["access-control-expose-headers"].lower()
         other = client.options(
             "/agents/demo/runs",
             headers={"origin": "https://evil.example", "access-control-request-method": "POST"},

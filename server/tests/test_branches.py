@@ -124,8 +124,9 @@ def test_a_record_shows_what_a_plain_tree_would(operations: list[tuple[int | str
         # A message after an exchange goes on its branch while nothing follows it.
         for node in everything:
             if node.children:
-                with pytest.raises(Conflict, match="moved on"):
+                with pytest.raises(Conflict) as refused:
                     record.lines.check_ends_branch(node.position)
+                assert refused.value.code == "branch_moved"
             else:
                 record.lines.check_ends_branch(node.position)
         for never in (gone, Position(0, len(everything) + 1)):

@@ -752,6 +752,11 @@ def test_a_send_after_a_turn_the_conversation_went_on_from_is_refused(
     refused = post_run(client, "also two", context_id, after=shown_in_b[-1]["id"])
     assert error(refused) == (409, "branch_moved")
     assert refused.json()["error"]["retryable"] is False
+    # Shown to the user as it is: it tells what happened, not which request to make.
+    assert refused.json()["error"]["message"] == (
+        "The conversation changed elsewhere (another tab added to it, or cleared it), so "
+        "nothing was done. Look at what it holds now and try again."
+    )
     # Nothing recorded: no turn, no run, the same list entry.
     assert turns(client, context_id) == before and Numbered.runs == runs
     assert listed(client)["conversations"][0]["turnCount"] == 4

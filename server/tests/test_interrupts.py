@@ -175,6 +175,8 @@ def test_several_interrupts_in_one_run_with_options_and_a_schema(client: TestCli
     assert color["options"] == ["red", "blue"] and color["decisionSchema"] is None
     bad = decide(client, context_id, color["interruptId"], "green", agent="two")
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_decision"
+    # A sentence a person can read, not a Python list.
+    assert bad.json()["error"]["message"] == "The answer must be one of: red, blue."
     second = parse_sse(decide(client, context_id, color["interruptId"], "blue", agent="two").text)
     size = second[-2]["interrupt"]
     assert second[-1]["text"] == "blue. " and size["decisionSchema"]["required"] == ["amount"]

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import assert_no_canary, parse_sse, send, server_context
-from thinwire import MemoryStore
+from conftest import app_for, assert_no_canary, parse_sse, send, server_context
+from thinwire import Agent, MemoryStore
 from thinwire.demo import CANARIES, CANARY_PLACES, create_demo_app, read_canaries
 from thinwire.testing.openai_stub import OpenAIStub, Stream, text, tool_calls
 
@@ -192,6 +192,26 @@ def test_sse_response_is_not_cached_buffered_or_compressed(client: TestClient) -
     assert response.headers["cache-control"] == "no-store, no-transform"
     assert response.headers["x-accel-buffering"] == "no"
     assert response.headers["thinwire-protocol"] == "1"
+
+
+def test_a_stream_announces_its_heartbeat_interval(client: TestClient) -> None:
+    """A client takes a stream silent past the interval (with a margin) as broken: a
+    proxy may keep the connection of a server that died open."""
+    frames = send(client, "hi")
+    response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
+    assert response.headers["thinwire-heartbeat"] == "15"
+    context_id = frames[0]["contextId"]
+    replay = client.get(f"/agents/demo/contexts/{context_id}/events", params={"after": 0})
+    assert replay.status_code == 200 and replay.headers["thinwire-heartbeat"] == "15"
+
+
+@pytest.mark.parametrize(("interval", "announced"), [(2.5, "2.5"), (None, "0")])
+def test_the_heartbeat_announced_is_the_servers(interval: float | None, announced: str) -> None:
+    app = app_for({"demo": Agent}, heartbeat_interval=interval)
+    with TestClient(app) as client:
+        response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
+    assert response.status_code == 200
+    assert response.headers["thinwire-heartbeat"] == announced  # 0: none, nothing to watch for
 
 
 def test_every_answer_names_the_protocol_version(client: TestClient) -> None:

@@ -107,7 +107,8 @@ def create_app(
     while a new token replaces an old one).
     `max_message_bytes` bounds a user message (UTF-8), `max_data_bytes` the data a page
     sends with it, `max_body_bytes` the request body (default: room for both with JSON
-    escaping). `heartbeat_interval` keeps idle streams alive through proxies; a client
+    escaping). `heartbeat_interval` keeps idle streams alive through proxies (streams name
+    it, so a client can tell a quiet stream from a dead one); a client
     that does not take a frame within `send_timeout` seconds is disconnected (it can
     reattach); the frames of past runs are kept `event_ttl` seconds.
 
@@ -305,6 +306,6 @@ def cors_middleware(origins: Sequence[str]) -> Middleware:
             wire.PROTOCOL_HEADER.lower(),
             "a2a-version",  # what an A2A client sends with every request
         ],
-        expose_headers=[wire.PROTOCOL_HEADER, "Retry-After"],
+        expose_headers=[wire.PROTOCOL_HEADER, wire.HEARTBEAT_HEADER, "Retry-After"],
         max_age=86400,
     )

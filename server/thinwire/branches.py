@@ -144,7 +144,8 @@ def parse_turn_id(value: str) -> tuple[Position, str, int]:
 def branch_moved() -> Conflict:
     return Conflict(
         "branch_moved",
-        "the conversation moved on from the turn this follows: load the transcript and send again",
+        "The conversation changed elsewhere (another tab added to it, or cleared it), so "
+        "nothing was done. Look at what it holds now and try again.",
     )
 
 

@@ -87,6 +87,11 @@ async def counted(
 
 
 def http_routes(server: AgentServer) -> list[BaseRoute]:
+    # What a client needs to tell a quiet stream from a dead one (a proxy may keep the
+    # connection of a server that died open): how often the server breaks a silence.
+    interval = server.heartbeat_interval
+    heartbeat_headers = {wire.HEARTBEAT_HEADER: "0" if interval is None else f"{interval:g}"}
+
     async def owned_context(request: Request) -> Context:
         agent_name, principal = await caller(server, request)
         return await server.context(agent_name, request.path_params["context_id"], principal)
@@ -104,7 +109,11 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
             # Nothing to send: 204 also tells a browser EventSource to stop reconnecting.
             return Response(status_code=204, headers=PROTOCOL_HEADERS)
         return EventStream(
-            source, send_timeout=server.send_timeout, retry_ms=retry_ms, on_close=close
+            source,
+            send_timeout=server.send_timeout,
+            retry_ms=retry_ms,
+            on_close=close,
+            headers=heartbeat_headers,
         )
 
     async def start_run(request: Request) -> Response:

@@ -723,16 +723,17 @@ def check_decision(request: Mapping[str, Any], value: Any) -> None:
     """A decision must be one of the offered options and match the schema, if any."""
     options = request.get("options")
     if options is not None and value not in options:
-        raise BadRequest("invalid_decision", f"the decision must be one of {options}")
+        # Read by the person who answered: the options as words, not a Python list.
+        raise BadRequest(
+            "invalid_decision", f"The answer must be one of: {', '.join(map(str, options))}."
+        )
     schema = request.get("decisionSchema")
     if schema is not None:
         error = jsonschema.exceptions.best_match(
             jsonschema.Draft202012Validator(schema).iter_errors(value)
         )
         if error is not None:
-            raise BadRequest(
-                "invalid_decision", f"the decision does not fit: {error.message[:200]}"
-            )
+            raise BadRequest("invalid_decision", f"The answer does not fit: {error.message[:200]}")
 
 
 def active_run_id(context: Context) -> str | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -66,12 +66,13 @@ class EventStream(Response):
         send_timeout: float,
         retry_ms: int | None = None,
         on_close: Callable[[], None] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         # As StreamingResponse does: no body, so no content-length.
         self.status_code = 200
         self.media_type = "text/event-stream"
         self.background = None
-        self.init_headers(SSE_HEADERS)
+        self.init_headers({**SSE_HEADERS, **(headers or {})})
         self.frames = frames
         self.send_timeout = send_timeout
         self.retry_ms = retry_ms

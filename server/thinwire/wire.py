@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "HEARTBEAT_HEADER",
     "MAX_SEQ",
     "MAX_TRANSCRIPT_PAGE",
     "PROTOCOL_HEADER",
@@ -59,6 +60,9 @@ __all__ = [
 
 PROTOCOL_VERSION = "1"
 PROTOCOL_HEADER = "Thinwire-Protocol"
+#: On an SSE stream: the seconds of silence after which the server sends a heartbeat ("0":
+#: it sends none). A client takes a stream silent for much longer as broken.
+HEARTBEAT_HEADER = "Thinwire-Heartbeat"
 #: A browser cannot put headers on a WebSocket: the version travels as its subprotocol.
 WEBSOCKET_SUBPROTOCOL = f"thinwire.v{PROTOCOL_VERSION}"
 #: The same protocol with several frames to a message, one per line (JSON never holds a

@@ -101,6 +101,22 @@ describe("AgentClient.clearError", () => {
   });
 });
 
+describe("AgentClient with a baseUrl no thinwire server answers at", () => {
+  it("shows an http_error naming the request, and keeps the conversation", async () => {
+    const fetch = vi.fn(async () => new Response("<h1>Not Found</h1>", { status: 404, statusText: "Not Found" }));
+    const onContext = vi.fn();
+    const client = new AgentClient({ agent: "demo", baseUrl: "/nope", contextId: CTX_1, fetch, onContext });
+    await client.start();
+    const { status, error, contextId } = client.getSnapshot();
+    expect({ status, code: error?.code, contextId }).toEqual({ status: "error", code: "http_error", contextId: CTX_1 });
+    expect(error?.message).toBe(
+      `HTTP 404 Not Found for GET /nope/agents/demo/contexts/${CTX_1}?limit=50: no thinwire server answers there; is baseUrl right?`,
+    );
+    expect(onContext).not.toHaveBeenCalledWith(null);
+    client.dispose();
+  });
+});
+
 describe("AgentClient send after an error", () => {
   it("is allowed from status error, and clears the error", async () => {
     const stream = channel();

@@ -622,7 +622,10 @@ export class AgentClient {
    * The run's stream then ends with `done` and stop reason `stopped`, which is
    * what the pending `send()` resolves with. Resolves once the server took the
    * request; a stop asked before the server announced the run is sent as soon
-   * as it does (and resolves at once if the run's job ends first).
+   * as it does (and resolves at once if the run's job ends first). When the
+   * server answers that no run is going on (over HTTP), the stream being read
+   * will bring nothing more: the client ends it and attaches again, and the
+   * send settles as the server recorded the run.
    *
    * While a decision is pending it ends the waiting run instead: the
    * interrupt is cleared, the reply ends as `stopped`, and the transcript is

@@ -62,7 +62,8 @@ export class Decisions {
     const { interruptId } = interrupt;
     try {
       await this.#holds.released(signal);
-      const frames = () => this.#transport.decide({ ...this.#target(), contextId, interruptId, value, signal });
+      const frames = (stream: AbortSignal) =>
+        this.#transport.decide({ ...this.#target(), contextId, interruptId, value, signal: stream });
       return await this.#reader.follow(frames, job);
     } catch (caught) {
       if (signal.aborted) throw aborted(caught);

@@ -45,6 +45,22 @@ describe("the declarations @thinwire/client ships", () => {
     expect(await nodeProjectErrors(`${root}node-consumer.ts`, consumer, declarations)).toEqual([]);
   });
 
+  it("name the types of the options and of a custom transport's answers", { timeout: 30_000 }, async () => {
+    const consumer = `
+      import type { PersistStorage, StopResult, Transport, TransportStopRequest } from "./dist/index.js";
+      const memory = new Map<string, string>();
+      const storage: PersistStorage = {
+        getItem: (key) => memory.get(key) ?? null,
+        setItem: (key, value) => void memory.set(key, value),
+        removeItem: (key) => void memory.delete(key),
+      };
+      const stop: Transport["stop"] = async ({ contextId }: TransportStopRequest): Promise<StopResult> =>
+        ({ contextId, runId: null, stopping: false });
+      void [storage, stop];
+    `;
+    expect(await nodeProjectErrors(`${root}node-consumer.ts`, consumer, declarations)).toEqual([]);
+  });
+
   it("take undefined for an option not given, under exactOptionalPropertyTypes", { timeout: 30_000 }, async () => {
     const consumer = `
       import { AgentClient, ConversationList, SseTransport, ThinwireError, WebSocketTransport } from "./dist/index.js";

@@ -13,14 +13,24 @@ import { PROTOCOL_HEADER, PROTOCOL_VERSION, RETRYABLE_CODES } from "./generated/
  */
 export type CredentialsMode = "omit" | "same-origin" | "include";
 
+/** What was asked: named by an error that has nothing better to say. */
+export interface RequestLine {
+  method: string;
+  url: string;
+}
+
 /**
  * Builds the typed error for a non-2xx response from its `{"error": {code, message, retryable}}`
  * body. A body without `retryable` (an older server, a proxy's page) is judged by its code and status.
+ * One without a code (a proxy's page, another server's) is `http_error`, naming the request — and
+ * for a 404, the likeliest cause: a `baseUrl` where no thinwire server answers.
  */
-export async function errorFromResponse(response: Response): Promise<ThinwireError> {
+export async function errorFromResponse(response: Response, request: RequestLine): Promise<ThinwireError> {
   const status = response.status;
   let code = "http_error";
-  let message = `HTTP ${status}${response.statusText ? ` ${response.statusText}` : ""}`;
+  const answered = `HTTP ${status}${response.statusText ? ` ${response.statusText}` : ""} for ${request.method} ${request.url}`;
+  let message =
+    status === 404 ? `${answered}: no thinwire server answers there; is baseUrl right?` : `${answered}.`;
   let retryable: boolean | undefined;
   let interruptId: string | undefined;
   try {
@@ -70,19 +80,29 @@ export function checkProtocol(response: Response): void {
   }
 }
 
+/** A signal of one request's own: see `requestSignal`. */
+export interface RequestSignal {
+  signal: AbortSignal;
+  /** Stops following the caller's signal. */
+  release(): void;
+  /** Cancels this request alone. */
+  abort(): void;
+}
+
 /**
  * A signal of one request's own, following `signal` until `release()`. A job's signal
  * outlives its requests (a send's POST, then the attaches after a break); each request
  * releases it once it completed, so cancelling the job later never aborts a request that
  * already ended — browsers list such a request as cancelled (`net::ERR_ABORTED`).
  */
-export function requestSignal(signal: AbortSignal | undefined): { signal: AbortSignal; release(): void } {
+export function requestSignal(signal: AbortSignal | undefined): RequestSignal {
   const controller = new AbortController();
-  if (!signal) return { signal: controller.signal, release: () => undefined };
+  const abort = () => controller.abort();
+  if (!signal) return { signal: controller.signal, release: () => undefined, abort };
   if (signal.aborted) controller.abort(signal.reason);
   const follow = () => controller.abort(signal.reason);
   signal.addEventListener("abort", follow, { once: true });
-  return { signal: controller.signal, release: () => signal.removeEventListener("abort", follow) };
+  return { signal: controller.signal, release: () => signal.removeEventListener("abort", follow), abort };
 }
 
 /** Reads what is left of a body to its end, so the request completes rather than being cancelled. */
@@ -139,7 +159,7 @@ export async function requestJson(
       credentials: requests.credentials,
       signal: request.signal,
     });
-    if (!response.ok) throw await errorFromResponse(response);
+    if (!response.ok) throw await errorFromResponse(response, { method: init.method, url });
     checkProtocol(response);
     if (response.status === 204) {
       await finish(response);

@@ -15,6 +15,7 @@ describe("the package's exports", () => {
       "ConversationList",
       "ERROR_CODES",
       "FRAME_TYPES",
+      "HEARTBEAT_HEADER",
       "MIN_FRAME_INTERVAL_MS",
       "PROTOCOL_HEADER",
       "PROTOCOL_VERSION",

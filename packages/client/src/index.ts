@@ -3,7 +3,7 @@
  * live in `@thinwire/client/testing`; everything else is internal.
  */
 export { AgentClient, type AgentClientOptions, type SendOptions, type SendResult } from "./agent-client.js";
-export { contextStorageKey } from "./context-storage-key.js";
+export { contextStorageKey, type PersistStorage } from "./context-storage-key.js";
 export {
   ConversationList,
   type ConversationListOptions,
@@ -33,6 +33,7 @@ export {
   CLOSE_CODES,
   ERROR_CODES,
   FRAME_TYPES,
+  HEARTBEAT_HEADER,
   PROTOCOL_HEADER,
   PROTOCOL_VERSION,
   RETRYABLE_CODES,
@@ -57,6 +58,7 @@ export {
   type RunRequest,
   type ServerErrorCode,
   type StopReason,
+  type StopResult,
   type Ticket,
   type Transcript,
   type TranscriptTurn,

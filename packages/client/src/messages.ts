@@ -184,8 +184,8 @@ export class Messages {
     // a switch, a regeneration or an edit): exchanges shown may have alternatives this client
     // never saw, and their sibling counts are the transcript's.
     let switched = false;
-    const open = (): AsyncIterable<Frame> =>
-      noting(plan.open(messageId, signal), (start) => {
+    const open = (stream: AbortSignal): AsyncIterable<Frame> =>
+      noting(plan.open(messageId, stream), (start) => {
         // Undefined (an older server) says nothing.
         if (plan.after !== undefined && start.afterTurnId !== undefined && start.afterTurnId !== plan.after) behind = true;
         if (start.branchSwitched === true) switched = true;

@@ -7,7 +7,9 @@
  * it, so the reader attaches again with the last `seq` it applied and backs
  * off between tries. When the attach has nothing to send, or frames of a later
  * run show up, the run ended while the client was away and the transcript has
- * its reply.
+ * its reply. A stream the server has nothing more for — a stop answered that
+ * no run is going on — is ended and counts as broken: the same attach tells
+ * how the run ended.
  *
  * Before the first frame there is no run to attach to: a send that failed then
  * may or may not have reached the server. A send is repeatable — it carries a
@@ -17,7 +19,8 @@
  * the same limit on tries.
  */
 import { aborted, ThinwireError, toThinwireError } from "./errors.js";
-import type { Frame } from "./generated/wire.js";
+import type { Frame, StopResult } from "./generated/wire.js";
+import { requestSignal } from "./http.js";
 import type { Job } from "./job.js";
 import { backoffDelay, isReconnectable, mayBeUnanswered, type ReconnectOptions, sleep } from "./reconnect.js";
 import { reduceFrame } from "./reduce.js";
@@ -73,9 +76,11 @@ export class RunReader {
    * `done`, attaching again with backoff after a stream that broke or ended
    * early — or, for a `repeatable` request that failed before the run's first
    * frame, calling `open` again. Throws the error to show when it gives up.
+   * Each stream is opened with a signal of its own: the job's, which a stop
+   * answered with no run going on also fires.
    */
   async follow(
-    open: () => AsyncIterable<Frame>,
+    open: (signal: AbortSignal) => AsyncIterable<Frame>,
     job: Job,
     { attaching = false, repeatable = false }: FollowOptions = {},
   ): Promise<SendResult> {
@@ -85,8 +90,10 @@ export class RunReader {
     for (;;) {
       let failure: ThinwireError;
       const outcome: ReadOutcome = { done: null, frames: 0, progress: false, superseded: false };
+      const stream = requestSignal(signal);
+      job.reading(stream.abort);
       try {
-        await this.#read(open(), job, outcome);
+        await this.#read(open(stream.signal), stream.signal, job, outcome);
         if (outcome.done) return outcome.done;
         const { runId } = view.state;
         const { contextId } = view.snapshot;
@@ -100,7 +107,10 @@ export class RunReader {
         });
       } catch (caught) {
         if (signal.aborted) throw aborted(caught);
-        failure = toThinwireError(caught);
+        failure = stream.signal.aborted ? nothingMore() : toThinwireError(caught);
+      } finally {
+        job.reading(null);
+        stream.release();
       }
       if (signal.aborted) throw aborted();
       // Progress before a break (frames, then a dropped connection) counts too.
@@ -110,7 +120,7 @@ export class RunReader {
         const contextId = view.snapshot.contextId;
         if (!isReconnectable(failure) || contextId === null) throw failure;
         const after = view.state.lastSeq ?? 0;
-        open = () => this.#transport.attach({ ...this.#target(), contextId, after, signal });
+        open = (signal) => this.#transport.attach({ ...this.#target(), contextId, after, signal });
         attaching = true;
       } else if (!repeatable || !mayBeUnanswered(failure)) {
         // Without a run_start there is no run to attach to (it may never have started).
@@ -135,7 +145,8 @@ export class RunReader {
     view.openReply(active.turns, { runId, lastSeq: null, interrupt, hasEarlier, error });
     const signal = job.signal;
     try {
-      const frames = () => this.#transport.attach({ ...this.#target(), contextId, after: 0, signal });
+      const frames = (stream: AbortSignal) =>
+        this.#transport.attach({ ...this.#target(), contextId, after: 0, signal: stream });
       return await this.follow(frames, job, { attaching: true });
     } catch (caught) {
       if (signal.aborted) throw aborted(caught);
@@ -145,9 +156,11 @@ export class RunReader {
     }
   }
 
-  /** Reads one stream into the view, until its `done` or its end; `outcome` says how far it got, even when it throws. */
-  async #read(frames: AsyncIterable<Frame>, job: Job, outcome: ReadOutcome): Promise<void> {
-    const signal = job.signal;
+  /**
+   * Reads one stream into the view, until its `done` or its end, or until
+   * `signal` (the stream's) fires; `outcome` says how far it got, even when it throws.
+   */
+  async #read(frames: AsyncIterable<Frame>, signal: AbortSignal, job: Job, outcome: ReadOutcome): Promise<void> {
     const view = this.#view;
     // A transport that ignores the signal must not keep send() pending after reset().
     const abortion = new Promise<never>((_, reject) => {
@@ -208,7 +221,7 @@ export class RunReader {
   }
 
   /** How a job stops its run, once the reader saw it start. */
-  #stopper(contextId: string | null): () => Promise<void> {
+  #stopper(contextId: string | null): () => Promise<StopResult | void> {
     if (contextId === null) return () => Promise.resolve();
     return () => this.#transport.stop({ ...this.#target(), contextId });
   }
@@ -220,4 +233,9 @@ async function drain(iterator: AsyncIterator<Frame>): Promise<void> {
   } catch {
     // Whatever follows `done` cannot change the result.
   }
+}
+
+/** A stream ended because the server has nothing more for it: attached to again, as a broken one is. */
+function nothingMore(): ThinwireError {
+  return new ThinwireError("stream_interrupted", "The server has no run going on for this stream.", { retryable: true });
 }

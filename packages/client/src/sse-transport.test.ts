@@ -1,5 +1,5 @@
 /** SseTransport over a fake fetch: requests, typed errors, broken streams, attach, stop, decide, regenerate and edit. */
-import { describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ThinwireError } from "./errors.js";
 import type { Frame, RunRequest } from "./generated/wire.js";
 import { SseTransport } from "./sse-transport.js";
@@ -115,10 +115,29 @@ describe("SseTransport", () => {
     expect(unsaid).toMatchObject({ code: "too_many_streams", retryable: true });
   });
 
-  it("keeps a generic error for a body that is not JSON", async () => {
-    const fetch = async () => new Response("<h1>Bad request</h1>", { status: 400 });
+  it("keeps a generic error for a body that is not JSON, naming the request", async () => {
+    const fetch = async () => new Response("<h1>Bad request</h1>", { status: 400, statusText: "Bad Request" });
     const error = await failure(new SseTransport({ fetch }).run(request()));
     expect(error).toMatchObject({ code: "http_error", status: 400, retryable: false });
+    expect(error.message).toBe("HTTP 400 Bad Request for POST /agents/demo/runs.");
+  });
+
+  it("says baseUrl may be wrong when a 404 is not thinwire's", async () => {
+    const fetch = async () => new Response("Cannot GET", { status: 404, statusText: "Not Found" });
+    const transport = new SseTransport({ fetch });
+    const error = await failure(transport.attach({ ...request(), baseUrl: "/nope", contextId: "ctx-1", after: 3 }));
+    expect(error).toMatchObject({ code: "http_error", status: 404 });
+    expect(error.message).toBe(
+      "HTTP 404 Not Found for GET /nope/agents/demo/contexts/ctx-1/events: no thinwire server answers there; is baseUrl right?",
+    );
+    // thinwire's own 404 says what it is.
+    const own = async () =>
+      new Response(JSON.stringify({ error: { code: "context_not_found", message: "No such conversation." } }), {
+        status: 404,
+        headers: { "content-type": "application/json" },
+      });
+    const said = await failure(new SseTransport({ fetch: own }).attach({ ...request(), contextId: "ctx-1", after: 0 }));
+    expect(said).toMatchObject({ code: "context_not_found", message: "No such conversation." });
   });
 
   it("reports a failed fetch as a retryable network error", async () => {
@@ -220,7 +239,11 @@ describe("SseTransport attach and stop", () => {
       async (..._args: Parameters<typeof globalThis.fetch>) =>
         new Response(JSON.stringify({ contextId: "ctx-1", runId: "run-1", stopping: true }), { status: 200 }),
     );
-    await new SseTransport({ fetch }).stop({ ...target, contextId: "ctx-1" });
+    expect(await new SseTransport({ fetch }).stop({ ...target, contextId: "ctx-1" })).toEqual({
+      contextId: "ctx-1",
+      runId: "run-1",
+      stopping: true,
+    });
     const [url, init] = fetch.mock.calls[0]!;
     expect(url).toBe("https://api.test/tw/agents/demo/contexts/ctx-1/stop");
     expect(init?.method).toBe("POST");
@@ -263,6 +286,83 @@ describe("SseTransport attach and stop", () => {
     });
     const error = await failure(refused.run(request()));
     expect(error).toMatchObject({ code: "decision_pending", status: 409, interruptId: "int-7", retryable: false });
+  });
+});
+
+describe("SseTransport on a quiet stream", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /**
+   * A stream the test writes into, with `headers`; it never ends by itself.
+   * Its request's abort fails its read, as fetch's does.
+   */
+  function openStream(headers: Record<string, string> = {}) {
+    let write: (text: string) => void = () => undefined;
+    let aborted = false;
+    const fetch = vi.fn(async (_url: RequestInfo | URL, init?: RequestInit) => {
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          write = (text) => controller.enqueue(encoder.encode(text));
+          init?.signal?.addEventListener("abort", () => {
+            aborted = true;
+            controller.error(new DOMException("Aborted.", "AbortError"));
+          });
+        },
+      });
+      return new Response(body, { status: 200, headers: { "content-type": "text/event-stream", ...headers } });
+    });
+    const outcome: { frames: Frame[]; error: ThinwireError | null } = { frames: [], error: null };
+    const reading = (async () => {
+      try {
+        for await (const frame of new SseTransport({ fetch }).run(request())) outcome.frames.push(frame);
+      } catch (error) {
+        outcome.error = error as ThinwireError;
+      }
+    })();
+    return { write: (text: string) => write(text), outcome, reading, aborted: () => aborted };
+  }
+
+  it("cancels a stream silent past twice the interval the server announces, as a dropped connection", async () => {
+    vi.useFakeTimers();
+    const stream = openStream({ "Thinwire-Heartbeat": "10" });
+    await vi.advanceTimersByTimeAsync(0);
+    stream.write(sse(FRAMES.slice(0, 1)));
+    await vi.advanceTimersByTimeAsync(19_999);
+    expect(stream.outcome).toEqual({ frames: FRAMES.slice(0, 1), error: null });
+    await vi.advanceTimersByTimeAsync(1);
+    await stream.reading;
+    expect(stream.aborted()).toBe(true);
+    expect(stream.outcome.error).toMatchObject({ code: "network_error", retryable: true });
+    expect(stream.outcome.error?.message).toBe(
+      "Nothing came through the stream for 20 s, not even a heartbeat: the connection is taken as broken.",
+    );
+  });
+
+  it("counts a heartbeat as a sign of life, and waits two of the default interval for a server that names none", async () => {
+    vi.useFakeTimers();
+    const stream = openStream();
+    for (let beat = 0; beat < 8; beat++) {
+      await vi.advanceTimersByTimeAsync(15_000);
+      stream.write(": heartbeat\n\n");
+    }
+    await vi.advanceTimersByTimeAsync(29_999);
+    expect(stream.outcome.error).toBeNull();
+    await vi.advanceTimersByTimeAsync(1);
+    await stream.reading;
+    expect(stream.outcome.error).toMatchObject({ code: "network_error" });
+  });
+
+  it("keeps no watch on a server that sends no heartbeats", async () => {
+    vi.useFakeTimers();
+    const stream = openStream({ "Thinwire-Heartbeat": "0" });
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect(stream.aborted()).toBe(false);
+    stream.write(sse(FRAMES));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(stream.outcome.frames).toEqual(FRAMES);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
 

@@ -4,6 +4,9 @@
  * an edit (the streams of the runs they start); a reattach is a GET
  * of the context's events with `Last-Event-ID`, a stop a POST.
  *
+ * A stream silent past twice the heartbeat interval the server announces
+ * (`silence.ts`) is cancelled and fails as a dropped connection would.
+ *
  * Every request ends cleanly: a stream is read to its end (the server ends it
  * right after `done`; the client reads on after it), through one branch of a
  * tee so Chromium does not list it as cancelled (`streamedBody`), a stop's
@@ -11,16 +14,16 @@
  * signal, so a later abort of the job never marks it cancelled.
  */
 import { ThinwireError, toThinwireError } from "./errors.js";
-import type { DecisionRequest, Frame } from "./generated/wire.js";
+import { type DecisionRequest, type Frame, HEARTBEAT_HEADER, type StopResult } from "./generated/wire.js";
 import {
   checkProtocol,
   type CredentialsMode,
   errorFromResponse,
-  finish,
   globalFetch,
   requestSignal,
   streamedBody,
 } from "./http.js";
+import { SilenceWatch, silenceLimitMs, silentStream } from "./silence.js";
 import { parseSse, type SseEvent } from "./sse.js";
 import {
   agentUrl,
@@ -82,12 +85,14 @@ export class SseTransport implements Transport {
     return this.#post(agentUrl(target, `/contexts/${encodeURIComponent(contextId)}/edits`), body, headers, signal);
   }
 
-  async stop({ contextId, headers, signal, ...target }: TransportStopRequest): Promise<void> {
+  /** Resolves with the server's answer, when it is one (`stopping` false: no run was going on). */
+  async stop({ contextId, headers, signal, ...target }: TransportStopRequest): Promise<StopResult | void> {
     const request = requestSignal(signal);
+    const url = agentUrl(target, `/contexts/${encodeURIComponent(contextId)}/stop`);
     try {
       let response: Response;
       try {
-        response = await this.#fetch(agentUrl(target, `/contexts/${encodeURIComponent(contextId)}/stop`), {
+        response = await this.#fetch(url, {
           method: "POST",
           headers: { accept: "application/json", ...headers },
           credentials: this.#credentials,
@@ -96,9 +101,10 @@ export class SseTransport implements Transport {
       } catch (error) {
         throw toThinwireError(error, signal);
       }
-      if (!response.ok) throw await errorFromResponse(response);
+      if (!response.ok) throw await errorFromResponse(response, { method: "POST", url });
       checkProtocol(response);
-      await finish(response);
+      const answer: unknown = await response.json().catch(() => undefined);
+      return isStopResult(answer) ? answer : undefined;
     } finally {
       request.release();
     }
@@ -127,7 +133,7 @@ export class SseTransport implements Transport {
       } catch (error) {
         throw toThinwireError(error, signal);
       }
-      if (!response.ok) throw await errorFromResponse(response);
+      if (!response.ok) throw await errorFromResponse(response, { method: init.method ?? "GET", url });
       checkProtocol(response);
       if (response.status === 204) return; // nothing to follow
       const contentType = response.headers.get("content-type") ?? "";
@@ -139,17 +145,26 @@ export class SseTransport implements Transport {
           { status: response.status },
         );
       }
+      const limit = silenceLimitMs(response.headers.get(HEARTBEAT_HEADER));
+      const watch = limit > 0 ? new SilenceWatch(limit, request.abort) : null;
       try {
-        for await (const event of parseSse(streamedBody(response)!)) {
+        for await (const event of parseSse(streamedBody(response)!, () => watch?.heard())) {
           yield decodeFrame(event);
         }
       } catch (error) {
+        if (watch?.fired && !signal.aborted) throw silentStream(limit);
         throw toThinwireError(error, signal);
+      } finally {
+        watch?.stop();
       }
     } finally {
       request.release();
     }
   }
+}
+
+function isStopResult(value: unknown): value is StopResult {
+  return typeof value === "object" && value !== null && typeof (value as { stopping?: unknown }).stopping === "boolean";
 }
 
 function decodeFrame(event: SseEvent): Frame {

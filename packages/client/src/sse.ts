@@ -94,9 +94,10 @@ export class SseParser {
 /**
  * Yields the events of a `text/event-stream` body. An event not ended by a blank
  * line when the stream closes is dropped, as the standard says. Breaking out of
- * the loop cancels the stream.
+ * the loop cancels the stream. `heard` is called with every chunk read, a
+ * heartbeat's too (which yields no event).
  */
-export async function* parseSse(stream: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+export async function* parseSse(stream: ReadableStream<Uint8Array>, heard?: () => void): AsyncGenerator<SseEvent> {
   const reader = stream.getReader();
   const decoder = new TextDecoder("utf-8");
   const parser = new SseParser();
@@ -109,6 +110,7 @@ export async function* parseSse(stream: ReadableStream<Uint8Array>): AsyncGenera
         yield* parser.push(decoder.decode());
         return;
       }
+      heard?.();
       yield* parser.push(decoder.decode(value, { stream: true }));
     }
   } finally {

@@ -7,6 +7,7 @@ import {
   type RegenerateRequest,
   type RejectedFrame,
   type RunRequest,
+  type StopResult,
 } from "./generated/wire.js";
 
 /** A frame of a run: every kind but the WebSocket-only `rejected`, which transports turn into errors. */
@@ -95,7 +96,10 @@ export interface TransportStopRequest extends TransportTarget {
  * `status` over HTTP), `network_error` (retryable) when the connection fails or
  * drops, `aborted` when the signal fires. Frames of unknown types may be
  * yielded; the client ignores them. `stop` resolves once the server accepted
- * the request; the stream of the run then ends with a `done` frame.
+ * the request; the stream of the run then ends with a `done` frame. It
+ * resolves with the server's answer when there is one (HTTP has one, a
+ * WebSocket none): `stopping` false says no run was going on, so the stream
+ * the client reads will bring nothing more — it ends it and attaches again.
  *
  * `close`, when there is one, releases what the transport holds open (a
  * socket); a later request may open it again. An `AgentClient` closes a
@@ -107,7 +111,7 @@ export interface Transport {
   decide(request: TransportDecideRequest): AsyncIterable<Frame>;
   regenerate(request: TransportRegenerateRequest): AsyncIterable<Frame>;
   edit(request: TransportEditRequest): AsyncIterable<Frame>;
-  stop(request: TransportStopRequest): Promise<void>;
+  stop(request: TransportStopRequest): Promise<StopResult | void>;
   close?(): void;
 }
 

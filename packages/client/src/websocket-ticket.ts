@@ -29,13 +29,14 @@ export async function fetchTicket(
   const request = requestSignal(signal);
   let body: unknown;
   try {
-    const response = await fetchImpl(agentUrl(target, "/tickets"), {
+    const url = agentUrl(target, "/tickets");
+    const response = await fetchImpl(url, {
       method: "POST",
       headers: { accept: "application/json", ...headers },
       credentials,
       signal: request.signal,
     });
-    if (!response.ok) throw await errorFromResponse(response);
+    if (!response.ok) throw await errorFromResponse(response, { method: "POST", url });
     checkProtocol(response);
     body = await response.json();
   } catch (error) {

@@ -9,12 +9,13 @@ import {
   type CredentialsMode,
   MIN_FRAME_INTERVAL_MS,
   nextFrame,
+  type PersistStorage,
   type ReconnectOptions,
   type SendResult,
   type ThinwireError,
   type Transport,
 } from "@thinwire/client";
-import { contextStorage, type PersistStorage } from "./context-storage.js";
+import { contextStorage } from "./context-storage.js";
 
 export interface UseAgentOptions {
   /** The agent's name, as mounted on the server. */

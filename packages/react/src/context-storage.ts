@@ -4,20 +4,9 @@
  * disabled or full only costs the resume after a reload. The key is
  * `@thinwire/client`'s `contextStorageKey`, which server code imports from there.
  */
-import { contextStorageKey } from "@thinwire/client";
+import { contextStorageKey, type PersistStorage } from "@thinwire/client";
 
 export { contextStorageKey };
-
-/**
- * What `persist` needs of a storage: `localStorage`, `sessionStorage`, or any
- * object with these methods. Spelled out rather than the DOM's `Storage`, so
- * the types need no DOM library.
- */
-export interface PersistStorage {
-  getItem(key: string): string | null;
-  setItem(key: string, value: string): void;
-  removeItem(key: string): void;
-}
 
 export interface ContextStorage {
   read(): string | null;

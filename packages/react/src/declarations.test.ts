@@ -27,20 +27,21 @@ describe("the declarations @thinwire/react ships", () => {
 
   it("compile in a Node.js project without the DOM library", { timeout: 30_000 }, async () => {
     const consumer = `
-      import { AgentProvider, contextStorageKey, useAgent, useConversations, type UseAgentOptions } from "./dist/index.js";
-      const storage = new Map<string, string>();
-      const options: UseAgentOptions = {
-        agent: "demo",
-        credentials: "include",
-        persist: {
-          userId: "ada",
-          storage: {
-            getItem: (key) => storage.get(key) ?? null,
-            setItem: (key, value) => void storage.set(key, value),
-            removeItem: (key) => void storage.delete(key),
-          },
-        },
+      import {
+        AgentProvider,
+        contextStorageKey,
+        useAgent,
+        useConversations,
+        type PersistStorage,
+        type UseAgentOptions,
+      } from "./dist/index.js";
+      const memory = new Map<string, string>();
+      const storage: PersistStorage = {
+        getItem: (key) => memory.get(key) ?? null,
+        setItem: (key, value) => void memory.set(key, value),
+        removeItem: (key) => void memory.delete(key),
       };
+      const options: UseAgentOptions = { agent: "demo", credentials: "include", persist: { userId: "ada", storage } };
       void [options, AgentProvider, contextStorageKey, useAgent, useConversations];
     `;
     const errors = await nodeProjectErrors(`${root}node-consumer.ts`, consumer, declarations, {

@@ -11,6 +11,7 @@ export type {
   ConversationSummary,
   ErrorCode,
   InterruptRequest,
+  PersistStorage,
   ReconnectOptions,
   SendOptions,
   SendResult,

@@ -2,6 +2,8 @@
 
 export const PROTOCOL_VERSION = "1";
 export const PROTOCOL_HEADER = "Thinwire-Protocol";
+/** On an SSE stream: seconds of silence after which the server sends a heartbeat ("0": none). */
+export const HEARTBEAT_HEADER = "Thinwire-Heartbeat";
 
 /** A tool the agent called in a turn: its name and whether it succeeded (null: it did not finish). Never its arguments or output. */
 export interface Activity {

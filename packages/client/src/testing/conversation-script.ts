@@ -142,7 +142,11 @@ class LiveRun {
 const refusal = (status: number, code: string, message: string): Refusal => ({ error: { status, code, message } });
 const NO_CONTEXT = refusal(404, "context_not_found", "No such conversation.");
 const NO_TURN = refusal(404, "turn_not_found", "No such turn.");
-const BRANCH_MOVED = refusal(409, "branch_moved", "The conversation moved on from the turn this follows.");
+const BRANCH_MOVED = refusal(
+  409,
+  "branch_moved",
+  "The conversation changed elsewhere (another tab added to it, or cleared it), so nothing was done. Look at what it holds now and try again.",
+);
 const BUSY = refusal(409, "context_busy", "The conversation is busy with a reply; try again when it ends.");
 const WHOLE: TranscriptQuery = { limit: null, before: null };
 

@@ -39,6 +39,7 @@ import {
   type RenameRequest,
   RETRYABLE_CODES,
   type RunRequest,
+  type StopResult,
   type Transcript,
 } from "../generated/wire.js";
 
@@ -89,7 +90,8 @@ export interface Script {
   regenerate?(contextId: string, request: RegenerateRequest): Reply;
   /** Defaults to `turn_not_found`. Not called for a repeat of a `messageId` that started a run. */
   edit?(contextId: string, request: EditRequest): Reply;
-  stop?(contextId: string): void;
+  /** The answer over HTTP, if not `stopping` true (a WebSocket answers none). */
+  stop?(contextId: string): StopResult | void;
   /** `GET …/contexts/{id}`: undefined for `context_not_found`; without a query, the whole transcript. */
   transcript?(contextId: string, query?: TranscriptQuery): Transcript | Refusal | undefined;
   /** `POST …/branch`: the transcript of that branch; defaults to `branch_not_found`. */
@@ -318,8 +320,7 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
         return answerJson(script.clear?.(contextId) ?? NO_CONTEXT);
       } else if (match[2] === "/stop") {
         log.stops.push(contextId);
-        script.stop?.(contextId);
-        return json(200, { contextId, runId: null, stopping: true });
+        return json(200, script.stop?.(contextId) ?? { contextId, runId: null, stopping: true });
       } else if (match[2] === "/events") {
         const after = Number(headers.get("Last-Event-ID") ?? url.searchParams.get("after") ?? 0);
         log.attaches.push({ contextId, after });
@@ -348,6 +349,12 @@ export function fakeFetch(script: Script, log: ServerLog): typeof fetch {
     const iterator = toAsync(frames)[Symbol.asyncIterator]();
     let sent = 0;
     const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        // As fetch does: a request aborted while its body is read fails the read.
+        init?.signal?.addEventListener("abort", () => controller.error(new DOMException("Aborted.", "AbortError")), {
+          once: true,
+        });
+      },
       async pull(controller) {
         if (cutAfter !== undefined && sent >= cutAfter) {
           controller.error(new TypeError("network connection lost"));

@@ -15,7 +15,7 @@
  * ```
  */
 import { ThinwireError } from "../errors.js";
-import type { ErrorCode, Frame } from "../generated/wire.js";
+import type { ErrorCode, Frame, StopResult } from "../generated/wire.js";
 import type {
   Transport,
   TransportAttachRequest,
@@ -32,7 +32,8 @@ export type MockAttachHandler = (request: TransportAttachRequest) => Frames;
 export type MockDecideHandler = (request: TransportDecideRequest) => Frames;
 export type MockRegenerateHandler = (request: TransportRegenerateRequest) => Frames;
 export type MockEditHandler = (request: TransportEditRequest) => Frames;
-export type MockStopHandler = (request: TransportStopRequest) => void | Promise<void>;
+/** Returns the server's answer, if any: `stopping` false says no run was going on. */
+export type MockStopHandler = (request: TransportStopRequest) => StopResult | void | Promise<StopResult | void>;
 
 export interface MockTransportHandlers {
   /** Defaults to no frames: the HTTP 204 of a context with nothing to follow. */
@@ -98,9 +99,9 @@ export class MockTransport implements Transport {
     return follow(() => this.#edit(request), request.signal);
   }
 
-  async stop(request: TransportStopRequest): Promise<void> {
+  async stop(request: TransportStopRequest): Promise<StopResult | void> {
     this.stops.push(request);
-    await this.#stop(request);
+    return await this.#stop(request);
   }
 
   close(): void {
