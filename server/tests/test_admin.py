@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+from urllib.parse import quote
 
 import pytest
 from starlette.testclient import TestClient
@@ -13,6 +16,7 @@ from starlette.testclient import TestClient
 from conftest import app_for, parse_sse, send
 from thinwire import Agent, Run, SQLiteStore
 from thinwire.demo import DemoAgent, create_demo_app
+from thinwire.errors import StateValueError
 
 TOKEN = "operator-token-for-tests"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
@@ -291,6 +295,124 @@ def test_audit_survives_a_restart(tmp_path: Path) -> None:
         assert state["state"]["notes"] == ["kept"]
         history = restarted.get(state_url(context_id, "state/notes/history"), headers=AUTH).json()
         assert [e["source"] for e in history["entries"]] == ["operator:anna"]
+
+
+class WritesKey(Agent):
+    """Writes `key`; names `source` as the writer of a second write, when there is one."""
+
+    key: ClassVar[str] = "notes"
+    source: ClassVar[Any] = None
+
+    async def run(self, run: Run, text: str) -> None:
+        run.state[type(self).key] = text
+        if type(self).source is not None:
+            run.state.set("paid", True, source=type(self).source)
+
+
+#: Keys of every ASCII character, alone and between two letters, and of edge lengths.
+CANDIDATE_KEYS = [
+    *(key for code in range(128) for key in (chr(code), f"a{chr(code)}b")),
+    *["", "..", "...", "ключ", "x" * 128, "x" * 129],
+]
+
+
+class WritesWhatItCan(Agent):
+    """Writes every candidate key AgentState takes."""
+
+    async def run(self, run: Run, text: str) -> None:
+        for key in CANDIDATE_KEYS:
+            with contextlib.suppress(StateValueError):
+                run.state[key] = key
+
+
+def test_every_key_an_agent_can_write_the_operator_api_can_name() -> None:
+    with TestClient(app_for({"demo": WritesWhatItCan}, operator_token=TOKEN)) as client:
+        context_id = send(client, "hi")[0]["contextId"]
+        written = client.get(state_url(context_id), headers=AUTH).json()["state"]
+        assert {"a-b", "a.b", "a:b", "a@b", "a_b", "...", "x" * 128} <= set(written)
+        for key in written:
+            url = state_url(context_id, f"state/{quote(key, safe='')}/history")
+            history = client.get(url, headers=AUTH)
+            assert history.status_code == 200, (key, history.text)
+            assert [(e["key"], e["value"]) for e in history.json()["entries"]] == [(key, key)]
+
+
+@pytest.mark.parametrize("key", ["", ".", "..", "a/b", "a b", "k?x"])
+def test_a_key_no_url_can_name_is_refused_to_the_operator_too(key: str) -> None:
+    WritesKey.key, WritesKey.source = "notes", None
+    with TestClient(app_for({"demo": WritesKey}, operator_token=TOKEN)) as client:
+        context_id = send(client, "hi")[0]["contextId"]
+        refused = patch(client, context_id, {"state": {"notes": [], key: 1}})
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"]["code"] == "invalid_state_value"
+        assert "is not a key name" in refused.json()["error"]["message"]
+        assert client.get(state_url(context_id), headers=AUTH).json()["state"] == {"notes": "hi"}
+
+
+def test_an_agent_names_the_writer_of_a_write() -> None:
+    WritesKey.key, WritesKey.source = "notes", "billing-webhook"
+    with TestClient(app_for({"demo": WritesKey}, operator_token=TOKEN)) as client:
+        context_id = send(client, "hi")[0]["contextId"]
+        trail = client.get(state_url(context_id, "audit"), headers=AUTH).json()["entries"]
+    assert [(e["key"], e["source"]) for e in trail] == [
+        ("notes", "agent:demo"),
+        ("paid", "billing-webhook"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "complaint"),
+    [
+        ("operator:ops-anna", "'operator:' names the operator API's writes"),
+        ("operator:", "'operator:' names the operator API's writes"),
+        (123, "a write's source is a str, not int"),
+        ("", "source='': a write's source is 1 to 64 of"),
+        ("has spaces", "source='has spaces': a write's source is 1 to 64 of"),
+        ("x" * 65, "a write's source is 1 to 64 of"),
+    ],
+)
+def test_an_agent_cannot_name_a_writer_the_operator_api_refuses_or_pass_for_it(
+    source: Any, complaint: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    WritesKey.key, WritesKey.source = "notes", source
+    caplog.set_level(logging.ERROR, "thinwire")
+    with TestClient(app_for({"demo": WritesKey}, operator_token=TOKEN)) as client:
+        frames = send(client, "hi")
+        assert frames[-2]["code"] == "agent_error" and frames[-1]["stopReason"] == "error"
+        context_id = frames[0]["contextId"]
+        trail = client.get(state_url(context_id, "audit"), headers=AUTH).json()["entries"]
+    assert [(e["key"], e["source"]) for e in trail] == [("notes", "agent:demo")]
+    logged = "\n".join(str(r.exc_info[1]) for r in caplog.records if r.exc_info)
+    assert complaint in logged
+
+
+class Hoards(Agent):
+    max_state_value_bytes = 1000
+
+    async def run(self, run: Run, text: str) -> None:
+        run.state["small"] = text
+        run.state["big"] = "x" * 1000
+
+
+def test_a_value_over_the_agents_limit_is_refused_to_the_agent_and_the_operator(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assert Agent.max_state_value_bytes == 1024 * 1024  # by default
+    caplog.set_level(logging.ERROR, "thinwire")
+    with TestClient(app_for({"demo": Hoards}, operator_token=TOKEN)) as client:
+        frames = send(client, "hi")
+        assert frames[-2]["code"] == "agent_error" and frames[-1]["stopReason"] == "error"
+        context_id = frames[0]["contextId"]
+        refused = patch(client, context_id, {"state": {"big": "y" * 999}})
+        assert refused.status_code == 400, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "invalid_state_value"
+        assert error["message"].startswith("AgentState['big'] is 1001 bytes as JSON, over")
+        assert patch(client, context_id, {"state": {"big": "y" * 998}}).status_code == 200
+        state = client.get(state_url(context_id), headers=AUTH).json()["state"]
+    assert state == {"small": "hi", "big": "y" * 998}
+    logged = "\n".join(str(r.exc_info[1]) for r in caplog.records if r.exc_info)
+    assert "AgentState['big'] is 1002 bytes as JSON, over the limit of 1000" in logged
 
 
 def by_header(connection: Any) -> str | None:

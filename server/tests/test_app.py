@@ -51,6 +51,18 @@ class StateKeyNotText(Echo):
     initial_state: ClassVar[dict[Any, Any]] = {1: "one"}
 
 
+class StateKeyNotAName(Echo):
+    initial_state: ClassVar[dict[str, Any]] = {"notes": [], "a/b": 1}
+
+
+class ValueLimitOfZero(Echo):
+    max_state_value_bytes = 0
+
+
+class ValueLimitOfText(Echo):
+    max_state_value_bytes: ClassVar[Any] = "1 MiB"
+
+
 class StateNotMapping(Echo):
     initial_state: ClassVar[Any] = [("notes", [])]
 
@@ -153,6 +165,24 @@ class ChatPromptNotText(ChatAgent):
         ),
         ({"demo": StateKeyNotText}, {}, TypeError, "^StateKeyNotText.initial_state has a non-str"),
         (
+            {"demo": StateKeyNotAName},
+            {},
+            ValueError,
+            r"^StateKeyNotAName.initial_state key 'a/b' is not a key name: 1 to 128 of ",
+        ),
+        (
+            {"demo": ValueLimitOfZero},
+            {},
+            ValueError,
+            "^ValueLimitOfZero.max_state_value_bytes must be at least 1, or None .*, not 0$",
+        ),
+        (
+            {"demo": ValueLimitOfText},
+            {},
+            TypeError,
+            "^ValueLimitOfText.max_state_value_bytes must be an int, .*, not '1 MiB'$",
+        ),
+        (
             {"demo": StateNotMapping},
             {},
             TypeError,
@@ -231,6 +261,18 @@ def test_an_initial_state_a_function_made_fails_as_the_servers_mistake(
     assert reference.startswith("err-") and reference in logged
     assert "starting a conversation with agent 'demo' failed" in logged
     assert "AgentState['internal_key_name'] is a set" in logged
+
+
+def test_an_initial_state_key_of_a_functions_agent_fails_as_the_servers_mistake(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.ERROR, "thinwire")
+    with TestClient(app_for({"demo": lambda: StateKeyNotAName()})) as client:
+        response = client.post("/agents/demo/runs", json={"message": {"text": "hi"}})
+    assert response.status_code == 500
+    assert response.json()["error"]["code"] == "agent_error" and "a/b" not in response.text
+    logged = "\n".join(str(r.exc_info[1]) for r in caplog.records if r.exc_info)
+    assert "StateKeyNotAName.initial_state key 'a/b' is not a key name" in logged
 
 
 def test_a_chat_agent_with_no_model_closes_without_a_fault() -> None:

@@ -461,7 +461,7 @@ def test_the_demos_model_variables_are_named_in_models_md_and_its_help(
 def test_the_server_doc_names_every_method_of_run() -> None:
     from thinwire import Run
 
-    kit_only = {"end", "end_tool_calls", "handed_to", "shown"}  # the runner's, not the agent's
+    kit_only = {"end", "end_tool_calls", "handed_to", "shown", "storable_text"}  # the runner's
     text = (ROOT / "docs/server.md").read_text(encoding="utf-8")
     table = text.split("What `Run` gives the agent:", 1)[1].split("\n\n", 2)[1]
     members = {

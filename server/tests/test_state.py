@@ -156,3 +156,45 @@ def test_a_history_message_of_another_type_is_named_as_a_sentence_says_it(
     with pytest.raises(StateValueError) as refused:
         checked(value, 1)
     assert str(refused.value).startswith(f"run.history[1] is {said}; run.history holds messages")
+
+
+@pytest.mark.parametrize(
+    "key", ["notes", "user.name", "user:ada", "ops@team", "k-1_2", "...", "x" * 128]
+)
+def test_a_key_name_is_what_a_url_segment_can_hold(key: str) -> None:
+    state = AgentState()
+    state[key] = 1
+    assert state.to_json() == {key: 1}
+
+
+@pytest.mark.parametrize(
+    "key", ["", ".", "..", "a/b", "a b", "k?x", "k#x", "a%2Fb", "ключ", "\ud800", "x" * 129]
+)
+def test_a_key_the_operator_api_could_not_name_is_refused(key: str) -> None:
+    state = AgentState({"kept": 1})
+    with pytest.raises(StateValueError, match=r"^AgentState key .* is not a key name: 1 to 128"):
+        state[key] = 1
+    with pytest.raises(StateValueError, match=r"is not a key name"):
+        state.update_all({"fine": 1, key: 2})  # every key, or none
+    assert state.to_json() == {"kept": 1} and state.take_audit() == []
+
+
+def test_a_key_an_older_version_let_in_still_loads_and_can_be_deleted() -> None:
+    state = AgentState({"a/b": 1, "notes": []})  # as a store kept it
+    assert state["a/b"] == 1
+    del state["a/b"]
+    assert state.to_json() == {"notes": []}
+    assert [(e.key, e.value) for e in state.take_audit()] == [("a/b", None)]
+
+
+def test_a_value_over_the_size_limit_is_refused_naming_its_key() -> None:
+    state = AgentState({"doc": "small"}, max_value_bytes=100)
+    state["doc"] = "x" * 98  # 100 bytes as JSON, with its quotes
+    state["numbers"] = [1] * 40 + [2] * 9  # 99 bytes
+    with pytest.raises(StateValueError, match=r"^AgentState\['doc'\] is 101 bytes as JSON, over"):
+        state["doc"] = "x" * 99
+    with pytest.raises(StateValueError, match=r"is 102 bytes as JSON"):
+        state["doc"] = "é" * 50  # two bytes each in UTF-8
+    assert state["doc"] == "x" * 98 and len(state.take_audit()) == 2
+    unlimited = AgentState()
+    unlimited["doc"] = "x" * 10_000

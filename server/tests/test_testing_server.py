@@ -58,6 +58,58 @@ def test_a_log_is_kept_and_named_when_the_server_failed_to_start(temp_dir: Path)
     assert f"(its log: {log})" in str(failed.value) and "no_such_module_here" in log.read_text()
 
 
+def test_without_a_data_dir_a_server_keeps_its_data_in_a_private_directory_gone_after(
+    tmp_path: Path, temp_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never in the project (the directory it runs in): two servers side by side do not
+    share a store, and nothing of theirs, system prompts and AgentState, is left."""
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("THINWIRE_DATA_DIR", raising=False)
+    with serve("demo") as first, serve("demo") as second:
+        for server in (first, second):
+            assert httpx.get(f"{server.url}/healthz").status_code == 200
+        stores = list(temp_dir.rglob("thinwire.sqlite3"))
+        assert len(stores) == 2 and all(s.parent.stat().st_mode & 0o077 == 0 for s in stores)
+        assert list(project.iterdir()) == []
+    assert list(temp_dir.iterdir()) == [] and list(project.iterdir()) == []
+
+
+def test_a_data_dir_named_is_the_servers_and_stays(tmp_path: Path, temp_dir: Path) -> None:
+    mine = tmp_path / "mine"
+    with serve("demo", env={"THINWIRE_DATA_DIR": str(mine)}):
+        pass
+    assert (mine / "thinwire.sqlite3").exists() and list(temp_dir.iterdir()) == []
+
+
+FAILING_APP = """
+import os
+
+raise RuntimeError("the database refused " + os.environ["DATABASE_PASSWORD"])
+"""
+
+
+def test_a_server_that_exited_early_says_why_with_what_env_passed_redacted(
+    tmp_path: Path, temp_dir: Path
+) -> None:
+    (tmp_path / "failing_app.py").write_text(FAILING_APP)
+    password = "pw-canary-0c41d7"
+    with (
+        pytest.raises(RuntimeError) as failed,
+        serve("serve", "failing_app:app", cwd=tmp_path, env={"DATABASE_PASSWORD": password}),
+    ):
+        pass
+    said = str(failed.value)
+    first = said.splitlines()[0]
+    assert first.startswith("server exited early, with exit code 1: RuntimeError: the database")
+    assert "the database refused …" in first
+    assert said.splitlines()[-1] == "RuntimeError: the database refused …"
+    assert password not in said
+    [log] = temp_dir.glob("*/thinwire-*.log")
+    assert f"its log: {log}" in first and password in log.read_text()  # all of it, kept
+
+
 @pytest.mark.parametrize("arg", ["--port", "--port=8123", "--po", "--host", "--host=0.0.0.0"])
 def test_an_address_in_the_arguments_is_refused_not_overridden(arg: str, temp_dir: Path) -> None:
     with pytest.raises(ValueError, match=r"serve\(\) (gives|runs)"), serve("demo", arg, "8123"):

@@ -39,6 +39,7 @@ from thinwire.contexts import Context
 from thinwire.errors import BadRequest, NotFound, PreconditionFailed, Unauthorized
 from thinwire.ids import validate_context_id
 from thinwire.parsing import ascii_number, describe, page_of, read_json
+from thinwire.state import SOURCE
 from thinwire.stores import AuditEntry
 from thinwire.stores.listing import page_size
 
@@ -58,7 +59,7 @@ class StatePatch(BaseModel):
     state: dict[str, Any] = Field(min_length=1, description="Keys to write, with their values.")
     source: str = Field(
         default="api",
-        pattern=r"^[A-Za-z0-9_.@:-]{1,64}$",
+        pattern=f"^{SOURCE}$",
         description="Who is writing, recorded in the audit trail as operator:<source>.",
     )
 

@@ -53,9 +53,10 @@ from thinwire.interrupts import (
     ToolFailed,
     new_interrupt_id,
 )
+from thinwire.jsontext import encodable, is_unicode, replace_unencodable
 from thinwire.jsonvalues import JSONValue, a_value_of, check_json
 from thinwire.records import TITLE_LENGTH, Shown, shortened
-from thinwire.state import AgentState
+from thinwire.state import AgentState, check_key, check_source
 
 if TYPE_CHECKING:
     from thinwire.a2a.card import Skill
@@ -77,6 +78,7 @@ PAYLOAD_RULE = "an interrupt's payload is sent to the user as JSON, so JSON valu
 ARGUMENTS_RULE = "a tool's arguments are recorded in run.history, so JSON values only"
 OUTPUT_RULE = "a tool's output is recorded in run.history, so JSON values only"
 RESULT_RULE = "a step's result is recorded for a resume to return, so JSON values only"
+SCHEMA_RULE = "an interrupt's schema is sent to the user as JSON, so JSON values only"
 INITIAL_STATE_RULE = "it is copied into every new conversation's AgentState, so JSON values only"
 
 
@@ -109,6 +111,10 @@ class Agent:
     #: of them). A send then loads only those, however long the conversation: its
     #: `run.history` is the system prompt and the latest `history_window` exchanges.
     history_window: ClassVar[int | None] = None
+    #: The most an AgentState value may take, as JSON in UTF-8 (None: no limit): a
+    #: larger write raises `StateValueError`. Every value written is kept in the audit
+    #: trail, so the store grows by each one.
+    max_state_value_bytes: ClassVar[int | None] = 1024 * 1024
     #: Show each reply's model and tokens with it in the transcript (`meta`); by default
     #: they are counted on the server only (the operator API reads them).
     public_usage: ClassVar[bool] = False
@@ -146,6 +152,22 @@ class Agent:
             check_json(dict(initial), f"{name}.initial_state", rule=INITIAL_STATE_RULE)
         except StateValueError as exc:
             raise TypeError(str(exc)) from None
+        for key in initial:
+            try:
+                check_key(key, f"{name}.initial_state")
+            except StateValueError as exc:
+                raise ValueError(str(exc)) from None
+        limit = cls.max_state_value_bytes
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise TypeError(
+                f"{name}.max_state_value_bytes must be an int, a number of bytes, or None "
+                f"for no limit, not {limit!r}"
+            )
+        if limit is not None and limit < 1:
+            raise ValueError(
+                f"{name}.max_state_value_bytes must be at least 1, or None for no limit, "
+                f"not {limit!r}"
+            )
         window = cls.history_window
         if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
             raise TypeError(
@@ -324,6 +346,7 @@ class Run:
             raise self._refused("run.think()")
         if not isinstance(delta, str):
             raise not_text("think", delta)
+        check_text(delta, "the text given to run.think()")
         if delta and not self.replaying:
             self._thinking.append(delta)
             self._log.thinking(delta)
@@ -336,6 +359,7 @@ class Run:
             raise self._refused("run.say()")
         if not isinstance(delta, str):
             raise not_text("say", delta)
+        check_text(delta, "the text given to run.say()")
         if not delta:
             return
         if self.replaying:
@@ -360,6 +384,9 @@ class Run:
         conversation's history and AgentState; its `invocation_state` is its own.
         """
         self._check_running("run.handoff()")
+        if not isinstance(text, str):
+            raise not_text("handoff", text)
+        check_text(text, "the text given to run.handoff()")
         await self._handoff(agent_name, self, text)
 
     async def interrupt(
@@ -379,15 +406,22 @@ class Run:
         an instance of it; with neither, any JSON value.
         """
         self._check_running("run.interrupt()")
+        if isinstance(prompt, str):  # the request refuses any other type
+            check_text(prompt, "an interrupt's prompt")
+        for index, option in enumerate(options or ()):
+            if isinstance(option, str):
+                check_text(option, f"an interrupt's options[{index}]")
         entry = self._journal.replay("interrupt", prompt)
         if entry is None:
             check_json(payload, "the interrupt payload", rule=PAYLOAD_RULE)
+            decision_schema = schema.model_json_schema() if schema else None
+            check_json(decision_schema, "an interrupt's schema", rule=SCHEMA_RULE)
             request = wire.InterruptRequest(
                 interrupt_id=new_interrupt_id(),
                 prompt=prompt,
                 options=options,
                 payload=payload,
-                decision_schema=schema.model_json_schema() if schema else None,
+                decision_schema=decision_schema,
             )
             self._log.interrupt(request)
             raise Suspend(request)
@@ -428,6 +462,7 @@ class Run:
         self._check_running("run.tool()")
         if not isinstance(name, str):
             raise TypeError(f"a tool's name is a str, not {type(name).__name__}")
+        check_text(name, "a tool's name")
         check_json(arguments, f"the arguments of tool {name!r}", rule=ARGUMENTS_RULE)
         called = {"role": "tool", "name": name, "arguments": arguments}
         if call_id is not None:
@@ -495,6 +530,9 @@ class Run:
         never called twice for one answer, and a replay stays deterministic.
         """
         self._check_running("run.step()")
+        if not isinstance(name, str):
+            raise TypeError(f"a step's name is a str, not {type(name).__name__}")
+        check_text(name, "a step's name")
         entry = self._journal.replay("step", name)
         if entry is not None:
             if entry["said"]:
@@ -524,6 +562,7 @@ class Run:
             raise TypeError(
                 f"run.record_usage() takes the model's name as a str, not {type(model).__name__}"
             )
+        check_text(model, "the model's name given to run.record_usage()")
         for tokens in (input_tokens, output_tokens):
             if not isinstance(tokens, int) or isinstance(tokens, bool):
                 raise TypeError(
@@ -549,9 +588,36 @@ class Run:
         self._check_running("run.set_title()")
         if not isinstance(title, str) or not title.strip():
             raise ValueError("a title is a non-empty string")
+        check_text(title, "a title")
         self.title = shortened(title, TITLE_LENGTH)
         if not self.replaying and self._log.context.record.may_name("agent"):
             self._log.title(self.title)
+
+    def storable_text(self) -> bool:
+        """Whether a store can write what the run said, showed and counted. If not (text
+        UTF-8 cannot carry, which the calls refuse: one they missed), that text is
+        replaced (U+FFFD) as its frames had it, so that the save cannot fail for it."""
+        kept = [self._text, self._thinking, self._activity, self._tool_calls]
+        kept += [self.replayed_text, self.title, self.usage, self.public_usage]
+        if encodable(kept):
+            return True
+        for pieces in (self._text, self._thinking, self._activity, self._tool_calls):
+            pieces[:] = replace_unencodable(pieces)  # in place: a handoff's run shares them
+        self.replayed_text[:] = replace_unencodable(self.replayed_text)
+        self.title = replace_unencodable(self.title)
+        self.usage = replace_unencodable(self.usage)
+        self.public_usage = replace_unencodable(self.public_usage)
+        return False
+
+
+def check_text(text: str, what: str) -> None:
+    """Refuse, where the agent hands it over, text UTF-8 cannot carry (a lone surrogate):
+    kept, it would fail the run's save, and everything the run did with it."""
+    if not is_unicode(text):
+        raise ValueError(
+            f"{what} is not valid Unicode (a lone surrogate), which UTF-8, and so no store "
+            "or client, can carry"
+        )
 
 
 def not_text(method: str, delta: object) -> TypeError:
@@ -593,6 +659,8 @@ class RunState(MutableMapping[str, JSONValue]):
     def update_all(self, changes: Mapping[str, JSONValue], *, source: str | None = None) -> None:
         """Write several keys at once: all of them, or — on any refusal — none."""
         self._run._check_running("a write to run.state")
+        if source is not None:
+            check_source(source)
         self._state.update_all(changes, source=source)
 
     def set(self, key: str, value: JSONValue, *, source: str | None = None) -> None:

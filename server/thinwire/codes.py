@@ -105,7 +105,7 @@ ERROR_CODES: dict[ServerErrorCode, str] = {
     "invalid_decision": "The decision is not one of the options or does not fit the schema.",
     "invalid_json": "The body or message is not valid JSON.",
     "invalid_request": "The request does not fit its schema.",
-    "invalid_state_value": "An AgentState value is not plain JSON.",
+    "invalid_state_value": "An AgentState value is not JSON or is too large, or its key no name.",
     "message_already_sent": "That message was sent already; its reply is in the transcript.",
     "message_too_large": "The user message exceeds the size limit.",
     "method_not_allowed": "That method is not allowed on this route.",

@@ -37,7 +37,7 @@ from thinwire.ids import new_context_id
 from thinwire.readiness import Writes
 from thinwire.records import ContextRecord
 from thinwire.runlog import encode_frame, shown
-from thinwire.state import AgentState
+from thinwire.state import AgentState, check_key
 from thinwire.stores import AuditEntry, Event, Store
 
 if TYPE_CHECKING:
@@ -98,6 +98,8 @@ def new_record(context_id: str, agent_name: str, agent: Agent, owner: str) -> Co
     preamble: list[dict[str, Any]] = []
     if agent.system_prompt:
         preamble.append({"role": "system", "content": agent.system_prompt})
+    for key in agent.initial_state:
+        check_key(key, f"{type(agent).__name__}.initial_state")
     state = AgentState(agent.initial_state).to_json()
     return ContextRecord(
         id=context_id,
@@ -169,7 +171,10 @@ class ContextRegistry:
     @staticmethod
     def _state(record: ContextRecord, agent: Agent) -> AgentState:
         return AgentState(
-            record.state, writable_keys=agent.writable_keys, source=f"agent:{record.agent}"
+            record.state,
+            writable_keys=agent.writable_keys,
+            source=f"agent:{record.agent}",
+            max_value_bytes=agent.max_state_value_bytes,
         )
 
     def _remember(self, context: Context) -> None:

@@ -144,9 +144,10 @@ class DecisionPending(Conflict):
 
 
 class StateValueError(BadRequest, TypeError):
-    """A value written to AgentState is not plain JSON; so, raised in the agent's code, is
-    one added to `run.history`, a tool's arguments or output, a step's result or an
-    interrupt's payload (the message says which)."""
+    """A value written to AgentState is not plain JSON, or is over the agent's size limit,
+    or its key is no key name; so, raised in the agent's code, is a value added to
+    `run.history`, a tool's arguments or output, a step's result or an interrupt's
+    payload or schema that is not JSON (the message says which)."""
 
     def __init__(self, message: str) -> None:
         super().__init__("invalid_state_value", message)

@@ -45,6 +45,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from thinwire import wire
 from thinwire.errors import RunTooLong
+from thinwire.jsontext import replace_unencodable
 from thinwire.records import SEQ_LEASE
 from thinwire.stores import Event, RunEvents, Store
 
@@ -99,16 +100,6 @@ def encode_frame(
             ensure_ascii=False,
             separators=(",", ":"),
         )
-
-
-def replace_unencodable(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    if isinstance(value, list):
-        return [replace_unencodable(item) for item in value]
-    if isinstance(value, dict):
-        return {key: replace_unencodable(item) for key, item in value.items()}
-    return value
 
 
 class RunLog:

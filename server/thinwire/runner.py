@@ -34,7 +34,7 @@ from thinwire.exchanges import checked
 from thinwire.flushing import start_flushing
 from thinwire.ids import new_run_id
 from thinwire.interrupts import ReplayMismatch, Suspend, SuspendCaught
-from thinwire.jsontext import dumps, is_unicode
+from thinwire.jsontext import encodable
 from thinwire.records import Checkpoint, ContextRecord
 from thinwire.runlog import RunLog, shown
 from thinwire.stores import Event, Store
@@ -326,11 +326,36 @@ def storable(context: Context, log: RunLog, run: Run, outcome: Outcome) -> Outco
     What an agent hands over is checked as it does (a message added to the history, a
     tool's output), but a value it changes in place afterwards — a message given a set
     once appended — would fail the save, and the reply with it. Its messages are left
-    out instead, and the run fails as on an exception of the agent's, its reply kept."""
+    out instead, and the run fails as on an exception of the agent's, its reply kept.
+    Likewise text UTF-8 cannot carry that a check missed, in what the run said or wrote
+    to AgentState: it is replaced (U+FFFD), as the run's frames had it."""
+    said = run.storable_text()
+    written = context.state.storable_writes()
+    problem = left_out(context, run, outcome)
+    if problem is None and not (said and written):
+        problem = StateValueError(
+            "text the run said or wrote to AgentState is not valid Unicode (a lone "
+            "surrogate); saved with U+FFFD in its place"
+        )
+    if problem is None:
+        return outcome
+    try:
+        raise problem  # so that the log shows it as the run's exception
+    except StateValueError:
+        if outcome.stop_reason == "error":  # the client was told of the failure already
+            logger.exception("A value the run kept is not storable in %s", log.context.id)
+        else:
+            failure(log, "agent_error", "The agent failed")
+    return Outcome("error")
+
+
+def left_out(context: Context, run: Run, outcome: Outcome) -> StateValueError | None:
+    """What is wrong with the messages the run added (left out of the history) or the
+    journal a suspended run would keep; None when the store can write them."""
     exchange = context.record.running_exchange
     journal = run.journal if outcome.suspended is not None else []
     if encodable(exchange.messages) and encodable(journal):
-        return outcome
+        return None
     first = len(run.history) - exchange.size
     kept, refused = [], []
     for index, message in enumerate(exchange.messages):
@@ -339,28 +364,12 @@ def storable(context: Context, log: RunLog, run: Run, outcome: Outcome) -> Outco
         except (StateValueError, RecursionError) as exc:
             refused.append(exc)
     exchange.messages[:] = kept
-    problem = StateValueError(
+    return StateValueError(
         f"{refused[0]} (changed after it was added?); left out of the saved history"
         if refused
         else "a step's or tool's result was changed, once recorded, into a value JSON "
         "cannot hold; the run cannot wait for a decision with it"
     )
-    try:
-        raise problem  # so that the log shows it as the run's exception
-    except StateValueError:
-        if outcome.stop_reason == "error":  # the client was told of the failure already
-            logger.exception("A value the run kept is not JSON in %s", log.context.id)
-        else:
-            failure(log, "agent_error", "The agent failed")
-    return Outcome("error")
-
-
-def encodable(value: object) -> bool:
-    """Whether the store can write `value` (JSON, in UTF-8); cheap, as one encoding is."""
-    try:
-        return is_unicode(dumps(value))
-    except (TypeError, ValueError, RecursionError):
-        return False
 
 
 def settle(

@@ -2,6 +2,8 @@
 
 - Values must be JSON. A value JSON cannot represent exactly (datetime, set, bytes, tuple,
   NaN, an object) is refused when it is written, never stringified on the way to storage.
+- A key is a name the operator API's URLs can hold (`KEY_NAME`), checked on every write
+  (and, by the agent, for `initial_state`); a value is at most `max_value_bytes` as JSON.
 - `writable_keys` is an allow-list checked on every write, the agent's own included; None
   means every key is writable. `initial_state` is the only way around it.
 - Every write is recorded as an audit entry `(key, value, time, source)` naming the
@@ -12,15 +14,62 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
+from dataclasses import replace
 from typing import Any
 
 from thinwire.errors import StateValueError, WriteDenied
+from thinwire.jsontext import dumps, encodable, replace_unencodable
 from thinwire.jsonvalues import JSONValue, check_json, copy_json
 from thinwire.stores.base import AuditEntry
 
-__all__ = ["AgentState", "StateValueError", "WriteDenied", "check_json", "copy_json"]
+__all__ = [
+    "AgentState",
+    "StateValueError",
+    "WriteDenied",
+    "check_json",
+    "check_key",
+    "check_source",
+    "copy_json",
+]
+
+#: What a key may be: one segment of the operator API's URLs
+#: (`…/state/{key}/history`), which `.` and `..` cannot be (a client resolves them away).
+KEY_NAME = re.compile(r"(?!\.\.?$)[A-Za-z0-9_.:@-]{1,128}")
+#: What names the writer of a write, in the audit trail; the operator API's rule too.
+SOURCE = r"[A-Za-z0-9_.@:-]{1,64}"
+#: The writers only the operator API names (`operator:<source>`).
+OPERATOR = "operator:"
+
+
+def check_key(key: object, where: str = "AgentState") -> None:
+    """Raise `StateValueError` unless `key` is a key name (`KEY_NAME`)."""
+    if not isinstance(key, str):
+        raise StateValueError(f"{where} keys are strings, not {type(key).__name__}")
+    if not KEY_NAME.fullmatch(key):
+        raise StateValueError(
+            f"{where} key {key!r} is not a key name: 1 to 128 of A-Z a-z 0-9 _ . : @ -, "
+            "other than . and .., so that the operator API's URLs can name it"
+        )
+
+
+def check_source(source: object) -> None:
+    """Refuse a writer an agent names (`run.state.set(…, source=…)`) that the operator
+    API's rule refuses, or that would pass for the operator API."""
+    if not isinstance(source, str):
+        raise TypeError(f"a write's source is a str, not {type(source).__name__}")
+    if not re.fullmatch(SOURCE, source):
+        raise ValueError(
+            f"source={source!r}: a write's source is 1 to 64 of A-Z a-z 0-9 _ . @ : -, "
+            "as the operator API's is"
+        )
+    if source.startswith(OPERATOR):
+        raise ValueError(
+            f"source={source!r}: {OPERATOR!r} names the operator API's writes in the audit "
+            "trail; an agent's may not"
+        )
 
 
 class AgentState(MutableMapping[str, JSONValue]):
@@ -36,10 +85,13 @@ class AgentState(MutableMapping[str, JSONValue]):
         *,
         writable_keys: Iterable[str] | None = None,
         source: str = "agent",
+        max_value_bytes: int | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.writable_keys = None if writable_keys is None else frozenset(writable_keys)
         self.source = source
+        #: The most a value written may take, as JSON in UTF-8 (None: no limit).
+        self.max_value_bytes = max_value_bytes
         #: The run writing through this view, while one does: named in the audit trail.
         self.run_id: str | None = None
         self._clock = clock
@@ -47,14 +99,27 @@ class AgentState(MutableMapping[str, JSONValue]):
         self._pending: list[AuditEntry] = []
         #: The writes a resumed run's replay makes again (see `expect_replay`).
         self._replayed: list[AuditEntry] = []
+        # What a store kept, or `initial_state`: its keys are not checked here, so that a
+        # key an older version let in still loads (and can be deleted).
         for key, value in (initial or {}).items():
-            self._check(key, value)
+            if not isinstance(key, str):
+                raise StateValueError(f"AgentState keys are strings, not {type(key).__name__}")
+            check_json(value, f"AgentState[{key!r}]")
             self._data[key] = copy_json(value)
 
     def _check(self, key: object, value: object) -> None:
-        if not isinstance(key, str):
-            raise StateValueError(f"AgentState keys are strings, not {type(key).__name__}")
+        check_key(key)
         check_json(value, f"AgentState[{key!r}]")
+        limit = self.max_value_bytes
+        if limit is not None and not isinstance(value, int | float | None):
+            text = dumps(value)
+            size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+            if size > limit:
+                raise StateValueError(
+                    f"AgentState[{key!r}] is {size} bytes as JSON, over the limit of "
+                    f"{limit} (max_state_value_bytes): keep large data elsewhere and its "
+                    "reference in AgentState"
+                )
 
     def denied(self, keys: Iterable[str]) -> set[str]:
         """The keys among `keys` that may not be written."""
@@ -144,6 +209,24 @@ class AgentState(MutableMapping[str, JSONValue]):
             AuditEntry(key, value, at, source, run_id=run_id)
             for key, value, at, source, run_id in kept["audit"]
         ]
+
+    def storable_writes(self) -> bool:
+        """Whether a store can write the writes not yet saved. If not (text UTF-8 cannot
+        carry, which a write's checks refuse: one they missed), that text is replaced
+        (U+FFFD) in them and in the values, so that the save cannot fail for it."""
+        if encodable([(e.key, e.value, e.source) for e in self._pending]):
+            return True
+        self._data = replace_unencodable(self._data)
+        self._pending = [
+            replace(
+                entry,
+                key=replace_unencodable(entry.key),
+                value=replace_unencodable(entry.value),
+                source=replace_unencodable(entry.source),
+            )
+            for entry in self._pending
+        ]
+        return False
 
     def take_audit(self) -> list[AuditEntry]:
         """The writes not yet saved, handed to the store with the next save."""

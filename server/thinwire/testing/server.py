@@ -23,7 +23,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +33,13 @@ __all__ = ["ServerProcess", "free_port", "serve"]
 HOST = "127.0.0.1"
 #: prctl(2): the signal a process gets when its parent dies.
 PR_SET_PDEATHSIG = 1
+#: How much of its log an error about a server quotes: the end, where it says why.
+TAIL_LINES = 12
+#: What uvicorn says last when an app's startup failed: the line before says why.
+EPILOGUE = "Application startup failed. Exiting."
+#: A value passed in `env` this long or longer is redacted from what an error quotes of
+#: the log (an API key, a password); a shorter one is no secret.
+SECRET_LENGTH = 8
 
 
 def free_port() -> int:
@@ -71,11 +78,17 @@ class ServerProcess:
         self.process.wait(10)
 
 
-def wait_until_ready(server: ServerProcess, timeout: float, health: str = "/healthz") -> None:
+def wait_until_ready(
+    server: ServerProcess,
+    timeout: float,
+    health: str = "/healthz",
+    secrets: Collection[str] = (),
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"server exited early (its log: {server.log_path}):\n{server.log()}")
+        code = server.process.poll()
+        if code is not None:
+            raise RuntimeError(told(f"server exited early, with exit code {code}", server, secrets))
         with (
             contextlib.suppress(OSError, urllib.error.URLError),
             urllib.request.urlopen(server.url + health, timeout=1) as response,
@@ -83,9 +96,20 @@ def wait_until_ready(server: ServerProcess, timeout: float, health: str = "/heal
             if response.status == 200:
                 return
         time.sleep(0.05)
-    raise TimeoutError(
-        f"server not ready after {timeout}s (its log: {server.log_path}):\n{server.log()}"
-    )
+    raise TimeoutError(told(f"server not ready after {timeout}s", server, secrets))
+
+
+def told(what: str, server: ServerProcess, secrets: Collection[str]) -> str:
+    """`what` happened, and why as the end of the server's log says it, in its first
+    line, then that end — each of `secrets` in it shown as `…`: an error's message ends
+    up in CI output, which the whole log, kept in its file, should not."""
+    text = server.log()
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "…")
+    tail = text.rstrip().splitlines()[-TAIL_LINES:]
+    said = [line.strip() for line in tail if line.strip() and not line.endswith(EPILOGUE)]
+    why = f": {said[-1]}" if said else ""
+    return "\n".join([f"{what}{why} (its log: {server.log_path}), which ends:", *tail])
 
 
 def refuse_address(args: tuple[str, ...]) -> None:
@@ -140,35 +164,56 @@ def serve(
     "/api/healthz" for an app mounted at /api); `cwd` is the directory it runs in (where
     `thinwire serve module:app` finds module).
 
+    Its data (`$THINWIRE_DATA_DIR`: the default SQLite store) is where `env`, or else this
+    process's environment, names (or the demo's `--data-dir`); without one, in a private
+    temporary directory removed once the server stops, however the block ends — never the
+    directory it runs in.
+
     Its output goes to `log_dir/thinwire-PORT.log`. Without a `log_dir`, the log is in a
     private temporary directory, removed once the block ends and the server stops —
-    unless the server failed to start (the error names the log) or the block raised (a
-    note on the exception names it): what the server logged may hold secrets.
+    unless the server failed to start (the error names the log, and says why as its end
+    does, with each value of `env` but the data directory redacted) or the block raised
+    (a note on the exception names it): what the server logged may hold secrets.
     """
     refuse_address(args)
     port = port or free_port()
+    environment = {**os.environ, **(env or {})}
+    secrets = [
+        value
+        for name, value in (env or {}).items()
+        if len(value) >= SECRET_LENGTH and name != "THINWIRE_DATA_DIR"  # a path, and ours
+    ]
     own_dir = log_dir is None
     log_dir = Path(tempfile.mkdtemp(prefix="thinwire-")) if log_dir is None else log_dir
     log_path = log_dir / f"thinwire-{port}.log"
+    data_dir = None
+    named = any(arg.split("=", 1)[0] == "--data-dir" for arg in args)  # the demo's option
+    if not named and not environment.get("THINWIRE_DATA_DIR"):
+        data_dir = tempfile.mkdtemp(prefix="thinwire-data-")
+        environment["THINWIRE_DATA_DIR"] = data_dir
     command = [sys.executable, "-m", "thinwire.cli", *args, "--host", HOST, "--port", str(port)]
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
-            command,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
-            cwd=cwd,
-            preexec_fn=dies_with_parent(),
-        )
-    server = ServerProcess(process, port, log_path)
     try:
-        wait_until_ready(server, ready_timeout, health)
+        with log_path.open("wb") as log_file:
+            process = subprocess.Popen(
+                command,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env=environment,
+                cwd=cwd,
+                preexec_fn=dies_with_parent(),
+            )
+        server = ServerProcess(process, port, log_path)
         try:
-            yield server
-        except BaseException as exc:
-            exc.add_note(f"the thinwire server's log: {log_path}")
-            raise
+            wait_until_ready(server, ready_timeout, health, secrets)
+            try:
+                yield server
+            except BaseException as exc:
+                exc.add_note(f"the thinwire server's log: {log_path}")
+                raise
+        finally:
+            server.stop()
     finally:
-        server.stop()
+        if data_dir is not None:
+            shutil.rmtree(data_dir, ignore_errors=True)
     if own_dir:
         shutil.rmtree(log_dir, ignore_errors=True)

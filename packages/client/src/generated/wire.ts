@@ -515,7 +515,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   invalid_decision: "The decision is not one of the options or does not fit the schema.",
   invalid_json: "The body or message is not valid JSON.",
   invalid_request: "The request does not fit its schema.",
-  invalid_state_value: "An AgentState value is not plain JSON.",
+  invalid_state_value: "An AgentState value is not JSON or is too large, or its key no name.",
   invalid_url: "No URL can be resolved from the options: give an absolute baseUrl.",
   message_already_sent: "That message was sent already; its reply is in the transcript.",
   message_too_large: "The user message exceeds the size limit.",
