@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from chat_page import expect_status, last, partial_texts, send, watch_stream
-from playwright.sync_api import Page, Route, expect
+from playwright.sync_api import BrowserContext, Page, Route, expect
 from userland import ROOT, npm, prepared, serve_installed
 
 from thinwire.testing import LeakRecorder, ServerProcess
@@ -240,6 +240,36 @@ def test_a_refused_answer_leaves_the_question_open(
     expect(page.get_by_role("alert")).to_have_count(0)
     said = turns(server, context_id(leak_recorder, page))
     assert [t["stopReason"] for t in said[1:]] == ["interrupted", "end"]
+    leak_recorder.assert_no_leak(page, SECRETS)
+
+
+def test_an_answer_another_tab_gave_first_shows_the_conversation_as_it_is(
+    context: BrowserContext, page: Page, leak_recorder: LeakRecorder, server: ServerProcess
+) -> None:
+    page.goto(server.url)
+    send(page, "Please refund order 1234")
+    approval = page.get_by_role("region", name="Approval")
+    expect(approval).to_contain_text("Refund $40 on order 1234?")
+    expect_status(page, "ready")
+
+    other = context.new_page()  # the same conversation, in another tab, answered there
+    other.goto(server.url)
+    other.get_by_role("region", name="Approval").get_by_role("button", name="approve").click()
+    expect(last(other.locator(REPLY_TEXT))).to_have_text("Done: $40 is on its way back.")
+    other.close()
+
+    approval.get_by_role("button", name="reject").click()  # this tab still shows the question
+    expect(page.get_by_role("alert")).to_contain_text("that question was answered already")
+    # The conversation as the server keeps it: the other tab's answer and what followed.
+    expect(approval).to_have_count(0)
+    expect(page.locator("li.assistant")).to_contain_text("Refund $40 on order 1234? approve")
+    expect(last(page.locator(REPLY_TEXT))).to_have_text("Done: $40 is on its way back.")
+    expect_status(page, "ready")
+    said = turns(server, context_id(leak_recorder, page))
+    assert [(t["text"], t["stopReason"]) for t in said[1:]] == [
+        (FIRST_WORDS, "interrupted"),
+        ("Done: $40 is on its way back.", "end"),
+    ]
     leak_recorder.assert_no_leak(page, SECRETS)
 
 

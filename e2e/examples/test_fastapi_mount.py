@@ -4,6 +4,8 @@ and its built page at /, served by the installed `thinwire serve main:app`."""
 from __future__ import annotations
 
 import json
+import shutil
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +45,35 @@ def test_the_apps_own_routes_and_the_agents_side_by_side(server: ServerProcess) 
     assert isinstance(openapi, dict)
     assert openapi["servers"] == [{"url": "/api"}]  # the agents' paths are under the mount
     assert "/agents/{agent}/runs" in openapi["paths"]
+
+
+def test_a_page_built_after_the_server_started_is_served_without_a_restart(
+    app: Path, tmp_path: Path
+) -> None:
+    """Built second, or not yet while Vite's dev server is used: `/` says so (503), then
+    serves the build as soon as there is one."""
+    unbuilt = tmp_path / "app"
+    (unbuilt / "web").mkdir(parents=True)
+    shutil.copy2(app / "main.py", unbuilt)
+    env = {"THINWIRE_DATA_DIR": str(tmp_path / "data")}
+    with serve_installed(
+        prepared(),
+        "serve",
+        "main:app",
+        cwd=unbuilt,
+        health="/api/healthz",
+        env=env,
+        log_dir=tmp_path,
+    ) as server:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(server.url, timeout=5)
+        assert refused.value.code == 503
+        assert "npm run build" in refused.value.read().decode()
+        assert get_json(f"{server.url}/hello") == {"hello": "world"}  # the app's own, as ever
+
+        shutil.copytree(app / "web" / "dist", unbuilt / "web" / "dist")  # `npm run build`
+        with urllib.request.urlopen(server.url, timeout=5) as response:
+            assert "<title>My app, with an agent</title>" in response.read().decode()
 
 
 def test_a_conversation_under_api(

@@ -8,7 +8,9 @@ import re
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.responses import PlainTextResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
 
 from thinwire import Agent, Run, anonymous, create_app, mount
 
@@ -34,7 +36,19 @@ async def hello() -> dict[str, str]:
 # app's. anonymous: everyone is one user; a real app passes its own `identify`.
 mount(app, "/api", create_app({"echo": Echo}, identify=anonymous))
 
-# Last, so that it takes only what the routes above did not: the page, once it is built.
+
+class BuiltPage(StaticFiles):
+    """The page's build; until `npm run build` makes it, a 503 saying so. Checked on each
+    request, so a build made while the server runs is served without a restart."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.directory is None or not Path(self.directory).is_dir():
+            notice = "The page is not built yet: cd web && npm run build"
+            await PlainTextResponse(notice, status_code=503)(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
+# Last, so that it takes only what the routes above did not: the page.
 page = Path(__file__).parent / "web" / "dist"
-if page.is_dir():
-    app.mount("/", StaticFiles(directory=page, html=True), name="page")
+app.mount("/", BuiltPage(directory=page, html=True, check_dir=False), name="page")

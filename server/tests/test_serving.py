@@ -301,6 +301,22 @@ def test_a_data_dir_that_is_a_file_is_named_in_one_line(
     )
 
 
+def test_a_model_named_without_the_openai_sdk_is_refused_in_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cli, "run", lambda *a, **k: pytest.fail("it served"))
+    monkeypatch.setitem(sys.modules, "openai", None)  # the plain wheel: `import openai` fails
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["demo", "--data-dir", str(tmp_path), "--model", "gpt-4o"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        "thinwire demo: error: the demo's --model gpt-4o needs the openai SDK: "
+        'pip install "thinwire[openai]"\n'
+    )
+
+
 def test_a_data_dir_the_secret_cannot_be_written_to_names_both_ways_out(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],

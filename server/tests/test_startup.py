@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,100 @@ def test_the_demo_with_a_model_and_no_key_says_so_once(
         create_demo_app(data_dir=tmp_path, store=MemoryStore(), model="gpt-4.1-mini")
         create_demo_app(data_dir=tmp_path, store=MemoryStore())  # scripted: no model at all
     assert not caplog.records
+
+
+OPENAI_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL")
+
+
+@pytest.mark.parametrize(
+    ("environment", "model", "line"),
+    [
+        (
+            {},
+            None,
+            "the demo answers with the scripted agent (no --model, and no $OPENAI_MODEL, "
+            "$OPENAI_BASE_URL or $OPENAI_API_KEY set)",
+        ),
+        (
+            {"OPENAI_API_KEY": "sk-test"},
+            None,
+            f"the demo answers with the model gpt-4.1-mini at {OPENAI_ENDPOINT} "
+            "($OPENAI_API_KEY is set)",
+        ),
+        (
+            {"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_API_KEY": "none"},
+            None,
+            "the demo answers with the model gpt-4.1-mini at http://127.0.0.1:8080/v1 "
+            "($OPENAI_BASE_URL and $OPENAI_API_KEY are set)",
+        ),
+        (
+            {"OPENAI_MODEL": "qwen3", "OPENAI_API_KEY": "none"},
+            None,
+            f"the demo answers with the model qwen3 at {OPENAI_ENDPOINT} ($OPENAI_MODEL is set)",
+        ),
+        (
+            {"OPENAI_API_KEY": "sk-test"},
+            "gpt-4o",
+            f"the demo answers with the model gpt-4o at {OPENAI_ENDPOINT} (--model)",
+        ),
+    ],
+)
+def test_the_demo_says_which_agent_answers_and_why(
+    environment: dict[str, str],
+    model: str | None,
+    line: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    for name in OPENAI_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with caplog.at_level("INFO", logger="thinwire.demo"):
+        create_demo_app(data_dir=tmp_path, store=MemoryStore(), model=model)
+    assert [r.getMessage() for r in caplog.records if r.name == "thinwire.demo"] == [line]
+
+
+@pytest.mark.parametrize("variable", ["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"])
+def test_the_demo_without_the_openai_sdk_answers_scripted_when_only_the_environment_asks(
+    variable: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A key in the environment is common; the plain wheel has no openai SDK: a model
+    that cannot load would fail every message, so the scripted agent answers, and one
+    warning says what to install."""
+    for name in OPENAI_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, "gpt-4.1-nano" if variable == "OPENAI_MODEL" else "x")
+    monkeypatch.setitem(sys.modules, "openai", None)  # `import openai` fails
+    with caplog.at_level("INFO", logger="thinwire"):
+        app = create_demo_app(delay=0, data_dir=tmp_path, store=MemoryStore())
+    wanted = "gpt-4.1-nano" if variable == "OPENAI_MODEL" else "gpt-4.1-mini"
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        (
+            "WARNING",
+            f"${variable} is set, but the openai SDK is not installed: the demo answers with "
+            f'the scripted agent, not the model {wanted} (pip install "thinwire[openai]")',
+        )
+    ]
+    with TestClient(app) as client:
+        assert client.get("/demo/about").json() == {"agent": "scripted", "model": None}
+        frames = client.post("/agents/demo/runs", json={"message": {"text": "hi"}}).text
+    assert "This is the start of our conversation." in frames
+
+
+def test_the_demo_refuses_a_named_model_without_the_openai_sdk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "openai", None)
+    with pytest.raises(ValueError) as refused:
+        create_demo_app(data_dir=tmp_path, store=MemoryStore(), model="gpt-4o")
+    assert str(refused.value) == (
+        'the demo\'s --model gpt-4o needs the openai SDK: pip install "thinwire[openai]"'
+    )
 
 
 @pytest.mark.anyio

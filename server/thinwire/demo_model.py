@@ -1,10 +1,14 @@
 """The demo with a real model: the scripted demo's tools, approval and canaries, behind a
 ChatAgent. `thinwire demo` uses it when a model is named (`--model`, or $OPENAI_MODEL)
-or $OPENAI_BASE_URL / $OPENAI_API_KEY are set, and the scripted agent otherwise.
+or $OPENAI_BASE_URL / $OPENAI_API_KEY are set, and the scripted agent otherwise; the log
+says which, and why. Without the openai SDK a model named with `--model` is refused, and
+one the environment alone asks for gives way to the scripted agent, with a warning: a
+key in the environment is common, the SDK in a plain install is not.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,22 +17,57 @@ from typing import Any, ClassVar
 from thinwire.demo import CANARIES, DemoAgent
 from thinwire.interrupts import Approval
 from thinwire.models import ChatAgent, OpenAIChat, tool
+from thinwire.models.openai import require_openai
 
 __all__ = ["DEFAULT_MODEL", "chat_demo", "configured_model"]
 
 DEFAULT_MODEL = "gpt-4.1-mini"
+INSTALL = 'pip install "thinwire[openai]"'
+logger = logging.getLogger("thinwire.demo")
 
 
 def configured_model(model: str | None) -> str | None:
-    """The model the demo should use: the one named, else $OPENAI_MODEL, else the
-    default when an OpenAI endpoint or key is configured; None for the scripted demo."""
+    """The model the demo answers with, or None for the scripted agent, logged with the
+    reason; a model named (`model`, the CLI's --model) that the missing openai SDK could
+    not reach is refused (ValueError)."""
+    wanted, why = wanted_model(model)
+    if wanted is None:
+        logger.info("the demo answers with the scripted agent (%s)", why)
+        return None
+    try:
+        require_openai()
+    except ImportError:
+        if model:
+            raise ValueError(
+                f"the demo's --model {model} needs the openai SDK: {INSTALL}"
+            ) from None
+        logger.warning(
+            "%s, but the openai SDK is not installed: the demo answers with the scripted "
+            "agent, not the model %s (%s)",
+            why,
+            wanted,
+            INSTALL,
+        )
+        return None
+    endpoint = OpenAIChat(wanted).endpoint
+    logger.info("the demo answers with the model %s at %s (%s)", wanted, endpoint, why)
+    return wanted
+
+
+def wanted_model(model: str | None) -> tuple[str | None, str]:
+    """The model asked for — the one named, else $OPENAI_MODEL, else the default when an
+    OpenAI endpoint or key is configured — and what asked for it (or why none is)."""
     if model:
-        return model
+        return model, "--model"
     if os.environ.get("OPENAI_MODEL"):
-        return os.environ["OPENAI_MODEL"]
-    if os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY"):
-        return DEFAULT_MODEL
-    return None
+        return os.environ["OPENAI_MODEL"], "$OPENAI_MODEL is set"
+    configured = [
+        f"${name}" for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY") if os.environ.get(name)
+    ]
+    if configured:
+        verb = "are" if len(configured) > 1 else "is"
+        return DEFAULT_MODEL, f"{' and '.join(configured)} {verb} set"
+    return None, "no --model, and no $OPENAI_MODEL, $OPENAI_BASE_URL or $OPENAI_API_KEY set"
 
 
 def chat_demo(model: str, ledger: Path, canaries: Mapping[str, str] = CANARIES) -> type[ChatAgent]:

@@ -19,7 +19,7 @@ export default function App() {
 }
 
 function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessage[] }) {
-  const { id: chatId, messages, sendMessage, regenerate, status, error, stop, addToolOutput, clearError } = useChat<ChatMessage>({
+  const { id: chatId, messages, setMessages, sendMessage, regenerate, resumeStream, status, error, stop, addToolOutput, clearError } = useChat<ChatMessage>({
     id,
     messages: initialMessages,
     transport,
@@ -35,6 +35,21 @@ function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessa
     if (contextId) saveContextId(contextId);
   }, [contextId]);
 
+  // An answer refused as the question is gone (another tab answered it first) leaves this
+  // list behind the server's: load it as a reload does, and resume the reply that answer
+  // continued, if it still streams. The refusal stays shown until dismissed or the next
+  // message (a resume clears useChat's error).
+  const [gone, setGone] = useState<string | null>(null);
+  useEffect(() => {
+    if (!error || !QUESTION_GONE.includes(refusal(error).code)) return;
+    setGone(readable(error));
+    loadMessages(chatId).then((loaded) => {
+      setMessages(loaded);
+      resumeStream().catch(() => {});
+    }, () => {}); // not loaded: the question stays, and the error says why
+  }, [error, chatId, setMessages, resumeStream]);
+  const shownError = error ? readable(error) : gone;
+
   const busy = status === "submitted" || status === "streaming";
   const last = messages.at(-1);
 
@@ -42,6 +57,7 @@ function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessa
     event.preventDefault();
     sendMessage({ text: draft }).catch(() => {}); // a failure shows in `error`
     setDraft("");
+    setGone(null);
   }
 
   async function stopReply() {
@@ -68,9 +84,17 @@ function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessa
           />
         ))}
       </ol>
-      {error && (
+      {shownError && (
         <p role="alert">
-          {readable(error)} <button onClick={clearError}>Dismiss</button>
+          {shownError}{" "}
+          <button
+            onClick={() => {
+              clearError();
+              setGone(null);
+            }}
+          >
+            Dismiss
+          </button>
         </p>
       )}
       <form onSubmit={submit}>
@@ -91,7 +115,10 @@ function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessa
         <button
           type="button"
           disabled={busy || last?.role !== "assistant" || last.parts.at(-1)?.type === "tool-interrupt"}
-          onClick={() => regenerate().catch(() => {})}
+          onClick={() => {
+            setGone(null);
+            regenerate().catch(() => {});
+          }}
         >
           Regenerate
         </button>
@@ -100,13 +127,20 @@ function Chat({ id, initialMessages }: { id?: string; initialMessages: ChatMessa
   );
 }
 
-/** What a refusal says: the transport hands over the server's body as it came, JSON. */
-function readable(error: Error): string {
+/** The server's codes for an answer to a question no longer asked. */
+const QUESTION_GONE: unknown[] = ["interrupt_answered", "interrupt_not_found"];
+
+/** The server's refusal: the transport hands over its body as it came, JSON. */
+function refusal(error: Error): { code?: unknown; message?: unknown } {
   try {
-    const body = JSON.parse(error.message) as { error?: { message?: unknown } };
-    if (typeof body.error?.message === "string") return body.error.message;
+    return (JSON.parse(error.message) as { error?: { code?: unknown; message?: unknown } }).error ?? {};
   } catch {
-    // not the server's JSON: a network failure, say
+    return {}; // not the server's JSON: a network failure, say
   }
-  return error.message;
+}
+
+/** What a refusal says. */
+function readable(error: Error): string {
+  const { message } = refusal(error);
+  return typeof message === "string" ? message : error.message;
 }
