@@ -174,7 +174,7 @@ class ChatPromptNotText(ChatAgent):
             {"demo": ValueLimitOfZero},
             {},
             ValueError,
-            "^ValueLimitOfZero.max_state_value_bytes must be at least 1, or None .*, not 0$",
+            "^ValueLimitOfZero.max_state_value_bytes must be at least 1 \\(bytes\\), or None .*, not 0$",
         ),
         (
             {"demo": ValueLimitOfText},

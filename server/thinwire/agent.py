@@ -157,28 +157,12 @@ class Agent:
                 check_key(key, f"{name}.initial_state")
             except StateValueError as exc:
                 raise ValueError(str(exc)) from None
-        limit = cls.max_state_value_bytes
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-            raise TypeError(
-                f"{name}.max_state_value_bytes must be an int, a number of bytes, or None "
-                f"for no limit, not {limit!r}"
-            )
-        if limit is not None and limit < 1:
-            raise ValueError(
-                f"{name}.max_state_value_bytes must be at least 1, or None for no limit, "
-                f"not {limit!r}"
-            )
-        window = cls.history_window
-        if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
-            raise TypeError(
-                f"{name}.history_window must be an int, a number of exchanges, or None for "
-                f"the whole history, not {window!r}"
-            )
-        if window is not None and window < 1:
-            raise ValueError(
-                f"{name}.history_window must be at least 1 (exchanges), or None for the "
-                f"whole history, not {window!r}"
-            )
+        check_count_or_none(
+            f"{name}.max_state_value_bytes", cls.max_state_value_bytes, "bytes", "no limit"
+        )
+        check_count_or_none(
+            f"{name}.history_window", cls.history_window, "exchanges", "the whole history"
+        )
         keys = cls.writable_keys
         if keys is not None and (
             isinstance(keys, str | bytes | Mapping)
@@ -608,6 +592,20 @@ class Run:
         self.usage = replace_unencodable(self.usage)
         self.public_usage = replace_unencodable(self.public_usage)
         return False
+
+
+def check_count_or_none(setting: str, value: object, unit: str, none_means: str) -> None:
+    """Refuse a setting that is neither None nor a whole number of `unit` from 1."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{setting} must be an int, a number of {unit}, or None for {none_means}, not {value!r}"
+        )
+    if value < 1:
+        raise ValueError(
+            f"{setting} must be at least 1 ({unit}), or None for {none_means}, not {value!r}"
+        )
 
 
 def check_text(text: str, what: str) -> None:
