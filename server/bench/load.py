@@ -35,6 +35,8 @@ __all__ = ["Connection", "Result", "Target", "open_idle", "run_cell"]
 DELTA_TYPES = frozenset({"token", "text-delta"})
 #: Frame types that close a stream (thinwire, bare, sse-starlette; the AI SDK's `finish`).
 CLOSING_TYPES = frozenset({"done", "finish"})
+#: thinwire's heartbeat over a WebSocket (an SSE one is a comment).
+HEARTBEAT = b'{"type":"heartbeat"}'
 
 
 @dataclass(frozen=True)
@@ -364,7 +366,10 @@ class WsProtocol(asyncio.Protocol):
                 if checker is None or checker.closed:
                     continue  # nothing asked for: not ours to check
                 for line in payload.split(b"\n"):
-                    checker.event(line)
+                    if line == HEARTBEAT:
+                        checker.beat()
+                    else:
+                        checker.event(line)
                 if checker.closed:
                     self.finish(True)
             elif opcode == 0x8:

@@ -59,6 +59,7 @@ RESPONSES: list[type[BaseModel]] = [
     wire.Ticket,
     wire.ErrorBody,
     wire.RejectedFrame,
+    wire.Heartbeat,
 ]
 
 FRAMES = [m for m in RESPONSES if m.__name__.endswith("Frame")]

@@ -355,3 +355,10 @@ def test_streams_measure_the_servers_asked_for_and_any_extra_one_named(
     )
     run_throughput(plan, ("bare", "thinwire-nostore"), generator)
     assert measured == [("bare", 1), ("thinwire-nostore", 1), ("bare", 500)]
+
+
+def test_the_load_client_knows_a_websocket_heartbeat() -> None:
+    from bench.load import HEARTBEAT as BENCH_HEARTBEAT
+    from thinwire.websocket import HEARTBEAT
+
+    assert HEARTBEAT.encode() == BENCH_HEARTBEAT

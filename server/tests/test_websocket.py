@@ -14,6 +14,7 @@ from conftest import app_for
 from test_streams import Paced, open_gate
 from thinwire import Agent, Run
 from thinwire.demo import DemoAgent
+from thinwire.websocket import HEARTBEAT_SECONDS, socket_heartbeat
 
 URL = "/agents/demo/ws"
 PROTOCOL = ["thinwire.v1"]
@@ -321,3 +322,25 @@ def test_under_the_lines_subprotocol_a_burst_leaves_as_few_messages_of_a_frame_a
     assert len(messages) < len(frames) / 4  # batched: not a message per frame
     assert all(len(message) == 1 for message in one_each)  # thinwire.v1: one per message
     assert len(one_each) == len(frames)
+
+
+def test_a_quiet_followed_run_gets_heartbeats_at_most_the_default_interval_apart() -> None:
+    import asyncio
+
+    Paced.gate = asyncio.Event()
+    Paced.effects = []
+    app = app_for({"demo": Paced}, heartbeat_interval=0.05)
+    with TestClient(app) as client, client.websocket_connect(URL, subprotocols=PROTOCOL) as socket:
+        socket.send_json({"type": "send", "message": {"text": "go"}})
+        frames: list[dict[str, Any]] = []
+        while len(frames) < 6:  # run_start and five words, then the run waits at its gate
+            if (message := json.loads(socket.receive_text()))["type"] != "heartbeat":
+                frames.append(message)
+        # The run is quiet: only heartbeats come, each a message of no run.
+        assert receive(socket, 2) == [{"type": "heartbeat"}] * 2
+        open_gate(client)
+        frames += [f for f in until_done(socket) if f["type"] != "heartbeat"]
+    assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
+    # Heartbeats off, or rarer than a client assumes: a socket still hears every 15 s.
+    assert socket_heartbeat(None) == socket_heartbeat(60) == HEARTBEAT_SECONDS == 15
+    assert socket_heartbeat(0.05) == 0.05

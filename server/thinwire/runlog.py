@@ -355,11 +355,11 @@ class Follower:
             if not await log.wait(self.heartbeat):
                 yield None
 
-    async def pump(self, send: Send, *, timeout: float, heartbeats: bool = True) -> None:
+    async def pump(self, send: Send, *, timeout: float) -> None:
         """Send every frame until the run is done, a batch at a time (`send(batch)`), and
-        a heartbeat (`send(None)`) after `heartbeat` seconds of silence (if `heartbeats`).
+        a heartbeat (`send(None)`) after `heartbeat` seconds of silence (if any).
         A send in flight for more than `timeout` seconds raises TimeoutError here."""
-        await Outlet(self, send, timeout, self.heartbeat if heartbeats else None).run()
+        await Outlet(self, send, timeout, self.heartbeat).run()
 
 
 #: How an outlet sends a batch (None: a heartbeat): an awaitable, started at once, or

@@ -10,6 +10,12 @@ A socket may follow several contexts; frames carry their `contextId`. A command'
 that refused it, so a client with several commands in flight knows which is which.
 Closing the socket stops nothing: runs go on and can be attached again.
 
+While a run the socket follows is quiet, the server sends `{"type": "heartbeat"}` after
+`heartbeat_interval` seconds of silence, and never after more than `HEARTBEAT_SECONDS`
+(even with heartbeats off): a socket has no header to name the interval in, so a client
+takes a socket silent for twice `HEARTBEAT_SECONDS` while it follows a run as broken —
+a half-open connection (a NAT that forgot it, a stuck proxy) shows nothing else.
+
 Hostile input is answered, then the socket is closed with the code that says why —
 binary data 1003, text that is not a JSON object 1007, a message over the size limit
 1009, another protocol version 1002, no principal 4401, too many streams open for the
@@ -59,6 +65,10 @@ logger = logging.getLogger("thinwire.websocket")
 SUBPROTOCOL = wire.WEBSOCKET_SUBPROTOCOL
 #: Several frames to a message, one per line: preferred where the client offers it.
 SUBPROTOCOL_LINES = wire.WEBSOCKET_SUBPROTOCOL_LINES
+#: The longest a socket following a run stays silent: the interval a client assumes
+#: (DEFAULT_HEARTBEAT_SECONDS in the client's silence.ts).
+HEARTBEAT_SECONDS = 15.0
+HEARTBEAT = wire.Heartbeat().model_dump_json()
 #: Runs one socket may follow at once.
 MAX_FOLLOWED = 32
 COMMANDS: TypeAdapter[
@@ -175,12 +185,15 @@ class Session:
                 await self.websocket.send_text(text)
 
     def send_batch(self, batch: Batch | None) -> Awaitable[None] | None:
-        """A batch's frames (a message each, or one message of lines): written at once
-        where they can be (None), else sent under the lock; timed by the pump."""
-        if batch is not None and len(batch) == 1:  # a model's token: the common case
-            texts: Sequence[str] = (batch[0][1],)
+        """A batch's frames (a message each, or one message of lines), or a heartbeat for
+        None: written at once where they can be (None), else sent under the lock; timed by
+        the pump."""
+        if batch is None:
+            texts: Sequence[str] = (HEARTBEAT,)
+        elif len(batch) == 1:  # a model's token: the common case
+            texts = (batch[0][1],)
         else:
-            texts = self.messages([data for _, data in batch or ()])
+            texts = self.messages([data for _, data in batch])
         direct = self.direct
         if direct is not None and not self.send_lock.locked():
             for i, text in enumerate(texts):
@@ -353,12 +366,15 @@ class Session:
                 # run costs a lock per batch, not per frame. A live run's log is pumped
                 # (see runlog.py): no task wake-up per frame, one timer for every socket.
                 if isinstance(frames, Follower):
-                    await frames.pump(
-                        self.send_batch, timeout=self.server.send_timeout, heartbeats=False
-                    )
+                    # Heartbeats come from the pump's one timer per event loop, after a
+                    # silence only: no timer is set or cancelled per frame.
+                    frames.heartbeat = socket_heartbeat(self.server.heartbeat_interval)
+                    await frames.pump(self.send_batch, timeout=self.server.send_timeout)
                     return
                 async for batch in frames.batches():
-                    if batch:
+                    if batch is None:
+                        await self.send(HEARTBEAT)
+                    elif batch:
                         await self.send_all([data for _, data in batch])
             except TimeoutError:
                 logger.warning("closing a WebSocket that stopped reading")
@@ -377,6 +393,11 @@ class Session:
         """Stop forwarding; the runs themselves go on."""
         for task in list(self.followers):
             task.cancel()
+
+
+def socket_heartbeat(interval: float | None) -> float:
+    """Seconds of a followed run's silence after which a socket gets a heartbeat."""
+    return HEARTBEAT_SECONDS if interval is None else min(interval, HEARTBEAT_SECONDS)
 
 
 def well_formed(pattern: re.Pattern[str], value: Any) -> bool:

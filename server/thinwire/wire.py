@@ -35,6 +35,7 @@ __all__ = [
     "ErrorDetail",
     "ErrorFrame",
     "Frame",
+    "Heartbeat",
     "InterruptFrame",
     "InterruptRequest",
     "Message",
@@ -388,6 +389,13 @@ class RejectedFrame(WireModel):
     interrupt_id: str | None = Field(
         default=None, description="With `decision_pending`: the interrupt to answer first."
     )
+
+
+class Heartbeat(WireModel):
+    """WebSocket: the socket is alive, sent while a run it follows is quiet (no run's
+    frame; a client notes it and reads on)."""
+
+    type: Literal["heartbeat"] = "heartbeat"
 
 
 Frame = Annotated[

@@ -1,7 +1,8 @@
 /**
  * The watch on a quiet stream. The server breaks every silence of a stream
- * with a heartbeat, after the seconds its `Thinwire-Heartbeat` header names;
- * a stream silent for twice that is taken as broken. A connection can stay
+ * with a heartbeat, after the seconds its `Thinwire-Heartbeat` header names
+ * (a WebSocket, which has no such header, after the default at most); a stream
+ * silent for twice that is taken as broken. A connection can stay
  * open with nothing coming through it — a proxy that keeps a stream of a
  * server that died open (Vite's dev server does) — and only a timer ends it.
  */

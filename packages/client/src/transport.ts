@@ -98,7 +98,7 @@ export interface TransportStopRequest extends TransportTarget {
  * yielded; the client ignores them. `stop` resolves once the server accepted
  * the request; the stream of the run then ends with a `done` frame. It
  * resolves with the server's answer when there is one (HTTP has one, a
- * WebSocket none): `stopping` false says no run was going on, so the stream
+ * WebSocket none: there it resolves once the socket is heard from again): `stopping` false says no run was going on, so the stream
  * the client reads will bring nothing more — it ends it and attaches again.
  *
  * `close`, when there is one, releases what the transport holds open (a

@@ -10,10 +10,15 @@
  * attach follows whichever run of its context the server sends.
  *
  * A closed socket fails every route it served; the transport opens a new one
- * for the next request.
+ * for the next request. While a route is open the socket is watched: the
+ * server sends a heartbeat while a run it follows is quiet, at most
+ * `DEFAULT_HEARTBEAT_SECONDS` apart, so a socket silent for twice that is taken
+ * as broken (a half-open connection shows nothing else) — closed, its routes
+ * failed with a retryable `network_error`, which reattaches on a new socket.
  */
 import { serverError, ThinwireError } from "./errors.js";
 import { CLOSE_CODES, type Command, ERROR_CODES, type Frame, RETRYABLE_CODES, type RejectedFrame } from "./generated/wire.js";
+import { SilenceWatch, silenceLimitMs, silentStream } from "./silence.js";
 import type { RunFrame } from "./transport.js";
 
 const OPEN = 1;
@@ -29,6 +34,10 @@ export class Connection {
   readonly #routes = new Map<string, Route>();
   readonly #prefix = Math.random().toString(36).slice(2, 10) || "0";
   #count = 0;
+  /** Watches the socket while it has routes; `heard()` per message, no timer per frame. */
+  #watch: SilenceWatch | null = null;
+  /** Waiting for the socket to show it is alive (a stop's). */
+  #listeners: Array<{ resolve: () => void; reject: (error: ThinwireError) => void }> = [];
 
   constructor(socket: WebSocket) {
     this.#socket = socket;
@@ -40,15 +49,15 @@ export class Connection {
       };
       socket.onclose = (event: CloseEvent) => {
         const error = open ? closeError(event.code, event.reason) : handshakeError(event.code, event.reason);
-        this.closed = error;
         reject(error);
-        for (const route of this.#routes.values()) route.fail(error);
-        this.#routes.clear();
+        this.#end(error);
       };
     });
     this.opened.catch(() => undefined);
     socket.onerror = () => undefined; // a close event follows and carries the outcome
     socket.onmessage = (event: MessageEvent) => {
+      this.#watch?.heard();
+      for (const listener of this.#listeners.splice(0)) listener.resolve();
       if (typeof event.data !== "string") return;
       // Under thinwire.v1.lines a message may hold several frames, one per line (JSON
       // never holds a raw newline); under thinwire.v1 it holds one.
@@ -69,16 +78,48 @@ export class Connection {
     // No answer can arrive before this task ends: the route is in place in time.
     const route = new Route(kind, requestId, command.contextId ?? null);
     this.#routes.set(requestId, route);
+    if (!this.#watch) {
+      const limit = silenceLimitMs(null); // no header names it: the default, which a socket's heartbeats keep to
+      this.#watch = new SilenceWatch(limit, () => {
+        this.#end(silentStream(limit));
+        this.close();
+      });
+    }
     return route;
   }
 
   /** The request no longer wants its frames. */
   release(route: Route): void {
     this.#routes.delete(route.requestId);
+    if (this.#routes.size > 0) return;
+    this.#watch?.stop();
+    this.#watch = null;
+  }
+
+  /**
+   * Resolves once a message shows the socket alive, or at once when nothing is
+   * followed (the server then owes no message); rejects when the socket closes
+   * or is taken as broken first.
+   */
+  heard(): Promise<void> {
+    if (this.closed) return Promise.reject(this.closed);
+    if (!this.#watch) return Promise.resolve();
+    return new Promise((resolve, reject) => this.#listeners.push({ resolve, reject }));
   }
 
   close(): void {
     if (this.#socket.readyState < CLOSING) this.#socket.close(1000);
+  }
+
+  /** The socket is over (closed, or taken as broken): every request on it fails with `error`. */
+  #end(error: ThinwireError): void {
+    if (this.closed) return;
+    this.closed = error;
+    this.#watch?.stop();
+    this.#watch = null;
+    for (const route of this.#routes.values()) route.fail(error);
+    this.#routes.clear();
+    for (const listener of this.#listeners.splice(0)) listener.reject(error);
   }
 
   #receive(data: string): void {

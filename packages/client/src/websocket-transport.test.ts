@@ -1,5 +1,5 @@
 /** WebSocketTransport over a fake socket: commands with requestIds, routing by requestId, close codes, aborts; AgentClient across a server restart. */
-import { describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ThinwireError } from "./errors.js";
 import { CLOSE_CODES, type Frame, RETRYABLE_CODES } from "./generated/wire.js";
 import { channel, fakeFetch, fakeWebSocket, newLog, runFrames, type Script } from "./testing/index.js";
@@ -492,6 +492,82 @@ describe("WebSocketTransport handshake", () => {
     expect(error.message).toContain("handshake failed");
     expect(error.message).toContain("HTTP 403");
     expect(error.message).not.toContain("4403"); // no client sees the close code the server refuses with
+  });
+});
+
+describe("WebSocketTransport on a socket gone silent (a half-open connection)", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("takes a socket following a run as broken after twice the heartbeat interval of silence, not before", async () => {
+    vi.useFakeTimers();
+    const stream = channel();
+    const { transport, sockets } = setup({ run: () => ({ frames: stream.frames() }) });
+    const r = runFrames("ctx-1", "run-1");
+    const body = { contextId: "ctx-1", message: { text: "hi" } };
+    const ran = failure(transport.run({ ...target, body, signal: signal() }));
+    await vi.advanceTimersByTimeAsync(0);
+    stream.push(r.start());
+    await vi.advanceTimersByTimeAsync(20_000);
+    sockets[0]!.receive(JSON.stringify({ type: "heartbeat" })); // the run is quiet, the socket alive
+    await vi.advanceTimersByTimeAsync(29_999);
+    expect(sockets[0]!.readyState).toBe(1);
+    // A stop is answered by nothing but the socket's next message: sent into a dead one, it fails.
+    const stopped = transport.stop({ ...target, contextId: "ctx-1" }).then(
+      () => "answered",
+      (error: unknown) => error,
+    );
+    await vi.advanceTimersByTimeAsync(1);
+    const error = await ran;
+    expect(error).toMatchObject({ code: "network_error", retryable: true });
+    expect(error.message).toContain("30 s");
+    expect(await stopped).toBe(error);
+    expect(sockets[0]!.readyState).toBeGreaterThanOrEqual(2);
+  });
+
+  it("keeps a socket that follows nothing unwatched, and answers a stop sent on it at once", async () => {
+    vi.useFakeTimers();
+    const r = runFrames("ctx-1", "run-1");
+    const { transport, sockets } = setup({ run: () => ({ frames: [r.start(), r.done("")] }) });
+    const body = { contextId: "ctx-1", message: { text: "hi" } };
+    const ran = collect(transport.run({ ...target, body, signal: signal() }));
+    await vi.advanceTimersByTimeAsync(10);
+    await ran;
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(sockets[0]!.readyState).toBe(1);
+    await transport.stop({ ...target, contextId: "ctx-1" });
+  });
+
+  it("reattaches an AgentClient's stream on a new socket once the old one is taken as broken", async () => {
+    vi.useFakeTimers();
+    const r = runFrames("ctx-1", "run-1");
+    const [start, hel, lo, done] = [r.start(), r.token("Hel"), r.token("lo"), r.done("Hello")];
+    const stalled = channel(); // the run's socket: open, and nothing more comes through it
+    const script: Script = {
+      run: () => ({ frames: stalled.frames() }),
+      attach: () => ({ frames: [lo!, done!] }),
+    };
+    const log = newLog();
+    const { WebSocket, sockets } = fakeWebSocket(script, log);
+    const client = new AgentClient({
+      agent: "demo",
+      baseUrl: target.baseUrl,
+      transport: new WebSocketTransport({ WebSocket }),
+      fetch: fakeFetch(script, log),
+      reconnect: { attempts: 1, baseDelayMs: 1 },
+    });
+    const sent = client.send("hi");
+    await vi.advanceTimersByTimeAsync(0);
+    stalled.push(start!);
+    stalled.push(hel!);
+    await vi.advanceTimersByTimeAsync(29_000);
+    expect(client.getSnapshot()).toMatchObject({ status: "streaming", error: null });
+    expect(sockets).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1_100);
+    expect((await sent).text).toBe("Hello");
+    expect(sockets).toHaveLength(2);
+    expect(sockets[1]!.sent.map((command) => [command.type, command.contextId])).toEqual([["attach", "ctx-1"]]);
+    expect(client.getSnapshot()).toMatchObject({ status: "idle", error: null });
+    client.dispose();
   });
 });
 

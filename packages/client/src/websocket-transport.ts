@@ -95,10 +95,15 @@ export class WebSocketTransport implements Transport {
     return this.#follow(target, "edit", command, signal);
   }
 
-  /** Resolves once the command is sent: the server does not acknowledge a stop. */
+  /**
+   * The server does not acknowledge a stop: this resolves once the socket is
+   * heard from after it (a frame, a heartbeat), and rejects when the socket
+   * is closed or taken as broken first — a stop sent into a dead socket is lost.
+   */
   async stop({ contextId, signal, ...target }: TransportStopRequest): Promise<void> {
     const connection = await this.#connect(target, signal);
     connection.send({ type: "stop", contextId });
+    await untilAborted(connection.heard(), signal);
   }
 
   /** Closes the socket; a later request opens a new one. */

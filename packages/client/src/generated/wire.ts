@@ -133,6 +133,11 @@ export interface ErrorFrame {
   retryable: boolean;
 }
 
+/** WebSocket: the socket is alive, sent while a run it follows is quiet (no run's frame; a client notes it and reads on). */
+export interface Heartbeat {
+  type: "heartbeat";
+}
+
 /** The run needs a person's decision; a `done` with stop reason `interrupted` follows. */
 export interface InterruptFrame {
   /** The conversation this frame belongs to. */
