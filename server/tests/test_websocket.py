@@ -12,7 +12,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from conftest import app_for
 from test_streams import Paced, open_gate
-from thinwire import Agent, Run
+from thinwire import Agent, Run, websocket
 from thinwire.demo import DemoAgent
 from thinwire.websocket import HEARTBEAT_SECONDS, socket_heartbeat
 
@@ -344,3 +344,41 @@ def test_a_quiet_followed_run_gets_heartbeats_at_most_the_default_interval_apart
     # Heartbeats off, or rarer than a client assumes: a socket still hears every 15 s.
     assert socket_heartbeat(None) == socket_heartbeat(60) == HEARTBEAT_SECONDS == 15
     assert socket_heartbeat(0.05) == 0.05
+
+
+def test_a_run_on_another_replica_gets_heartbeats_a_socket_expects_whatever_the_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Attached through replica B to a run on replica A, a socket hears at least every
+    `HEARTBEAT_SECONDS`, as the client's watch assumes, though the servers' own interval
+    is far longer (SSE names the interval in a header; a socket cannot)."""
+    import asyncio
+
+    from thinwire.stores import MemoryStore
+
+    monkeypatch.setattr(websocket, "HEARTBEAT_SECONDS", 0.05)
+    Paced.gate = asyncio.Event()
+    Paced.effects = []
+    store = MemoryStore()
+    coordinator = store.coordinator(lease_ttl=30)
+    replica_a = app_for(
+        {"demo": Paced}, store=store, coordinator=coordinator, heartbeat_interval=600
+    )
+    replica_b = app_for(
+        {"demo": Paced}, store=store, coordinator=coordinator.replica(), heartbeat_interval=600
+    )
+    with (
+        TestClient(replica_a) as a,
+        TestClient(replica_b) as b,
+        a.websocket_connect(URL, subprotocols=PROTOCOL) as on_a,
+    ):
+        on_a.send_json({"type": "send", "message": {"text": "go"}})
+        frames = [f for f in receive(on_a, 6) if f["type"] != "heartbeat"]
+        with b.websocket_connect(URL, subprotocols=PROTOCOL) as on_b:
+            on_b.send_json({"type": "attach", "contextId": frames[0]["contextId"], "after": 0})
+            heard: list[dict[str, Any]] = []
+            while len([m for m in heard if m["type"] == "heartbeat"]) < 2:
+                heard.append(json.loads(on_b.receive_text()))
+        open_gate(a)
+        until_done(on_a)
+    assert [f["seq"] for f in heard if f["type"] != "heartbeat"] == [f["seq"] for f in frames]

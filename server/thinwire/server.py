@@ -436,15 +436,24 @@ class AgentServer:
         task.add_done_callback(ended)
 
     async def follow(
-        self, context: Context, after: int, *, run_id: str | None = None
+        self,
+        context: Context,
+        after: int,
+        *,
+        run_id: str | None = None,
+        heartbeat: float | None = None,
     ) -> FrameSource | None:
         """The latest run's frames after `after`, then live ones until `done`; None when
-        there is nothing to send. With `run_id`, only if that run is the latest."""
+        there is nothing to send. With `run_id`, only if that run is the latest. A
+        heartbeat comes after `heartbeat` seconds of silence (default: the server's
+        `heartbeat_interval`), for a transport whose clients expect one that often."""
+        if heartbeat is None:
+            heartbeat = self.heartbeat_interval
         log = context.log
         if log is not None:
             if run_id not in (None, log.run_id) or (log.seqs and after > log.seqs[-1]):
                 return None  # a cursor past all it sent is no reader's of this run
-            return log.follow(after, self.heartbeat_interval)
+            return log.follow(after, heartbeat)
         active = context.record.active_run
         if active is not None:  # on another process, which the coordinator reaches
             if run_id not in (None, active.run_id):
@@ -460,7 +469,7 @@ class AgentServer:
                 context.id,
                 active.run_id,
                 after,
-                heartbeat=self.heartbeat_interval or 15.0,
+                heartbeat=heartbeat or 15.0,
                 still_running=still_running,
                 closing=self.closing,
             )

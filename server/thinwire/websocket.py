@@ -351,7 +351,8 @@ class Session:
                 message_id=command.message_id,
                 request_id=command.request_id,
             )
-        attached = await server.follow(context, command.after)
+        heartbeat = socket_heartbeat(server.heartbeat_interval)
+        attached = await server.follow(context, command.after, heartbeat=heartbeat)
         if attached is None:
             raise ThinwireError("no_run", "there is no run to attach to")
         return attached
