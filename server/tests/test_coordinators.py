@@ -172,3 +172,47 @@ async def test_following_a_run_elsewhere_reads_its_frames_to_done(replicas: Repl
     batches = [batch async for batch in source.batches()]
     seqs = [seq for batch in batches if batch for seq, _ in batch]
     assert seqs == [2, 3, 4] and None in batches and checks == [1]
+
+
+async def test_a_followed_remote_run_beats_on_time_though_leases_are_checked_more_often(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each wait for frames ends when the next heartbeat or lease check is due, whichever
+    comes first: waiting a whole check past a heartbeat's time would send it late (at 20 s
+    for 15 s with 10 s leases), and a WebSocket client takes 30 s of silence as broken."""
+    from thinwire.coordination import base
+
+    clock = [0.0]
+    monkeypatch.setattr(base.time, "monotonic", lambda: clock[0])
+    waits: list[float] = []
+
+    class Silent:
+        async def follow_events(self, context_id: str, after: int, timeout: float) -> list[Event]:
+            waits.append(timeout)
+            clock[0] += timeout
+            return []
+
+    checks: list[float] = []
+
+    async def still_running() -> bool:
+        checks.append(clock[0])
+        return True
+
+    source = base.RemoteRun(
+        Silent(),  # type: ignore[arg-type]
+        "ctx-1",
+        "run-1",
+        0,
+        15.0,
+        still_running,
+        check_every=10.0,
+    )
+    beats: list[float] = []
+    async for batch in source.batches():
+        assert batch is None
+        beats.append(clock[0])
+        if len(beats) == 3:
+            break
+    assert beats == [15.0, 30.0, 45.0]
+    assert checks == [10.0, 20.0, 30.0, 40.0]
+    assert all(wait > 0 for wait in waits)

@@ -162,10 +162,10 @@ class RemoteRun:
         self.check_every = min(heartbeat, check_every or heartbeat)
         self.closing = closing or asyncio.Event()
 
-    async def _next_events(self) -> list[Event] | None:
-        """The next frames within `check_every` ([] if none); None once closing."""
+    async def _next_events(self, timeout: float) -> list[Event] | None:
+        """The next frames within `timeout` seconds ([] if none); None once closing."""
         reading = asyncio.ensure_future(
-            self.store.follow_events(self.context_id, self.after, timeout=self.check_every)
+            self.store.follow_events(self.context_id, self.after, timeout=timeout)
         )
         closing = asyncio.ensure_future(self.closing.wait())
         await asyncio.wait([reading, closing], return_when=asyncio.FIRST_COMPLETED)
@@ -176,16 +176,22 @@ class RemoteRun:
         return reading.result()
 
     async def batches(self) -> AsyncIterator[Batch | None]:
-        quiet_since = time.monotonic()
+        quiet_since = checked_at = time.monotonic()
         while not self.closing.is_set():
-            events = await self._next_events()
+            # Wait until the next heartbeat or check is due, whichever comes first.
+            now = time.monotonic()
+            due = min(quiet_since + self.heartbeat, checked_at + self.check_every)
+            events = await self._next_events(max(due - now, 0.0))
             if events is None:
                 return
             if not events:
-                if time.monotonic() - quiet_since >= self.heartbeat:
-                    quiet_since = time.monotonic()
+                now = time.monotonic()
+                if now - quiet_since >= self.heartbeat:
+                    quiet_since = now
                     yield None
-                await self.still_running()
+                if now - checked_at >= self.check_every:
+                    checked_at = now
+                    await self.still_running()
                 continue
             quiet_since = time.monotonic()
             batch = []
