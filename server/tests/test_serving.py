@@ -20,6 +20,8 @@ from starlette.applications import Starlette
 from uvicorn.config import LOG_LEVELS
 
 from thinwire import cli, demo, serving
+from thinwire.stores.redis import FORMAT as REDIS_FORMAT
+from thinwire.stores.sqlite.database import FORMAT as SQLITE_FORMAT
 from thinwire.testing import serve
 
 
@@ -247,11 +249,16 @@ def test_an_unknown_log_level_is_refused_in_one_line(
     assert f"argument --log-level: invalid choice: {level!r}" in error and "trace" in error
 
 
-def test_version_is_the_packages(capsys: pytest.CaptureFixture[str]) -> None:
+def test_version_is_the_packages_with_the_data_formats_it_reads(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main(["--version"])
     assert exited.value.code == 0
-    assert capsys.readouterr().out.strip() == f"thinwire {version('thinwire')}"
+    assert capsys.readouterr().out.strip() == (
+        f"thinwire {version('thinwire')} (data formats: SQLite {SQLITE_FORMAT}, "
+        f"Redis {REDIS_FORMAT})"
+    )
 
 
 def test_an_app_create_app_refuses_is_one_line_naming_the_module(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import secrets
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from thinwire.branches import Page, Position
-from thinwire.errors import Misconfigured
+from thinwire.errors import DataFormatTooNew, Misconfigured
 from thinwire.records import Checkpoint, json_array
 from thinwire.stores import (
     AlreadyExists,
@@ -32,8 +33,10 @@ from thinwire.stores import (
     VersionConflict,
 )
 from thinwire.stores.listing import Cursor
+from thinwire.stores.redis import FORMAT as REDIS_FORMAT
 from thinwire.stores.redis import RedisStore
 from thinwire.stores.sqlite import store as sqlite_store
+from thinwire.stores.sqlite.database import FORMAT as SQLITE_FORMAT
 from thinwire.testing import serve_redis
 
 pytestmark = pytest.mark.anyio
@@ -806,6 +809,7 @@ async def test_sqlite_moves_every_older_layout_over_on_open(tmp_path: Path, layo
         names = {row[1] for row in connection.execute("PRAGMA table_info(contexts)")}
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
     assert not {"history", "transcript"} & names and "parts" not in tables
+    assert user_version(path) == SQLITE_FORMAT  # moved over into this format
     reopened = SQLiteStore(path)  # moved once: opening again changes nothing
     assert_moved_over(await reopened.load_whole("ctx-1"))
     await reopened.close()
@@ -831,6 +835,118 @@ async def test_redis_moves_conversations_kept_whole_over_on_open(redis_url: str)
     assert listed.context_id == "ctx-1" and listed.turn_count == 4
     await store.open()  # nothing left to move
     assert (await store.redis.hget(store.key("ctx", "ctx-1"), "version")) == "4"
+    await store.close()
+
+
+# --- data formats: an older release's data is stamped, a newer release's refused ------
+
+
+def user_version(path: Path) -> int:
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        version: int = connection.execute("PRAGMA user_version").fetchone()[0]
+    return version
+
+
+def stamp(path: Path, version: int) -> None:
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute(f"PRAGMA user_version = {version}")
+
+
+def dump(path: Path) -> list[str]:
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        return list(connection.iterdump())
+
+
+async def test_sqlite_stamps_a_new_file_with_its_data_format(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db")
+    await store.open()
+    await store.create(record())
+    await store.close()
+    assert user_version(tmp_path / "t.db") == SQLITE_FORMAT >= 1
+
+
+async def test_sqlite_stamps_an_unstamped_file_and_keeps_its_data(tmp_path: Path) -> None:
+    """A file of a release before formats were stamped has this format's schema."""
+    path = tmp_path / "t.db"
+    older = SQLiteStore(path)
+    await older.create(record(), audit=[entry("count", 0)])
+    await older.save(record(state={"count": 3}), expected_version=1, events=[event(1)])
+    await older.close()
+    stamp(path, 0)
+    store = SQLiteStore(path)
+    await store.open()
+    loaded = await store.load_whole("ctx-1")
+    assert loaded is not None and loaded.version == 2 and loaded.state == {"count": 3}
+    assert len(await store.audit("ctx-1")) == 1
+    assert await store.read_events("ctx-1") == [event(1)]
+    await store.close()
+    assert user_version(path) == SQLITE_FORMAT
+
+
+async def test_sqlite_refuses_a_file_of_a_newer_format_and_leaves_it_as_it_is(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.db"
+    newer = SQLiteStore(path)
+    await newer.create(record(state={"count": 7}))
+    await newer.close()
+    stamp(path, SQLITE_FORMAT + 1)
+    before = dump(path)
+    store = SQLiteStore(path)
+    with pytest.raises(DataFormatTooNew) as refused:
+        await store.open()
+    with pytest.raises(DataFormatTooNew):  # nor is it read
+        await store.load("ctx-1")
+    await store.close()
+    assert (refused.value.found, refused.value.known) == (SQLITE_FORMAT + 1, SQLITE_FORMAT)
+    assert isinstance(refused.value, Misconfigured)  # startup says it in one line
+    assert str(refused.value) == (
+        f"{path} holds data format {SQLITE_FORMAT + 1}, written by a newer thinwire; this "
+        f"release reads up to format {SQLITE_FORMAT}: upgrade thinwire, or restore a backup "
+        "taken before the newer release opened it"
+    )
+    assert user_version(path) == SQLITE_FORMAT + 1
+    assert dump(path) == before
+
+
+async def test_redis_stamps_new_and_unstamped_data_with_its_format(redis_url: str) -> None:
+    empty = RedisStore.from_url(redis_url, prefix=f"test-{secrets.token_hex(4)}")
+    await empty.open()
+    assert await empty.redis.get(f"{empty.prefix}:format") == str(REDIS_FORMAT)
+    await empty.close()
+    # Data of a release before formats were stamped: this format's keys, and no stamp.
+    older = RedisStore.from_url(redis_url, prefix=f"test-{secrets.token_hex(4)}")
+    await older.create(record(), audit=[entry("count", 0)])
+    await older.save(record(state={"count": 3}), expected_version=1, events=[event(1)])
+    assert await older.redis.get(f"{older.prefix}:format") is None
+    await older.open()
+    assert await older.redis.get(f"{older.prefix}:format") == str(REDIS_FORMAT)
+    loaded = await older.load_whole("ctx-1")
+    assert loaded is not None and loaded.version == 2 and loaded.state == {"count": 3}
+    assert len(await older.audit("ctx-1")) == 1
+    assert await older.read_events("ctx-1") == [event(1)]
+    await older.close()
+
+
+async def test_redis_refuses_data_of_a_newer_format_and_leaves_it_as_it_is(
+    redis_url: str,
+) -> None:
+    store = RedisStore.from_url(redis_url, prefix=f"test-{secrets.token_hex(4)}")
+    await store.create(record(state={"count": 7}))
+    await store.redis.set(f"{store.prefix}:format", REDIS_FORMAT + 1)
+
+    async def held() -> dict[str, Any]:
+        keys = sorted([key async for key in store.redis.scan_iter(match=f"{store.prefix}:*")])
+        return {key: await store.redis.dump(key) for key in keys}
+
+    before = await held()
+    with pytest.raises(DataFormatTooNew) as refused:
+        await store.open()
+    assert (refused.value.found, refused.value.known) == (REDIS_FORMAT + 1, REDIS_FORMAT)
+    assert str(refused.value).startswith(
+        f"{store.describe()} holds data format {REDIS_FORMAT + 1}, written by a newer thinwire"
+    )
+    assert await held() == before
     await store.close()
 
 

@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from conftest import assert_no_canary, parse_sse
 from thinwire.codes import CLOSE_CODES, ERROR_CODES, RETRYABLE_CODES
 from thinwire.server import CANCEL_GRACE
 from thinwire.serving import STREAMS_GRACE
+from thinwire.stores.sqlite.database import FORMAT
 from thinwire.testing import ServerProcess, free_port, serve
 
 HERE = Path(__file__).resolve().parent
@@ -431,6 +433,29 @@ def test_a_store_that_does_not_answer_is_one_line_and_a_failed_exit(tmp_path: Pa
     ]
     assert errors[0].startswith("ERROR:    thinwire cannot start: the store does not answer: ")
     assert "Traceback" not in ended.stderr
+
+
+def test_data_of_a_newer_format_is_one_line_and_a_failed_exit(tmp_path: Path) -> None:
+    path = tmp_path / "thinwire.sqlite3"
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute("CREATE TABLE kept (what TEXT)")
+        connection.execute("INSERT INTO kept VALUES ('a newer release wrote this')")
+        connection.execute(f"PRAGMA user_version = {FORMAT + 1}")
+        connection.commit()
+    written = path.read_bytes()
+    command = [sys.executable, "-m", "thinwire.cli", "demo", "--data-dir", str(tmp_path)]
+    command += ["--port", str(free_port())]
+    ended = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    assert ended.returncode == 3, ended.stderr  # uvicorn's STARTUP_FAILURE
+    errors = [line for line in ended.stderr.splitlines() if line.startswith("ERROR")]
+    assert errors == [
+        f"ERROR:    thinwire cannot start: {path} holds data format {FORMAT + 1}, written by "
+        f"a newer thinwire; this release reads up to format {FORMAT}: upgrade thinwire, or "
+        "restore a backup taken before the newer release opened it",
+        "ERROR:    Application startup failed. Exiting.",
+    ]
+    assert "Traceback" not in ended.stderr
+    assert path.read_bytes() == written
 
 
 def wait_until_closed(port: int) -> None:

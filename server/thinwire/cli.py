@@ -15,6 +15,8 @@ from typing import NoReturn
 from uvicorn.config import LOG_LEVELS
 
 from thinwire.serving import NotAnApp, import_app, run
+from thinwire.stores.redis import FORMAT as REDIS_FORMAT
+from thinwire.stores.sqlite.database import FORMAT as SQLITE_FORMAT
 
 __all__ = ["main"]
 
@@ -70,6 +72,13 @@ def version_of_thinwire() -> str:
         return "unknown"
 
 
+def version_line() -> str:
+    """The release, and the data format of each store it reads and writes: replicas
+    whose formats are the same may share a store (docs/deploy.md, Upgrading)."""
+    formats = f"data formats: SQLite {SQLITE_FORMAT}, Redis {REDIS_FORMAT}"
+    return f"thinwire {version_of_thinwire()} ({formats})"
+
+
 def refused_by_create_app(exc: BaseException) -> str | None:
     """Where `create_app` refused its arguments, as the user's module called it: the
     call's place, `file, line N`; None for an error raised anywhere else."""
@@ -93,7 +102,7 @@ def refuse(command: argparse.ArgumentParser, message: str) -> NoReturn:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="thinwire", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"thinwire {version_of_thinwire()}")
+    parser.add_argument("--version", action="version", version=version_line())
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="serve an app, given as module:attribute")

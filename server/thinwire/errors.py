@@ -22,6 +22,7 @@
     │   └── LeaseLost                  409  version_conflict (another replica took over)
     ├── AgentFailed                    500  agent_error (an agent could not even be created)
     ├── Misconfigured                       the app cannot start (never reaches a client)
+    │   └── DataFormatTooNew                the store holds a newer release's data
     ├── ModelError                          a model's server failed: an `agent_error` frame,
     │                                       retryable where a retry could help
     └── RunTooLong                          run_too_long (sent as an `error` frame)
@@ -44,6 +45,7 @@ __all__ = [
     "AlreadyExists",
     "BadRequest",
     "Conflict",
+    "DataFormatTooNew",
     "DecisionPending",
     "Forbidden",
     "LeaseLost",
@@ -218,6 +220,20 @@ class Misconfigured(ThinwireError):
 
     def __init__(self, message: str) -> None:
         super().__init__("internal_error", message)
+
+
+class DataFormatTooNew(Misconfigured):
+    """The store holds data a newer release wrote (its data format is above the one this
+    release knows): reading it could misread it, and writing to it could spoil it."""
+
+    def __init__(self, where: str, found: int, known: int) -> None:
+        super().__init__(
+            f"{where} holds data format {found}, written by a newer thinwire; this release "
+            f"reads up to format {known}: upgrade thinwire, or restore a backup taken before "
+            "the newer release opened it"
+        )
+        self.found = found
+        self.known = known
 
 
 class ModelError(ThinwireError):

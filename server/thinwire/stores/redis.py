@@ -15,6 +15,7 @@ Keys, under `prefix`:
     {p}:events:{id}   stream of frames, entry id "{seq}-1", expiring after `event_ttl` (the
                       app's, `keep_events_for`)
     {p}:send:{owner}:{message}  the context a first send created, expiring after `event_ttl`
+    {p}:format        the data format (`FORMAT`) of everything under the prefix
     {p}:lease:{id}    "{owner} {token}" with a time to live: who may run the context
     {p}:fence:{id}    the last fencing token handed out
     {p}:stop:{run}    a stop requested for a run, wherever it runs
@@ -39,7 +40,13 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from thinwire.branches import Position
-from thinwire.errors import AlreadyExists, LeaseLost, StoreError, VersionConflict
+from thinwire.errors import (
+    AlreadyExists,
+    DataFormatTooNew,
+    LeaseLost,
+    StoreError,
+    VersionConflict,
+)
 from thinwire.exchanges import Exchange
 from thinwire.jsontext import dumps
 from thinwire.records import ContextRecord
@@ -51,7 +58,15 @@ if TYPE_CHECKING:
 
     from thinwire.coordination import Coordinator
 
-__all__ = ["RedisStore", "store_errors"]
+__all__ = ["FORMAT", "RedisStore", "store_errors"]
+
+#: The data format of what this release keeps under a prefix (the coordinator's keys
+#: included), stamped in `{p}:format`. Raise it with any change an older release would
+#: misread or spoil (a key, a field, a value stored another way), with a step in
+#: `RedisStore.open` that moves data of the format before over: a release then refuses
+#: data of a format above its own, rather than write to it. Data no release stamped
+#: (written before formats were) is format 1.
+FORMAT = 1
 
 logger = logging.getLogger("thinwire.stores")
 
@@ -425,8 +440,19 @@ class RedisStore(Store):
 
     @store_errors
     async def open(self) -> None:
-        """Move conversations an earlier version kept whole into exchanges and the lists
-        (each by a compare-and-set save: one a replica saves meanwhile is left to it)."""
+        """Stamp the data with this release's format, unless it has one: then refuse a
+        newer release's (`DataFormatTooNew`, nothing written). Then move conversations an
+        earlier version kept whole into exchanges and the lists (each by a compare-and-set
+        save: one a replica saves meanwhile is left to it)."""
+        stamp = f"{self.prefix}:format"
+        # Data no release stamped (or none yet) is format 1's. Set if absent, in one step:
+        # replicas starting together stamp it once.
+        await self.redis.set(stamp, 1, nx=True)
+        found = int(await self.redis.get(stamp))
+        if found > FORMAT:
+            raise DataFormatTooNew(self.describe(), found, FORMAT)
+        # A release that raises FORMAT moves older data over here, a step at a time from
+        # the format found, each step stamping the format it reached.
         async for key in self.redis.scan_iter(match=self.key("ctx", "*"), count=500):
             if await self.redis.hexists(key, "summary"):
                 continue

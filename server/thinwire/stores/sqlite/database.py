@@ -8,6 +8,9 @@ once, in one transaction, when the file is opened:
 2. the history and transcript in the `contexts.history` / `contexts.transcript` columns;
 3. the history and transcript appended in `parts`;
 4. frames one row each in an `events` table (moved into `spans`).
+
+The file is stamped with its data format (`FORMAT`, in `PRAGMA user_version`), so that a
+release refuses a file a newer one wrote instead of misreading it.
 """
 
 from __future__ import annotations
@@ -16,11 +19,20 @@ import json
 import sqlite3
 from pathlib import Path
 
+from thinwire.errors import DataFormatTooNew
 from thinwire.jsontext import dumps
 from thinwire.records import ContextRecord
 from thinwire.stores.listing import Summary
 
-__all__ = ["BUSY_TIMEOUT", "open_database"]
+__all__ = ["BUSY_TIMEOUT", "FORMAT", "open_database"]
+
+#: The data format of the file this release writes, stamped in `PRAGMA user_version`.
+#: Raise it with any change an older release would misread or spoil (a table, a column, a
+#: value stored another way), with a step in `open_database` that moves a file of the
+#: format before over: a release then refuses a file of a format above its own, rather
+#: than write to it. 0 is a file no release stamped: a new one, or one written before
+#: formats were stamped, whose schema is format 1's.
+FORMAT = 1
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS contexts (
@@ -93,10 +105,15 @@ BUSY_TIMEOUT = 30.0
 
 def open_database(path: Path) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are opened explicitly), WAL, every
-    commit fsynced, deleted content zeroed, the schema in place and older layouts moved
-    over."""
+    commit fsynced, deleted content zeroed, the schema in place, older layouts moved over
+    and the file stamped with this release's `FORMAT`; `DataFormatTooNew`, the file left
+    as it is, for a file of a newer release's."""
     path.parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT)
+    stamped: int = connection.execute("PRAGMA user_version").fetchone()[0]
+    if stamped > FORMAT:  # before anything is written to it
+        connection.close()
+        raise DataFormatTooNew(str(path), stamped, FORMAT)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=FULL")
     # A deleted row's bytes (a forgotten conversation's, a cleared history's) are
@@ -117,6 +134,11 @@ def open_database(path: Path) -> sqlite3.Connection:
     ).fetchone()
     if legacy:
         connection.executescript(f"BEGIN IMMEDIATE; {MIGRATE_EVENTS} COMMIT;")
+    if stamped < FORMAT:
+        # By now the file has format 1's schema. A release that raises FORMAT moves it
+        # over here a step at a time from the format stamped (0 counts as 1), each step
+        # in one transaction with its stamp.
+        connection.execute(f"PRAGMA user_version = {FORMAT}")
     return connection
 
 

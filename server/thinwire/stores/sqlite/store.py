@@ -38,7 +38,9 @@ class SQLiteStore(Store):
         return f"SQLite {self.path.absolute()}"
 
     async def open(self) -> None:
+        """Hold the file, then open it: `DataFormatTooNew` if a newer release wrote it."""
         self._owner.take()
+        await self._database.read(lambda connection: None)
 
     @classmethod
     def in_directory(cls, directory: Path | str) -> SQLiteStore:
