@@ -187,6 +187,15 @@ def test_a_replica_dying_mid_run_frees_the_context(redis_url: str, tmp_path: Pat
                 next(stream)
                 a.kill()
 
+        # B lists the run as running while A's lease lasts, then as over: recorded so.
+        def listed_idle() -> bool:
+            [entry] = httpx.get(f"{b.url}/agents/demo/contexts", timeout=30).json()["conversations"]
+            return bool(entry["status"] == "idle")
+
+        wait_for(listed_idle, timeout=10)
+        read = httpx.get(f"{b.url}/agents/demo/contexts/{context_id}", timeout=30).json()
+        assert read["activeRunId"] is None and read["turns"][-1]["stopReason"] == "interrupted"
+
         # B refuses while A's lease lasts, then takes over within the lease's time.
         def usable() -> bool:
             response = httpx.post(

@@ -113,6 +113,29 @@ def test_a_run_killed_midway_is_recorded_as_interrupted(durable: Any) -> None:
             assert [f for f in stream if f is not None][-1]["stopReason"] == "end"
 
 
+def test_a_run_killed_midway_is_listed_as_interrupted_before_anyone_opens_it(
+    durable: Any,
+) -> None:
+    with (
+        durable() as server,
+        httpx.Client(base_url=server.url, timeout=10) as client,
+        client.stream("POST", "/agents/gated/runs", json={"message": {"text": "hi"}}) as response,
+    ):
+        stream = events(response)
+        start, token = next(stream), next(stream)
+        assert start is not None and token is not None
+        [entry] = client.get("/agents/gated/contexts").json()["conversations"]
+        assert entry["status"] == "running"  # it streams
+        server.kill()
+
+    with durable() as server, httpx.Client(base_url=server.url, timeout=10) as client:
+        [entry] = client.get("/agents/gated/contexts").json()["conversations"]
+        assert (entry["contextId"], entry["status"]) == (start["contextId"], "idle")
+        transcript = client.get(f"/agents/gated/contexts/{start['contextId']}").json()
+        assert transcript["activeRunId"] is None
+        assert transcript["turns"][-1]["stopReason"] == "interrupted"
+
+
 def test_sigterm_mid_run_records_it_and_reattach_after_restart_loses_nothing(
     durable: Any,
 ) -> None:

@@ -39,6 +39,7 @@ from thinwire.records import ContextRecord
 from thinwire.runlog import encode_frame, shown
 from thinwire.state import AgentState, check_key
 from thinwire.stores import AuditEntry, Event, Store
+from thinwire.stores.listing import Summary
 
 if TYPE_CHECKING:
     from thinwire.runlog import RunLog
@@ -323,6 +324,42 @@ class ContextRegistry:
             context.lease = None
             with contextlib.suppress(StoreError):
                 await self.coordinator.release(lease)
+
+    async def listed(self, agent_name: str, page: Sequence[Summary]) -> list[Summary]:
+        """A page of a list as it is shown. A conversation the store marks running whose
+        run no process runs any more is recorded as interrupted first, as reading it would
+        record it, and shown as recorded: by its new `updated_at`, the most recently
+        active. Only those are loaded: a page with no run marked costs nothing more."""
+        if all(summary.status != "running" for summary in page):
+            return list(page)
+        shown: list[Summary] = []
+        for summary in page:
+            found = await self._as_it_runs(agent_name, summary)
+            if found is not None:  # else forgotten since the page was read
+                shown.append(found)
+        shown.sort(key=lambda summary: (summary.updated_at, summary.context_id), reverse=True)
+        return shown
+
+    async def _as_it_runs(self, agent_name: str, summary: Summary) -> Summary | None:
+        """The summary, its dead run recorded if it is marked running; None if the
+        conversation is gone. When that cannot be told (the store or the coordinator
+        failing, the agent's factory), the store's summary: the list must not fail."""
+        context_id = summary.context_id
+        live = self._live.get(context_id)
+        if summary.status != "running" or (live is not None and live.log is not None):
+            return summary  # a run here holds its context in the cache till it ends
+        try:
+            if await self.coordinator.holder(context_id) is not None:
+                return summary  # alive on another process (or just ended: a later list says)
+            context = await self.get_for_operator(agent_name, context_id)
+        except NotFound:
+            return None
+        except (StoreError, AgentFailed):
+            logger.warning(
+                "listing %s: whether its run is alive is not known", context_id, exc_info=True
+            )
+            return summary
+        return Summary.of(context.record)
 
     async def _record_killed_run(self, context: Context) -> None:
         """A run was in progress when its process died: its turn ends as interrupted with

@@ -388,8 +388,10 @@ class AgentServer:
         after = decode_cursor(cursor) if cursor else None
         found = await self.store.list_contexts(principal, agent_name, limit + 1, after)
         page = found[:limit]
+        shown = await self.contexts.listed(agent_name, page)
         return {
-            "conversations": [summary.to_wire() for summary in page],
+            "conversations": [summary.to_wire() for summary in shown],
+            # Where the store's page ended: a run recorded as killed moved its entry.
             "nextCursor": encode_cursor(page[-1]) if len(found) > limit else None,
         }
 
