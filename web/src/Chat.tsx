@@ -1,4 +1,4 @@
-import { useCallback, useMemo, useState } from "react";
+import { useCallback, useMemo, useRef, useState, type RefObject } from "react";
 import { AgentProvider, ThinwireError, useAgent } from "@thinwire/react";
 import { Header } from "./components/Header";
 import { MessageList } from "./components/MessageList";
@@ -10,6 +10,7 @@ import { Composer } from "./components/Composer";
 import { Footer } from "./components/Footer";
 import { ConversationSidebar } from "./components/ConversationSidebar";
 import { LoadEarlier } from "./components/LoadEarlier";
+import { SkipToMessageBox } from "./components/SkipToMessageBox";
 import type { TurnActions } from "./components/TurnView";
 import type { DemoUser } from "./users";
 import { useFollowBottom } from "./follow-bottom";
@@ -40,17 +41,19 @@ function pageSizeFromUrl(search: string = window.location.search): number | unde
  * with `useConversations()`, picking the one the provider shows.
  */
 export function Chat({ user, onUserChange }: ChatProps) {
+  const messageBox = useRef<HTMLTextAreaElement>(null);
   return (
     <AgentProvider agent="demo" persist={{ userId: user }} transport={transportFromUrl()} pageSize={pageSizeFromUrl()}>
+      <SkipToMessageBox box={messageBox} />
       <div className="shell">
         <ConversationSidebar />
-        <Conversation user={user} onUserChange={onUserChange} />
+        <Conversation user={user} onUserChange={onUserChange} messageBox={messageBox} />
       </div>
     </AgentProvider>
   );
 }
 
-function Conversation({ user, onUserChange }: ChatProps) {
+function Conversation({ user, onUserChange, messageBox }: ChatProps & { messageBox: RefObject<HTMLTextAreaElement | null> }) {
   const { turns, thinking, activity, status, interrupt, title, send, stop, regenerate, edit, switchBranch } = useAgent();
   // A reply is under way (maybe reconnecting): it can be stopped, and nothing else sent.
   const replying = status === "streaming" || status === "reconnecting";
@@ -77,6 +80,12 @@ function Conversation({ user, onUserChange }: ChatProps) {
   const handleStop = useCallback(() => {
     stop().catch(() => undefined);
   }, [stop]);
+
+  // A control that goes away (an answer given, an error dismissed) hands the focus to
+  // the message box, where the user goes on, rather than dropping it on the page's body.
+  const focusMessageBox = useCallback(() => messageBox.current?.focus(), [messageBox]);
+  const answers = useRef<HTMLDivElement>(null);
+  const showQuestion = useCallback(() => answers.current?.querySelector<HTMLElement>("input, button")?.focus(), []);
 
   // Branches: regenerate the last reply, edit a message, show another alternative.
   const actions = useMemo<TurnActions>(
@@ -106,17 +115,19 @@ function Conversation({ user, onUserChange }: ChatProps) {
         {/* Live while a run streams; each finished reply keeps its own under "Details". */}
         {replying ? <ThinkingPanel text={thinking} /> : null}
         {replying ? <ActivityList items={activity} /> : null}
-        <ApprovalCard />
-        <ErrorBanner />
+        <ApprovalCard answersRef={answers} onDecided={focusMessageBox} />
+        <ErrorBanner onDismissed={focusMessageBox} />
+        {/* In the main landmark: what the user does here is the page's purpose. */}
+        <Composer
+          boxRef={messageBox}
+          disabled={replying || waiting}
+          blocker={waiting && !replying ? { reason: "Answer the question above first.", show: showQuestion } : null}
+          stoppable={replying || waiting}
+          replying={replying}
+          onSend={handleSend}
+          onStop={handleStop}
+        />
       </main>
-      <Composer
-        disabled={replying || waiting}
-        blockedBecause={waiting && !replying ? "Answer the question above first." : null}
-        stoppable={replying || waiting}
-        replying={replying}
-        onSend={handleSend}
-        onStop={handleStop}
-      />
       <Footer />
     </div>
   );

@@ -5,8 +5,9 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanup, render, screen, waitFor } from "@testing-library/react";
-import { fakeFetch, newLog, transcriptTurn } from "@thinwire/client/testing";
+import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import type { InterruptRequest } from "@thinwire/client";
+import { fakeFetch, newLog, runFrames, type Script, transcriptTurn } from "@thinwire/client/testing";
 import * as React from "react";
 import * as jsxRuntime from "react/jsx-runtime";
 import { afterEach, describe, expect, it } from "vitest";
@@ -71,5 +72,76 @@ describe("docs/hook.md's Branches.tsx", () => {
     await waitFor(() => expect(screen.getByText("Knock knock.")).toBeDefined());
     const arrows = [...container.querySelectorAll("nav")].map((nav) => nav.textContent);
     expect(arrows).toEqual(["‹2/2›"]);
+  });
+});
+
+describe("docs/hook.md's AccessibleChat.tsx", () => {
+  const refund: InterruptRequest = {
+    interruptId: "int-1",
+    prompt: "Refund $40 on order 1234?",
+    options: ["approve", "reject"],
+    payload: null,
+    decisionSchema: null,
+  };
+
+  async function renderChat(script: Script) {
+    const AccessibleChat = (await hookExample("AccessibleChat.tsx")).AccessibleChat as () => React.ReactElement;
+    render(
+      <thinwireReact.AgentProvider agent="demo" fetch={fakeFetch(script, newLog())}>
+        <AccessibleChat />
+      </thinwireReact.AgentProvider>,
+    );
+    const box = screen.getByRole("textbox", { name: "Message" });
+    fireEvent.change(box, { target: { value: "A refund, please" } });
+    fireEvent.click(screen.getByRole("button", { name: "Send" }));
+    return box;
+  }
+
+  it("keeps the log busy and its cursor unread while a reply streams, and the focus on the box after an answer", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const box = await renderChat({
+      run: () => {
+        const r = runFrames(CTX_1, "run-1");
+        async function* frames() {
+          yield r.start({ turnId: "turn-000000000000-a0", userTurnId: "turn-000000000000-u0" });
+          yield r.token("Let me check.");
+          await held;
+          yield r.interrupt(refund);
+          yield r.done("Let me check.", [], "interrupted");
+        }
+        return { frames: frames() };
+      },
+      decide: () => {
+        const r = runFrames(CTX_1, "run-2", 10);
+        return { frames: [r.start(), r.token("Refunded."), r.done("Refunded.")] };
+      },
+    });
+    const log = screen.getByRole("log", { name: "Conversation" });
+    await waitFor(() => expect(log.textContent).toContain("Let me check."));
+    expect(log.getAttribute("aria-busy")).toBe("true");
+    const cursor = [...log.querySelectorAll("p")].at(-1)!.lastElementChild!;
+    expect(cursor.getAttribute("aria-hidden")).toBe("true");
+
+    await act(async () => release());
+    const approve = await screen.findByRole("button", { name: "approve" });
+    expect(screen.getByRole("group", { name: "Refund $40 on order 1234?" }).contains(approve)).toBe(true);
+    expect(log.getAttribute("aria-busy")).toBe("false");
+    expect(log.querySelector('[aria-hidden="true"]')).toBeNull();
+    approve.focus();
+    fireEvent.click(approve);
+    expect(document.activeElement).toBe(box);
+    await waitFor(() => expect(log.textContent).toContain("Refunded."));
+  });
+
+  it("shows a failure as an alert, and gives the focus back to the box when it is dismissed", async () => {
+    const box = await renderChat({ run: () => ({ error: { status: 400, code: "bad_request", message: "No such thing." } }) });
+    const alert = await screen.findByRole("alert");
+    expect(alert.textContent).toContain("No such thing.");
+    const dismiss = screen.getByRole("button", { name: "Dismiss" });
+    dismiss.focus();
+    fireEvent.click(dismiss);
+    expect(screen.queryByRole("alert")).toBeNull();
+    expect(document.activeElement).toBe(box);
   });
 });

@@ -2,7 +2,8 @@
  * Server rendering: HTML made by `renderToString` (where there is no storage,
  * as on a server) hydrates without a mismatch when `persist` has an id stored
  * on the client, and the stored conversation is shown once hydrated — one
- * transcript request, no run.
+ * transcript request, no run. An explicit `contextId` is rendered on the server
+ * without its transcript too: that loads once hydrated.
  */
 import { act, cleanup, waitFor } from "@testing-library/react";
 import { AgentClient } from "@thinwire/client";
@@ -134,5 +135,30 @@ describe("server rendering with persist", () => {
     expect(html).toContain(">none<");
     expect(html).not.toContain(contextId);
     expect(current.log.transcripts).toEqual([]);
+  });
+});
+
+describe("server rendering with contextId", () => {
+  it("renders the id but no transcript on the server: the turns load once hydrated", async () => {
+    const contextId = await storedConversation();
+    localStorage.clear();
+    const app = (
+      <AgentProvider agent="demo" baseUrl="http://server.test" fetch={current.fetch} contextId={contextId}>
+        <Chat />
+      </AgentProvider>
+    );
+    const html = renderToString(app);
+    expect(html).toContain(contextId);
+    expect(html).toContain('data-testid="status">idle<');
+    expect(html).not.toContain('data-testid="turn"');
+    expect(current.log.transcripts).toEqual([]);
+    container.innerHTML = html;
+    const errors: unknown[] = [];
+    await act(async () => {
+      root = hydrateRoot(container, app, { onRecoverableError: (error) => errors.push(error) });
+    });
+    expect(errors).toEqual([]);
+    await waitFor(() => expect(turns()).toEqual(["Hello", "Re: Hello"]));
+    expect(current.log.transcripts).toHaveLength(1);
   });
 });

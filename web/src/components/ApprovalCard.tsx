@@ -1,42 +1,56 @@
-import { useState, type FormEvent } from "react";
+import { useId, useState, type FormEvent, type RefObject } from "react";
 import { useAgent } from "@thinwire/react";
+
+interface ApprovalCardProps {
+  /** The answers: a button per option, or the free answer's box and button. */
+  answersRef: RefObject<HTMLDivElement | null>;
+  /** An answer was given: the card goes, and the focus with it unless it is put elsewhere. */
+  onDecided: () => void;
+}
 
 /**
  * The question a paused run asks — its prompt, its public details and one
  * button per answer — read from the conversation of the page's AgentProvider.
  */
-export function ApprovalCard() {
+export function ApprovalCard({ answersRef, onDecided }: ApprovalCardProps) {
   const { interrupt, status, decide } = useAgent();
+  const promptId = useId();
   if (!interrupt) return null;
   // Answers wait while a reply streams.
   const disabled = status === "streaming" || status === "reconnecting";
   // A refused decision shows in the hook's `error`, and the card stays.
-  const onDecide = (value: unknown) => void decide(value).catch(() => undefined);
+  const onDecide = (value: unknown) => {
+    void decide(value).catch(() => undefined);
+    onDecided();
+  };
   const { prompt, options, payload } = interrupt;
   return (
     <section className="approval" data-testid="approval" aria-live="polite" aria-label="Decision needed">
-      <p className="approval__prompt" data-testid="approval-prompt">
+      <p className="approval__prompt" id={promptId} data-testid="approval-prompt">
         {prompt}
       </p>
       <Payload value={payload} />
-      {options === null ? (
-        <FreeAnswer disabled={disabled} onDecide={onDecide} />
-      ) : (
-        <div className="approval__options">
-          {options.map((option, index) => (
-            <button
-              key={option}
-              className={`button ${index === 0 ? "button--primary" : "button--secondary"}`}
-              data-testid={`decide-${option}`}
-              type="button"
-              disabled={disabled}
-              onClick={() => onDecide(option)}
-            >
-              {capitalize(option)}
-            </button>
-          ))}
-        </div>
-      )}
+      {/* Named by the prompt: a screen reader reaching an answer hears the question. */}
+      <div role="group" aria-labelledby={promptId} ref={answersRef}>
+        {options === null ? (
+          <FreeAnswer disabled={disabled} onDecide={onDecide} />
+        ) : (
+          <div className="approval__options">
+            {options.map((option, index) => (
+              <button
+                key={option}
+                className={`button ${index === 0 ? "button--primary" : "button--secondary"}`}
+                data-testid={`decide-${option}`}
+                type="button"
+                disabled={disabled}
+                onClick={() => onDecide(option)}
+              >
+                {capitalize(option)}
+              </button>
+            ))}
+          </div>
+        )}
+      </div>
     </section>
   );
 }
