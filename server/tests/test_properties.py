@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
@@ -22,10 +22,12 @@ ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=20
 
 
 def utf8_safe(text: str) -> str:
-    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    """The text as UTF-8 can carry it: each lone surrogate one U+FFFD."""
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
 
 
 @given(delta=ANY_TEXT, seq=st.integers(min_value=1, max_value=2**53))
+@example(delta="a\ud800b\udfff", seq=1)  # lone surrogates: rare in random text
 def test_any_text_round_trips_through_an_sse_frame(delta: str, seq: int) -> None:
     data = encode_frame(wire.TokenFrame, "ctx-1", "run-1", seq, delta=delta)
     event = encode(seq, data)
@@ -113,6 +115,7 @@ def test_any_request_body_gets_a_stream_or_a_typed_4xx(body: bytes, content_type
 
 @settings(max_examples=100, deadline=None)
 @given(delta=ANY_TEXT)
+@example(delta="a\ud800b\udfff")
 def test_the_run_log_fast_path_sends_any_text(delta: str) -> None:
     """Deltas skip the model on the hot path; whatever the text, the frame is valid JSON."""
     import asyncio
