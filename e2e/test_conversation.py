@@ -228,6 +228,45 @@ def test_a_refused_edit_comes_back_to_its_box(page: Page, demo: Demo) -> None:
     wait_for_reply(page, 1)
 
 
+#: The characters of an element as laid out: line by line, left to right (controls have
+#: no width, so only what a reader sees).
+AS_SHOWN = """(element) => {
+  const shown = [];
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (let i = 0; i < node.data.length; i++) {
+      const range = document.createRange();
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      const box = range.getBoundingClientRect();
+      if (box.width > 0) shown.push([Math.round(box.top), box.left, node.data[i]]);
+    }
+  }
+  shown.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  return shown.map((place) => place[2]).join("");
+}"""
+BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+
+
+def test_text_shows_in_the_order_it_was_written(page: Page, demo: Demo) -> None:
+    """Bidi controls in a message cannot make the page show it as another: an override
+    made "0001$" read "$1000", an isolate with marks swapped "Eve" and "Bob"."""
+    open_as(page, demo, "carol")
+    send(page, "Pay \u202e0001$\u202c to \u2067Eve\u200f or\u200f Bob\u2069")
+    wait_for_reply(page, 1)
+    texts = page.get_by_test_id("turn-text")
+    expect(texts).to_have_count(2)
+    for text in texts.all():  # the message, and the reply that repeats it
+        assert "Pay 0001$ to Eve or Bob" in text.evaluate(AS_SHOWN)
+        assert not BIDI_CONTROLS & set(text.text_content() or "")
+    # Right-to-left text still reads right to left: each turn takes the direction of its own.
+    send(page, "\u05e9\u05dc\u05d5\u05dd")
+    wait_for_reply(page, 2)
+    hebrew = texts.nth(2)
+    assert hebrew.evaluate("(element) => getComputedStyle(element).direction") == "rtl"
+    assert texts.nth(0).evaluate("(element) => getComputedStyle(element).direction") == "ltr"
+
+
 def test_an_agent_failure_says_so_and_keeps_the_reference_for_support(
     page: Page, demo: Demo
 ) -> None:

@@ -550,6 +550,32 @@ def test_an_anonymous_app_answers_only_to_names_no_other_site_can_point_at_it(
         assert client.get("/agents/demo/contexts", headers={"host": REBINDING}).status_code == 400
 
 
+def test_allowed_hosts_keep_a_trailing_slash_redirect_to_the_names_listed() -> None:
+    """Starlette redirects `…/contexts/` to `…/contexts` at the Host it was sent: an app
+    that names its hosts (docs/security.md) sends no redirect to any other name."""
+
+    def redirect(app: Any, host: str) -> Any:
+        with TestClient(app) as client:
+            return client.get(
+                "/agents/demo/contexts/", headers={"host": host}, follow_redirects=False
+            )
+
+    def identify(connection: Any) -> str:
+        return "ada"
+
+    loose = redirect(app_for({"demo": Echo}, identify=identify), "evil.example")
+    assert loose.headers["location"] == "http://evil.example/agents/demo/contexts"
+    named = app_for({"demo": Echo}, identify=identify, allowed_hosts=["chat.example.com"])
+    refused = redirect(named, "evil.example")
+    assert refused.status_code == 400 and "location" not in refused.headers
+    own = redirect(named, "chat.example.com")
+    assert own.headers["location"] == "http://chat.example.com/agents/demo/contexts"
+    # An address is still answered (no DNS points a site's name at it): the proxy in front
+    # passes its own names only.
+    address = redirect(named, "203.0.113.7")
+    assert address.headers["location"] == "http://203.0.113.7/agents/demo/contexts"
+
+
 def test_sqlite_errors_at_startup_name_the_cause(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "t.db")
 

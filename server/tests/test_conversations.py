@@ -173,6 +173,20 @@ def test_titles_come_from_the_first_message_the_agent_and_the_user(client: TestC
     assert listed(client)["conversations"][0]["title"] == "Mine"
 
 
+def test_an_agent_title_must_show_something(client: TestClient) -> None:
+    """As the user's: an agent's title of nothing a reader sees is the agent's mistake,
+    as a blank one is, and the title stays."""
+    context_id = conversation(client, "name it Plans")
+    for unseen in ("\u200b\u200b", "\u202e\u202c", "\ufeff\u2060"):
+        frames = send(client, f"name it {unseen}", context_id)
+        assert [f["code"] for f in frames if f["type"] == "error"] == ["agent_error"]
+        assert "title" not in [f["type"] for f in frames]
+    assert client.get(url(context_id), headers=ADA).json()["title"] == "Plans"
+    # Format characters that reorder nothing are text: a ZWNJ inside a Persian word.
+    frames = send(client, "name it نمی\u200cشود", context_id)
+    assert [f["title"] for f in frames if f["type"] == "title"] == ["نمی\u200cشود"]
+
+
 def test_editing_the_first_message_keeps_the_title(client: TestClient) -> None:
     """A title is taken from a message only while there is none: an edit of the first
     message and a branch switch keep it. An agent that names the conversation in the

@@ -8,6 +8,8 @@ from starlette.testclient import TestClient
 from conftest import app_for, send
 from thinwire.codes import RETRYABLE_CODES
 from thinwire.demo import DemoAgent
+from thinwire.errors import BadRequest
+from thinwire.parsing import check_message
 
 RUNS = "/agents/demo/runs"
 
@@ -45,6 +47,19 @@ JSON = {"content-type": "application/json"}
 )
 def test_malformed_bodies_get_400(client: TestClient, content: bytes, code: str) -> None:
     error_of(client.post(RUNS, content=content, headers=JSON), 400, code)
+
+
+def test_a_message_of_nothing_a_reader_sees_is_blank(client: TestClient) -> None:
+    """As a title is: zero-width and format characters, bidi controls, any space."""
+    for text in ("\u200b\u200b", "\ufeff\u2060\u00a0", "\u202e\u202c\u200f", "\u3000\n"):
+        message = error_of(
+            client.post(RUNS, json={"message": {"text": text}}), 400, "invalid_request"
+        )
+        assert message == "message.text: must not be blank", ascii(text)
+    # A face whose JSON keeps a lone surrogate (A2A's) is told what is wrong with it.
+    with pytest.raises(BadRequest, match="not valid Unicode"):
+        check_message("\ud800", 100)
+    assert send(client, "\u200bhi")[-1]["stopReason"] == "end"  # something to see
 
 
 def test_wrong_content_type_gets_415(client: TestClient) -> None:

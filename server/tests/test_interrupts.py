@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -570,3 +571,49 @@ def test_an_except_exception_does_not_catch_the_question() -> None:
         frames = ask(client)
     assert [f["type"] for f in frames] == ["run_start", "interrupt", "done"]
     assert frames[-1]["stopReason"] == "interrupted"
+
+
+#: What a model may put in a prompt from a tool argument anyone wrote: an override makes
+#: "0001$" read "$1000", an isolate with marks swaps "Eve" and "Bob" (in Chromium).
+SPOOFED = "Pay \u202e0001$\u202c to \u2067Eve\u200f or\u200f Bob\u2069?\u061c\u200e"
+#: Hebrew and Arabic letters, a ZWNJ and a ZWJ emoji: text, kept as it is.
+RTL = "לאשר? تأكيد؟ نمی\u200cشود 👩\u200d💻"
+
+
+class AsksWithBidiControls(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        options = ["\u202eevorppa\u202c", RTL]
+        choice = await run.interrupt(f"{SPOOFED} {RTL}", options=options)
+        await run.say(f"option {options.index(choice)}")  # the option it gave, not as shown
+
+
+def test_a_question_reaches_every_reader_without_bidi_controls() -> None:
+    app = app_for({"demo": AsksWithBidiControls}, identify=by_header, operator_token=OPERATOR_TOKEN)
+    with TestClient(app) as client:
+        frames = ask(client)
+        context_id, request = frames[0]["contextId"], frames[-2]["interrupt"]
+        assert request["prompt"] == f"Pay 0001$ to Eve or Bob? {RTL}"
+        assert request["options"] == ["evorppa", RTL]
+        path = f"/agents/demo/contexts/{context_id}"
+        for read in (client.get(path).json(), client.get(f"/admin{path}", headers=OPERATOR).json()):
+            assert read["pendingInterrupt"] == request
+            assert read["turns"][-1]["asked"]["request"] == request
+        checkpoint = server_context(client, context_id).record.checkpoint
+        assert checkpoint is not None and checkpoint.interrupt == request
+        # The person answers what they read; the agent, replaying, gets its own option.
+        resumed = parse_sse(decide(client, context_id, request["interruptId"], RTL).text)
+        assert resumed[-1]["stopReason"] == "end" and resumed[-1]["text"] == "option 1"
+
+
+def test_a_question_kept_with_its_bidi_controls_is_still_answered() -> None:
+    """A checkpoint saved by an earlier release has the prompt as the agent gave it: its
+    journal still matches the prompt the agent asks again, controls dropped."""
+    with TestClient(app_for({"demo": AsksWithBidiControls}, identify=by_header)) as client:
+        frames = ask(client)
+        context_id, request = frames[0]["contextId"], frames[-2]["interrupt"]
+        record = server_context(client, context_id).record
+        assert record.checkpoint is not None
+        kept = {**request, "prompt": f"{SPOOFED} {RTL}", "options": ["\u202eevorppa\u202c", RTL]}
+        record.checkpoint = dataclasses.replace(record.checkpoint, interrupt=kept)
+        resumed = parse_sse(decide(client, context_id, request["interruptId"], RTL).text)
+        assert resumed[-1]["stopReason"] == "end" and resumed[-1]["text"] == "option 1"

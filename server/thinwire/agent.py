@@ -55,7 +55,7 @@ from thinwire.interrupts import (
 )
 from thinwire.jsontext import encodable, is_unicode, replace_unencodable
 from thinwire.jsonvalues import JSONValue, a_value_of, check_json
-from thinwire.records import TITLE_LENGTH, Shown, shortened
+from thinwire.records import TITLE_LENGTH, Shown, shortened, visible, without_controls
 from thinwire.state import AgentState, check_key, check_source
 
 if TYPE_CHECKING:
@@ -385,16 +385,22 @@ class Run:
 
         The run is suspended until someone answers — through reloads, other devices and
         server restarts. Only `prompt`, `options`, `payload` and the JSON Schema of
-        `schema` are sent to the user; they must not hold anything private. With
-        `options`, the decision is one of them; with `schema` (a pydantic model), it is
-        an instance of it; with neither, any JSON value.
+        `schema` are sent to the user; they must not hold anything private. The prompt
+        and the options go without control and bidi characters (`without_controls`), so
+        they read as they say. With `options`, the decision is one of them, as given;
+        with `schema` (a pydantic model), it is an instance of it; with neither, any JSON
+        value.
         """
         self._check_running("run.interrupt()")
         if isinstance(prompt, str):  # the request refuses any other type
             check_text(prompt, "an interrupt's prompt")
+            prompt = without_controls(prompt)  # read right above the answers: as it says
         for index, option in enumerate(options or ()):
             if isinstance(option, str):
                 check_text(option, f"an interrupt's options[{index}]")
+        shown = options
+        if isinstance(options, list):  # anything else the request refuses
+            shown = [without_controls(o) if isinstance(o, str) else o for o in options]
         entry = self._journal.replay("interrupt", prompt)
         if entry is None:
             check_json(payload, "the interrupt payload", rule=PAYLOAD_RULE)
@@ -403,7 +409,7 @@ class Run:
             request = wire.InterruptRequest(
                 interrupt_id=new_interrupt_id(),
                 prompt=prompt,
-                options=options,
+                options=shown,
                 payload=payload,
                 decision_schema=decision_schema,
             )
@@ -412,6 +418,8 @@ class Run:
         decision = entry["decision"]
         if not self.replaying:  # the answer ends the replay: what follows is new
             self._state.end_replay()
+        if options is not None and shown is not None and decision in shown:
+            return options[shown.index(decision)]  # the option as the agent gave it
         return schema.model_validate(decision) if schema else decision
 
     async def tool(
@@ -570,9 +578,11 @@ class Run:
         """Name the conversation (public: the user's list shows it, a `title` frame
         announces it). A title the user gave is kept; this one is then not used."""
         self._check_running("run.set_title()")
-        if not isinstance(title, str) or not title.strip():
+        if not isinstance(title, str):
             raise ValueError("a title is a non-empty string")
         check_text(title, "a title")
+        if not visible(title):  # as a user's title: refused when a reader sees nothing
+            raise ValueError(f"a title must hold something a reader sees, not {title!r}")
         self.title = shortened(title, TITLE_LENGTH)
         if not self.replaying and self._log.context.record.may_name("agent"):
             self._log.title(self.title)

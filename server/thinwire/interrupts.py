@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from thinwire import wire
+from thinwire.records import without_controls
 
 __all__ = [
     "Approval",
@@ -40,7 +41,8 @@ def new_interrupt_id() -> str:
 class Approval:
     """Declares that a tool call needs a person's approval before it runs.
 
-    `prompt` and `payload` are public: they are shown to the user as they are.
+    `prompt` and `payload` are public: they are shown to the user — the prompt without
+    control and bidi characters (`Run.interrupt`), the payload as it is.
     """
 
     prompt: str
@@ -109,7 +111,10 @@ class Journal:
         if not self.replaying:
             return None
         entry = self.entries[self.position]
-        if entry["kind"] != kind or entry["name"] != name:
+        recorded = entry["name"]
+        if kind == "interrupt":  # a prompt kept before prompts lost their controls: as now
+            recorded = without_controls(recorded)
+        if entry["kind"] != kind or recorded != name:
             raise ReplayMismatch(
                 f"resumed run did {kind} {name!r} where its journal recorded "
                 f"{entry['kind']} {entry['name']!r}"

@@ -14,6 +14,7 @@ from thinwire import wire
 from thinwire.branches import Page
 from thinwire.errors import BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType
 from thinwire.jsontext import dumps
+from thinwire.records import visible
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -241,12 +242,13 @@ def check_data(data: dict[str, Any] | None, max_bytes: int) -> None:
 
 
 def check_message(text: str, max_bytes: int) -> None:
-    """A user message must say something, be valid Unicode and fit in `max_bytes`."""
-    if not text.strip():
-        raise BadRequest("invalid_request", "message.text: must not be blank")
+    """A user message must be valid Unicode, say something a reader sees (as a title
+    must) and fit in `max_bytes`."""
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise BadRequest("invalid_request", "message.text: not valid Unicode") from exc
+    if not visible(text):  # blank, or nothing but control and format characters
+        raise BadRequest("invalid_request", "message.text: must not be blank")
     if size > max_bytes:
         raise PayloadTooLarge("message_too_large", f"message.text exceeds {max_bytes} bytes")

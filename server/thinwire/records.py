@@ -85,7 +85,13 @@ class Shown:
 def plain(text: str) -> str:
     """One line of plain text: no control characters, no bidi controls that could make
     it read as another."""
-    return " ".join("".join(c for c in text if not hidden(c)).split())
+    return " ".join(without_controls(text).split())
+
+
+def without_controls(text: str) -> str:
+    """Text as a person may be shown it: its lines and spaces, but no other control
+    characters and no bidi controls (an override before "0001$" makes it read "$1000")."""
+    return "".join(c for c in text if not hidden(c))
 
 
 def visible(text: str) -> bool:

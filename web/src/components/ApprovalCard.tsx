@@ -1,5 +1,6 @@
 import { useId, useState, type FormEvent, type RefObject } from "react";
 import { useAgent } from "@thinwire/react";
+import { shownText } from "../bidi";
 
 interface ApprovalCardProps {
   /** The answers: a button per option, or the free answer's box and button. */
@@ -71,7 +72,7 @@ function Payload({ value }: { value: unknown }) {
     <dl className="approval__payload" data-testid="approval-payload">
       {entries.map(([key, item]) => (
         <div className="approval__field" key={key}>
-          <dt>{key}</dt>
+          <dt>{shownText(key)}</dt>
           <dd>{show(item)}</dd>
         </div>
       ))}
@@ -105,8 +106,9 @@ function FreeAnswer({ disabled, onDecide }: { disabled: boolean; onDecide: (valu
   );
 }
 
+/** The payload is the agent's JSON as it gave it (the prompt and options come cleaned). */
 function show(value: unknown): string {
-  return typeof value === "string" ? value : JSON.stringify(value);
+  return shownText(typeof value === "string" ? value : JSON.stringify(value));
 }
 
 function capitalize(option: string): string {

@@ -1,5 +1,6 @@
 import { useState, type FormEvent, type KeyboardEvent } from "react";
 import type { AgentTurn } from "../agent-types";
+import { shownText } from "../bidi";
 
 /** How a reply ended, when it did not simply end; one that asked a question shows the question instead. */
 const ENDINGS: Partial<Record<NonNullable<AgentTurn["stopReason"]>, string>> = {
@@ -68,8 +69,8 @@ export function TurnView({ turn, last = false, actions }: TurnViewProps) {
           }}
         />
       ) : (
-        <div className="turn__text" data-testid="turn-text">
-          {text}
+        <div className="turn__text" data-testid="turn-text" dir="auto">
+          {shownText(text)}
           {streaming ? <span className="turn__cursor" aria-hidden="true" /> : null}
         </div>
       )}
@@ -164,8 +165,8 @@ function TurnDetail({ turn }: { turn: AgentTurn }) {
     <details className="turn__detail" data-testid="turn-detail">
       <summary>Details</summary>
       {thinking ? (
-        <p className="turn__thinking" data-testid="turn-thinking">
-          {thinking}
+        <p className="turn__thinking" data-testid="turn-thinking" dir="auto">
+          {shownText(thinking)}
         </p>
       ) : null}
       {activity.length > 0 ? (
