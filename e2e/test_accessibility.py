@@ -155,3 +155,26 @@ def test_send_and_stop_by_keyboard_leave_the_focus_in_the_message_box(
     page.keyboard.press("Enter")  # Stop turns off too
     wait_for_reply(page, 1)
     expect(box).to_be_focused()
+
+
+def test_regenerate_and_an_edit_by_keyboard_leave_the_focus_in_the_message_box(
+    page: Page, demo: Demo
+) -> None:
+    open_as(page, demo, "dave")
+    type_and_enter(page, "hello there")
+    wait_for_reply(page, 1)
+    box = page.get_by_test_id("message-input")
+    page.get_by_test_id("regenerate").focus()
+    page.keyboard.press("Enter")  # Regenerate turns off while the new reply streams
+    expect(box).to_be_focused()
+    wait_for_reply(page, 1)
+
+    page.get_by_test_id("edit").first.focus()
+    page.keyboard.press("Enter")
+    edit = page.get_by_test_id("edit-input")
+    expect(edit).to_be_focused()
+    edit.fill("hello again")
+    page.get_by_test_id("edit-save").focus()
+    page.keyboard.press("Enter")  # the edit's box goes away with its buttons
+    expect(page.get_by_test_id("edit-input")).to_have_count(0)
+    expect(box).to_be_focused()

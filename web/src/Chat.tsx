@@ -91,9 +91,14 @@ function Conversation({ user, onUserChange, messageBox }: ChatProps & { messageB
   const actions = useMemo<TurnActions>(
     () => ({
       enabled: !replying && !waiting,
-      onRegenerate: () => void regenerate().catch(() => undefined),
+      // Regenerate turns off, and an edit's box goes, as they start: the focus goes on.
+      onRegenerate: () => {
+        focusMessageBox();
+        void regenerate().catch(() => undefined);
+      },
       onEdit: (turnId, text) => {
         setRefusedEdit(null);
+        focusMessageBox();
         edit(turnId, text).catch((failure: unknown) => {
           if (!(failure instanceof ThinwireError && MAYBE_SENT.has(failure.code))) setRefusedEdit({ turnId, text });
         });
@@ -102,7 +107,7 @@ function Conversation({ user, onUserChange, messageBox }: ChatProps & { messageB
       refusedEdit,
       onEditClosed: () => setRefusedEdit(null),
     }),
-    [replying, waiting, regenerate, edit, switchBranch, refusedEdit],
+    [replying, waiting, regenerate, edit, switchBranch, refusedEdit, focusMessageBox],
   );
 
   return (
