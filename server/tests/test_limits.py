@@ -170,10 +170,20 @@ def test_one_principals_open_streams_are_capped_everyone_elses_are_not() -> None
             assert refused.status_code == 429
             assert refused.json()["error"]["code"] == "too_many_streams"
             assert refused.headers["retry-after"] == "1"
+            # It says whose streams count, and what frees them: a client left open holds one.
+            cause = (
+                "at most 3 streams (SSE responses, WebSockets and the runs they follow) may be "
+                "open at once for this user: close clients you no longer use"
+            )
+            assert refused.json()["error"]["message"] == cause
             socket.send_json({"type": "attach", "contextId": context_id, "requestId": "r-4"})
             while (frame := socket.receive_json()).get("requestId") != "r-4":
                 pass  # frames of the runs followed, and refusals of attaches sent above
-            assert (frame["type"], frame["code"]) == ("rejected", "too_many_streams")
+            assert (frame["type"], frame["code"], frame["message"]) == (
+                "rejected",
+                "too_many_streams",
+                cause,
+            )
             with (
                 pytest.raises(WebSocketDisconnect) as closed,
                 client.websocket_connect(ws, headers={"x-user": "ada"}) as second,

@@ -110,9 +110,12 @@ class AgentServer:
         self.runs = Cap(
             max_runs, "too_many_runs", "runs may be in progress at once; wait for one to end"
         )
-        #: Open streams per principal.
+        #: Open streams per principal. A client left open holds one: the message says so.
         self.streams = Cap(
-            max_streams, "too_many_streams", "streams may be open at once; close one first"
+            max_streams,
+            "too_many_streams",
+            "streams (SSE responses, WebSockets and the runs they follow) may be open at once "
+            "for this user: close clients you no longer use",
         )
         #: The operator API's bearer token, when it is mounted.
         self.operator_tokens: tuple[str, ...] = ()

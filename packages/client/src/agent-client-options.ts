@@ -42,6 +42,13 @@ export interface AgentClientOptions {
   /** Used for the transcript, by the SSE transport the client creates, and for WebSocket tickets. */
   fetch?: typeof fetch | undefined;
   /**
+   * The WebSocket class the socket of `transport: "websocket"` opens with,
+   * instead of the global one (Node.js 20 has none: pass `ws`'s, say). The
+   * client owns that socket, so `dispose()` closes it. Given with any other
+   * transport, it throws a TypeError here.
+   */
+  WebSocket?: typeof WebSocket | undefined;
+  /**
    * fetch's `credentials` for every request the client makes (runs, attaches,
    * stops, decisions, transcripts, WebSocket tickets) through the transport it
    * creates: `"same-origin"` (the default), or `"include"` to send cookies to
@@ -109,6 +116,7 @@ const OPTION_NAMES = {
   pageSize: true,
   transport: true,
   fetch: true,
+  WebSocket: true,
   credentials: true,
   headers: true,
   onContext: true,

@@ -622,6 +622,31 @@ describe("AgentClient transports", () => {
     expect(sockets[0]!.readyState).toBe(3);
   });
 
+  it('opens its socket with the WebSocket class given beside transport: "websocket", and dispose closes it', async () => {
+    vi.stubGlobal("WebSocket", undefined); // Node.js 20: no global one
+    const { WebSocket, sockets } = echoServer();
+    // A client per job, as a script makes them: each one's socket is closed with it.
+    for (const job of [1, 2, 3]) {
+      const client = new AgentClient({ agent: "demo", baseUrl: "http://server.test", transport: "websocket", WebSocket });
+      expect((await client.send(`job ${job}`)).text).toBe("echo");
+      expect(sockets).toHaveLength(job);
+      client.dispose();
+    }
+    await tick();
+    expect(sockets.map((socket) => [socket.url, socket.readyState])).toEqual(
+      Array.from({ length: 3 }, () => ["ws://server.test/agents/demo/ws", 3]),
+    );
+  });
+
+  it('refuses a WebSocket class without transport: "websocket", where no socket of the client\'s would use it', () => {
+    const { WebSocket } = echoServer();
+    expect(() => new AgentClient({ agent: "demo", WebSocket })).toThrow(
+      new TypeError('AgentClient uses the WebSocket option with transport: "websocket" only; a transport you pass in has its own.'),
+    );
+    expect(() => new AgentClient({ agent: "demo", transport: new MockTransport(() => []), WebSocket })).toThrow(TypeError);
+    expect(() => new AgentClient({ agent: "demo", transport: "sse", WebSocket: undefined }).dispose()).not.toThrow();
+  });
+
   it('fails at once, without retrying, over transport: "websocket" where there is no WebSocket', async () => {
     vi.stubGlobal("WebSocket", undefined);
     const onError = vi.fn();
@@ -637,7 +662,8 @@ describe("AgentClient transports", () => {
     const error = await rejection(client.send("hi"));
     expect(error).toMatchObject({ code: "websocket_unavailable", retryable: false });
     expect(error.message).toContain("Node.js 22");
-    expect(error.message).toContain("new WebSocketTransport({ WebSocket })");
+    // The class given to the client first: the client owns that socket and closes it.
+    expect(error.message).toContain('new AgentClient({ transport: "websocket", WebSocket, … }), which closes its socket on dispose()');
     expect(statuses).toEqual(["streaming", "error"]);
     expect(client.getSnapshot()).toMatchObject({ status: "error", turns: [], error: { code: "websocket_unavailable" } });
     expect(onError).toHaveBeenCalledWith(error);

@@ -205,13 +205,17 @@ export class AgentClient {
       () => this.#notifier.changed(true),
     );
     const option = options.transport ?? "sse";
+    if (options.WebSocket !== undefined && option !== "websocket") {
+      throw new TypeError(
+        'AgentClient uses the WebSocket option with transport: "websocket" only; a transport you pass in has its own.',
+      );
+    }
     this.#ownsTransport = typeof option === "string";
-    const credentials = options.credentials ?? "same-origin";
-    this.#transport = typeof option === "string" ? createTransport(option, fetchImpl, credentials) : option;
+    const requests = { fetch: fetchImpl, credentials: options.credentials ?? "same-origin" };
+    this.#transport = typeof option === "string" ? createTransport(option, requests, options.WebSocket) : option;
     const target = () => this.#target();
     const view = this.#view;
     const reconnect = reconnectLimits(options.reconnect);
-    const requests = { fetch: fetchImpl, credentials };
     const follow = (contextId: string, active: ActiveRun) => this.#followFound(contextId, active);
     this.#transcripts = new TranscriptLoader(requests, target, view, pageSize, reconnect, follow);
     this.#reader = new RunReader({
@@ -902,8 +906,12 @@ function readsRun(status: Status): boolean {
 const DEFAULT_PAGE_SIZE = 50;
 
 /** The transport a client creates (and closes) itself. */
-function createTransport(kind: "sse" | "websocket", fetchImpl: typeof fetch, credentials: CredentialsMode): Transport {
-  if (kind === "sse") return new SseTransport({ fetch: fetchImpl, credentials });
-  if (kind === "websocket") return new WebSocketTransport({ fetch: fetchImpl, credentials });
+function createTransport(
+  kind: "sse" | "websocket",
+  requests: { fetch: typeof fetch; credentials: CredentialsMode },
+  webSocket: typeof WebSocket | undefined,
+): Transport {
+  if (kind === "sse") return new SseTransport(requests);
+  if (kind === "websocket") return new WebSocketTransport({ ...requests, WebSocket: webSocket });
   throw new TypeError(`Unknown transport ${JSON.stringify(kind)}: use "sse", "websocket" or a Transport.`);
 }

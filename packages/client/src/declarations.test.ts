@@ -23,7 +23,9 @@ describe("the declarations @thinwire/client ships", () => {
       const client = new AgentClient({ agent: "demo", baseUrl: "http://127.0.0.1:8000", credentials: "include" });
       new ConversationList({ agent: "demo", client, credentials: "same-origin" });
       new SseTransport({ credentials: "omit" });
-      new WebSocketTransport({ WebSocket: fakeWebSocket({ run: () => ({ frames: [] }) }, newLog()).WebSocket });
+      const { WebSocket } = fakeWebSocket({ run: () => ({ frames: [] }) }, newLog());
+      new WebSocketTransport({ WebSocket });
+      new AgentClient({ agent: "demo", baseUrl: "http://127.0.0.1:8000", transport: "websocket", WebSocket });
       void fakeFetch;
       void MockTransport;
     `;
@@ -73,6 +75,7 @@ describe("the declarations @thinwire/client ships", () => {
         pageSize: undefined,
         transport: undefined,
         fetch: undefined,
+        WebSocket: undefined,
         credentials: undefined,
         headers: undefined,
         onContext: undefined,

@@ -219,11 +219,19 @@ export class Route {
 /** The error a close code stands for (`CLOSE_CODES`); any other close is a retryable network error. */
 export function closeError(code: number, reason: string): ThinwireError {
   const errorCode = CLOSE_CODES[code] ?? "network_error";
+  const retryable = RETRYABLE_CODES.has(errorCode);
+  if (errorCode === "too_many_streams") return new ThinwireError(errorCode, TOO_MANY_STREAMS, { retryable });
   const detail = reason ? `: ${reason}` : "";
-  return new ThinwireError(errorCode, `${ERROR_CODES[errorCode]} (WebSocket closed with ${code}${detail})`, {
-    retryable: RETRYABLE_CODES.has(errorCode),
-  });
+  return new ThinwireError(errorCode, `${ERROR_CODES[errorCode]} (WebSocket closed with ${code}${detail})`, { retryable });
 }
+
+/**
+ * The cap counts every stream of the user, on any tab or process: one client
+ * alone meets it when the clients before it left their sockets open.
+ */
+const TOO_MANY_STREAMS =
+  "Too many streams open at once for this user (WebSocket closed with 4429): close clients you no longer use — " +
+  'dispose() closes the socket of a client made with transport: "websocket"; a WebSocketTransport you pass in is yours to close.';
 
 /**
  * A socket that closed before it opened. A browser reports a refused handshake

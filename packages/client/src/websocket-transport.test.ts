@@ -246,6 +246,21 @@ describe("WebSocketTransport", () => {
     expect(RETRYABLE_CODES.has("network_error")).toBe(true);
   });
 
+  it("says a socket refused with 4429 counts against the user's streams, and what frees them", async () => {
+    const { transport, sockets } = setup({ run: () => ({ frames: [] }) });
+    const failed = failure(transport.run({ ...target, body: { message: { text: "hi" } }, signal: signal() }));
+    await pause(2);
+    // As the server refuses it: a rejected frame no request asked for, then the close.
+    sockets[0]!.receive(JSON.stringify({ type: "rejected", code: "too_many_streams", message: "at most 32 streams (SSE responses, WebSockets and the runs they follow) may be open at once for this user: close clients you no longer use" }));
+    sockets[0]!.drop(4429);
+    const error = await failed;
+    expect(error).toMatchObject({ code: "too_many_streams", retryable: true });
+    expect(error.message).toBe(
+      "Too many streams open at once for this user (WebSocket closed with 4429): close clients you no longer use — " +
+        "dispose() closes the socket of a client made with transport: \"websocket\"; a WebSocketTransport you pass in is yours to close.",
+    );
+  });
+
   it("stops yielding when the request is aborted, and ignores garbage messages", async () => {
     const stream = channel();
     const { transport, sockets } = setup({ run: () => ({ frames: stream.frames() }) });

@@ -39,7 +39,8 @@ export interface WebSocketTransportOptions {
   /**
    * The WebSocket class; defaults to the global one (Node.js has one from 22
    * on). Tests inject a fake. Without either, a request fails at once with
-   * `websocket_unavailable`.
+   * `websocket_unavailable`. (An AgentClient takes the class too, and then
+   * makes, owns and closes the transport.)
    */
   WebSocket?: typeof WebSocket | undefined;
   /**
@@ -207,7 +208,8 @@ function noWebSocket(): ThinwireError {
   return new ThinwireError(
     "websocket_unavailable",
     "This environment has no WebSocket: use Node.js 22 or later (on Node.js 20, run node --experimental-websocket), " +
-      "or pass a WebSocket class: new WebSocketTransport({ WebSocket }).",
+      'or give a WebSocket class: new AgentClient({ transport: "websocket", WebSocket, … }), which closes its socket ' +
+      "on dispose(), or new WebSocketTransport({ WebSocket }), which is yours to close.",
   );
 }
 
