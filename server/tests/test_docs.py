@@ -8,13 +8,17 @@ namespace, as a reader copying them would; a block that is not meant to run on i
 from __future__ import annotations
 
 import contextlib
+import http.client
+import http.server
 import json
 import re
 import shutil
+import socket
 import subprocess
 import textwrap
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import jsonschema
 import pytest
@@ -267,25 +271,112 @@ def test_the_proxys_body_limit_is_above_the_servers() -> None:
         assert int(number) * {"": 1, "k": 1024, "m": 1024**2}[unit] > default, number + unit
 
 
-@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
-def test_the_deploy_docs_nginx_config_is_taken_by_nginx(tmp_path: Path) -> None:
-    """The proxy block as written, but for TLS (no certificates here), passes `nginx -t`."""
+def deploy_nginx_config(
+    tmp_path: Path, listen: str = "127.0.0.1:8443", replica: str | None = None
+) -> Path:
+    """The proxy block of deploy.md as written, but for TLS (no certificates here): on
+    `listen`, in front of its replicas, or of `replica` alone."""
     text = (ROOT / "docs/deploy.md").read_text(encoding="utf-8")
     (block,) = re.findall(r"```nginx\n(.*?)```", text, re.DOTALL)
     assert "limit_req zone=" in block and "client_body_timeout" in block
-    plain = re.sub(r"listen 443 ssl;", "listen 127.0.0.1:8443;", block)
+    plain = re.sub(r"listen 443 ssl;", f"listen {listen};", block)
     plain = re.sub(r"\n\s*ssl_certificate\S* [^\n]*;", "", plain)
+    if replica is not None:
+        plain = re.sub(r"server 10\.0\.0\.\d+:\d+;", f"server {replica};", plain)
     config = tmp_path / "nginx.conf"
     config.write_text(
         f"pid {tmp_path}/nginx.pid;\nerror_log stderr;\nevents {{}}\n"
         f"http {{\naccess_log off;\n{plain}\n}}\n",
         encoding="utf-8",
     )
-    nginx = [shutil.which("nginx") or "nginx", "-e", "stderr", "-p", str(tmp_path)]
+    return config
+
+
+def nginx_command(tmp_path: Path) -> list[str]:
+    return [shutil.which("nginx") or "nginx", "-e", "stderr", "-p", str(tmp_path)]
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
+def test_the_deploy_docs_nginx_config_is_taken_by_nginx(tmp_path: Path) -> None:
+    """The proxy block as written, but for TLS (no certificates here), passes `nginx -t`."""
+    config = deploy_nginx_config(tmp_path)
     checked = subprocess.run(
-        [*nginx, "-t", "-c", str(config)], capture_output=True, text=True, timeout=30
+        [*nginx_command(tmp_path), "-t", "-c", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert checked.returncode == 0, checked.stderr
+
+
+class Replica(http.server.BaseHTTPRequestHandler):
+    """Stands in for thinwire behind the proxy: answers every GET, noting its path."""
+
+    seen: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(self.path)
+        self.send_response(200)
+        self.send_header("Content-Length", "7")
+        self.end_headers()
+        self.wfile.write(b"replica")
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
+def test_the_deploy_docs_proxy_keeps_the_operator_api_off_the_internet(tmp_path: Path) -> None:
+    """Through the proxy as deploy.md writes it, the app's routes reach a replica and
+    `/admin` — however its path is spelled — does not: operators use a replica's own
+    port."""
+    replica = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Replica)
+    Replica.seen = []
+    threading.Thread(target=replica.serve_forever, daemon=True).start()
+    port = unused_port()
+    config = deploy_nginx_config(tmp_path, f"127.0.0.1:{port}", f"127.0.0.1:{replica.server_port}")
+    nginx = subprocess.Popen(
+        [*nginx_command(tmp_path), "-g", "daemon off;", "-c", str(config)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def get(path: str) -> int:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            connection.request("GET", path, headers={"Authorization": "Bearer " + "t" * 32})
+            return connection.getresponse().status
+        finally:
+            connection.close()
+
+    try:
+        for _ in range(200):  # until nginx listens (or exits: its stderr says why)
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port)):
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                nginx.wait(timeout=0.05)
+            assert nginx.returncode is None, nginx.communicate()[1]
+        assert get("/agents/demo/contexts") == 200  # the proxy passes the app's routes
+        for path in (
+            "/admin",
+            "/admin/agents/demo/contexts?owner=user:ada",
+            "//admin/agents/demo/contexts",
+            "/%61dmin/agents/demo/contexts",
+            "/agents/../admin/agents/demo/contexts",
+        ):
+            assert get(path) == 403, path
+        assert Replica.seen == ["/agents/demo/contexts"]
+    finally:
+        nginx.terminate()
+        nginx.communicate(timeout=10)
+        replica.shutdown()
+        replica.server_close()
 
 
 def test_the_protocol_doc_lists_every_close_code() -> None:
@@ -471,6 +562,16 @@ def test_the_server_doc_names_every_method_of_run() -> None:
     }
     missing = sorted(name for name in members if f"run.{name}(" not in table)
     assert not missing, f"docs/server.md's table of what Run gives misses {missing}"
+
+
+def test_the_server_doc_names_every_class_attribute_of_agent() -> None:
+    from thinwire import Agent
+
+    text = (ROOT / "docs/server.md").read_text(encoding="utf-8")
+    paragraph = text.split("Class attributes configure the agent:", 1)[1].split("\n\n", 1)[0]
+    settings = [name for name, kind in Agent.__annotations__.items() if "ClassVar" in str(kind)]
+    missing = [name for name in settings if f"`{name}`" not in paragraph]
+    assert not missing, f"docs/server.md's paragraph of class attributes misses {missing}"
 
 
 def built_files() -> set[str]:
