@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -552,3 +553,276 @@ def test_while_a_new_operator_token_replaces_an_old_one_both_open_the_api() -> N
     for odd in ("pässwörd-0123456789", "operator token with spaces", "tab\tinside-0123456789"):
         with pytest.raises(ValueError, match="must be printable ASCII"):
             app_for({"demo": DemoAgent}, operator_token=odd)
+
+
+def test_the_operator_lists_the_agents() -> None:
+    """What "for each agent" of a person's data goes over, without reading /openapi.json."""
+    agents = {"demo": DemoAgent, "notes": WritesKey}
+    with TestClient(app_for(agents, operator_token=TOKEN)) as client:
+        listed = client.get("/admin/agents", headers=AUTH)
+        assert listed.status_code == 200 and listed.json() == {"agents": ["demo", "notes"]}
+        assert listed.headers["cache-control"] == "no-store"
+        refused = client.get("/admin/agents", headers={"authorization": "Bearer wrong"})
+        assert (refused.status_code, refused.json()["error"]["code"]) == (401, "unauthorized")
+
+
+@pytest.mark.parametrize("key", ["", "a/b", "my key", "ключ", "x" * 129])
+def test_a_key_that_is_no_name_is_refused_as_such_where_keys_are_listed(
+    client: TestClient, key: str
+) -> None:
+    """The demo has `writable_keys`: what is wrong with these is their name, not that the
+    list lacks them."""
+    context_id = send(client, "hi")[0]["contextId"]
+    refused = patch(client, context_id, {"state": {key: 1}})
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["code"] == "invalid_state_value"
+    assert "is not a key name" in refused.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("key", ["bad key", "ключ", "x" * 129, "a b"])
+def test_the_history_of_a_key_that_is_no_name_is_a_400(client: TestClient, key: str) -> None:
+    context_id = send(client, "hi")[0]["contextId"]
+    url = state_url(context_id, f"state/{quote(key, safe='')}/history")
+    refused = client.get(url, headers=AUTH)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["code"] == "invalid_state_value"
+    assert "is not a key name" in refused.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("source", ["operator:x", "operator:", "OPERATOR:x"])
+def test_a_patch_cannot_name_itself_the_operator_twice(client: TestClient, source: str) -> None:
+    """`operator:` is what the API puts before the source: one naming it already would be
+    audited `operator:operator:x`. As `run.state.set` refuses it, so does a patch."""
+    context_id = send(client, "hi")[0]["contextId"]
+    refused = patch(client, context_id, {"state": {"notes": []}, "source": source})
+    if source == "OPERATOR:x":  # another name, as the audit trail tells them apart
+        assert refused.status_code == 200
+        return
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["code"] == "invalid_request"
+    assert "operator:" in refused.json()["error"]["message"]
+    assert "notes" not in client.get(state_url(context_id), headers=AUTH).json()["state"]
+
+
+def test_an_operator_query_parameter_given_twice_is_refused(client: TestClient) -> None:
+    """`?owner=a&owner=b` must not read as b alone: an erasure would reach the wrong
+    person. As a JSON body may not give a key twice, a query may not."""
+    context_id = send(client, "hi")[0]["contextId"]
+    base = f"/admin/agents/demo/contexts/{context_id}"
+    for url in (
+        "/admin/agents/demo/contexts?owner=a&owner=b",
+        f"{base}?limit=1&limit=2",
+        f"{base}/audit?limit=1&limit=2",
+        f"{base}/export?x=1&x=1",
+    ):
+        refused = client.get(url, headers=AUTH)
+        assert refused.status_code == 400, url
+        error = refused.json()["error"]
+        assert error["code"] == "invalid_request"
+        assert "given more than once" in error["message"], url
+
+
+def test_an_empty_before_is_a_400_not_a_missing_turn(client: TestClient) -> None:
+    context_id = send(client, "hi")[0]["contextId"]
+    for url, headers in (
+        (f"/admin/agents/demo/contexts/{context_id}?before=", AUTH),
+        (f"/agents/demo/contexts/{context_id}?before=", {}),
+    ):
+        refused = client.get(url, headers=headers)
+        assert (refused.status_code, refused.json()["error"]["code"]) == (400, "invalid_request")
+        assert refused.json()["error"]["message"].startswith("before:")
+
+
+def audit_of(client: TestClient, context_id: str, tail: str = "audit") -> dict[str, Any]:
+    response = client.get(state_url(context_id, tail), headers=AUTH)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_the_audit_trail_is_read_a_page_at_a_time(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a transcript is: the latest `limit`, then the page `before` the first one read."""
+    context_id = send(client, "hi")[0]["contextId"]
+    for n in range(3):
+        patch(client, context_id, {"state": {"notes": [n]}})
+    whole = audit_of(client, context_id)
+    assert [e["seq"] for e in whole["entries"]] == [1, 2, 3, 4, 5, 6]
+    assert whole["hasEarlier"] is False
+    latest = audit_of(client, context_id, "audit?limit=2")
+    assert [(e["seq"], e["value"]) for e in latest["entries"]] == [(5, [1]), (6, [2])]
+    assert latest["hasEarlier"] is True
+    earlier = audit_of(client, context_id, "audit?limit=2&before=5")
+    assert [e["seq"] for e in earlier["entries"]] == [3, 4] and earlier["hasEarlier"] is True
+    assert earlier["entries"] == whole["entries"][2:4]
+    # One key's: the same entries, numbered as in the whole trail.
+    notes = audit_of(client, context_id, "state/notes/history?limit=2")
+    assert notes["key"] == "notes" and notes["entries"] == whole["entries"][4:]
+    assert notes["hasEarlier"] is True
+    first = audit_of(client, context_id, "state/notes/history?limit=2&before=5")
+    assert first["entries"] == whole["entries"][3:4] and first["hasEarlier"] is False
+    # Unasked, a page is the latest AUDIT_PAGE entries.
+    from thinwire import admin
+
+    monkeypatch.setattr(admin, "AUDIT_PAGE", 4)
+    default = audit_of(client, context_id)
+    assert default["entries"] == whole["entries"][2:] and default["hasEarlier"] is True
+    for query in ("limit=0", "limit=1001", "limit=x", "limit=", "before=0", "before=x", "before="):
+        for tail in ("audit", "state/notes/history"):
+            refused = client.get(state_url(context_id, f"{tail}?{query}"), headers=AUTH)
+            assert refused.status_code == 400, (tail, query)
+            assert refused.json()["error"]["code"] == "invalid_request"
+
+
+def test_every_operator_write_is_logged_without_values_or_owner(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A forget takes the conversation's audit trail with it: the log line is what is
+    left of it. It names the token by a fingerprint, the owner and the values never."""
+    import hashlib
+
+    second = "a-second-operator-token-x"
+    app = app_for({"demo": DemoAgent}, operator_token=[TOKEN, second], identify=by_header)
+    caplog.set_level(logging.INFO, "thinwire.admin")
+    with TestClient(app) as client:
+        ada = {"x-user": "ada-zq-owner"}
+        context_id = send_as(client, ada, "hi")
+        by_second = {"authorization": f"Bearer {second}"}
+        ok = client.patch(
+            state_url(context_id),
+            json={"state": {"notes": ["zq-secret-value"]}, "source": "ops-anna"},
+            headers=AUTH,
+        )
+        assert ok.status_code == 200
+        denied = client.patch(state_url(context_id), json={"state": {"x": 1}}, headers=AUTH)
+        assert denied.status_code == 403  # nothing written: nothing logged
+        both = {"state": {"notes": [], "messages_seen": 7}}
+        assert client.patch(state_url(context_id), json=both, headers=by_second).status_code == 200
+        gone = client.delete(f"/admin/agents/demo/contexts/{context_id}", headers=AUTH)
+        assert gone.status_code == 204
+
+    def fingerprint(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()[:8]
+
+    logged = [r for r in caplog.records if r.name == "thinwire.admin"]
+    assert all(r.levelno == logging.INFO for r in logged)
+    first, then = fingerprint(TOKEN), fingerprint(second)
+    assert [r.getMessage() for r in logged] == [
+        f"demo {context_id}: operator patched notes (source operator:ops-anna, token {first})",
+        f"demo {context_id}: operator patched messages_seen, notes "
+        f"(source operator:api, token {then})",
+        f"demo {context_id}: operator forgot the conversation (token {first})",
+    ]
+    assert "zq-secret-value" not in caplog.text and "ada-zq-owner" not in caplog.text
+    assert TOKEN not in caplog.text and second not in caplog.text
+
+
+class Remembers(Agent):
+    """Looks the page's order up with a tool, notes each message, counts its tokens; asks
+    before it answers "ask"."""
+
+    async def lookup(self, order: str) -> dict[str, str]:
+        return {"order": order, "status": "shipped"}
+
+    async def run(self, run: Run, text: str) -> None:
+        await run.tool("lookup_order", self.lookup, order=run.data.get("order", "none"))
+        run.state["seen"] = text
+        run.record_usage("model-x", 3, 4)
+        if text == "ask":
+            await run.interrupt("Go on?", options=["yes", "no"])
+        await run.say(f"re: {text}")
+
+
+def post_as(client: TestClient, headers: dict[str, str], path: str, body: Any) -> Any:
+    response = client.post(f"/agents/demo/{path}", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return parse_sse(response.text)
+
+
+def test_an_export_holds_everything_the_store_keeps_of_a_conversation(tmp_path: Path) -> None:
+    """A request for a person's data: every branch (an edited message and what was sent
+    with it too), the history as the agent reads it (tool arguments and outputs), the
+    turns, AgentState with its audit, usage, and the question it waits on."""
+    store = SQLiteStore(tmp_path / "db")
+    app = app_for({"demo": Remembers}, operator_token=TOKEN, identify=by_header, store=store)
+    with TestClient(app) as client:
+        ada = {"x-user": "ada"}
+        run = post_as(client, ada, "runs", {"message": {"text": "first"}, "data": {"order": "A-1"}})
+        context_id = run[0]["contextId"]
+        body = {"contextId": context_id, "message": {"text": "second"}, "data": {"order": "B-2"}}
+        post_as(client, ada, "runs", body)
+        turns = client.get(f"/agents/demo/contexts/{context_id}", headers=ada).json()["turns"]
+        edit = {"turnId": turns[2]["id"], "message": {"text": "2nd"}, "data": {"order": "C-3"}}
+        post_as(client, ada, f"contexts/{context_id}/edits", edit)
+        post_as(client, ada, "runs", {"contextId": context_id, "message": {"text": "ask"}})
+
+        url = f"/admin/agents/demo/contexts/{context_id}"
+        response = client.get(f"{url}/export", headers=AUTH)
+        assert response.status_code == 200, response.text
+        assert response.headers["content-type"] == "application/json"
+        assert response.headers["cache-control"] == "no-store"
+        exported = response.json()
+        read = client.get(url, headers=AUTH).json()
+        state = client.get(f"{url}/state", headers=AUTH).json()
+        usage = client.get(f"{url}/usage", headers=AUTH).json()
+        audit = client.get(f"{url}/audit", headers=AUTH).json()["entries"]
+        for refused, status in (({}, 401), ({"authorization": "Bearer wrong"}, 401)):
+            assert client.get(f"{url}/export", headers=refused).status_code == status
+        other = client.get(f"/admin/agents/other/contexts/{context_id}/export", headers=AUTH)
+        assert other.json()["error"]["code"] == "agent_not_found"
+
+    for key in ("owner", "version", "createdAt", "updatedAt", "status", "title"):
+        assert exported[key] == read[key], key
+    assert exported["status"] == "waiting" and exported["title"] == "first"
+    assert (exported["contextId"], exported["agent"]) == (context_id, "demo")
+    assert exported["state"] == state["state"] == {"seen": "2nd"}  # "ask" waits: not saved
+    assert exported["usage"] == {k: v for k, v in usage.items() if k != "contextId"}
+    assert exported["pendingInterrupt"] == read["pendingInterrupt"]
+    assert exported["pendingInterrupt"]["prompt"] == "Go on?"
+    assert exported["audit"] == audit and [e["value"] for e in audit] == ["first", "second", "2nd"]
+    assert exported["preamble"] == []
+
+    exchanges = {(e["line"], e["depth"]): e for e in exported["exchanges"]}
+    assert list(exchanges) == [(0, 0), (0, 1), (1, 1), (1, 2)]
+    assert [exchanges[p]["parentLine"] for p in exchanges] == [None, 0, 0, 1]
+    assert [exchanges[p]["shown"] for p in exchanges] == [True, False, True, True]
+    left = exchanges[(0, 1)]  # the branch the edit left: its message, data and tool call
+    assert left["messages"][0] == {"role": "user", "content": "second", "data": {"order": "B-2"}}
+    assert '"B-2"' in json.dumps(left["messages"][1:]) and "shipped" in json.dumps(left)
+    assert [t["text"] for t in left["turns"]] == ["second", "re: second"]
+    assert exchanges[(1, 1)]["messages"][0]["data"] == {"order": "C-3"}
+    # The branch shown's turns are the transcript's (which adds how many siblings).
+    shown_turns = [t for p in ((0, 0), (1, 1), (1, 2)) for t in exchanges[p]["turns"]]
+    assert [t["id"] for t in shown_turns] == [t["id"] for t in read["turns"]]
+    assert shown_turns[-1]["asked"]["status"] == "waiting"
+
+
+def test_an_export_reads_a_long_conversation_a_page_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from thinwire import admin
+    from thinwire.stores import MemoryStore
+
+    class Counting(MemoryStore):
+        reads: ClassVar[list[int]] = []
+
+        async def load_exchanges(self, context_id: str, positions: Any) -> Any:
+            type(self).reads.append(len(positions))
+            return await super().load_exchanges(context_id, positions)
+
+        async def audit_page(self, context_id: str, **where: Any) -> Any:
+            type(self).reads.append(where["limit"])
+            return await super().audit_page(context_id, **where)
+
+    monkeypatch.setattr(admin, "EXPORT_PAGE", 2)
+    app = app_for({"demo": DemoAgent}, operator_token=TOKEN, store=Counting())
+    with TestClient(app) as client:
+        context_id = send(client, "m0")[0]["contextId"]
+        for n in range(1, 5):
+            send(client, f"m{n}", context_id)
+        Counting.reads.clear()
+        exported = client.get(state_url(context_id, "export"), headers=AUTH).json()
+    assert [e["turns"][0]["text"] for e in exported["exchanges"]] == [f"m{n}" for n in range(5)]
+    assert len(exported["audit"]) == 7  # secret, messages_seen by the system, then 5 runs'
+    assert Counting.reads and max(Counting.reads) <= 2

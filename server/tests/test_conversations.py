@@ -699,16 +699,37 @@ def made_cursor(text: str) -> str:
 
 @pytest.mark.parametrize(
     "forged",
-    ['[NaN, "x"]', '[Infinity, "x"]', "[1" + "0" * 400 + ', "x"]', '[true, "x"]', '[1e999, "x"]'],
+    [
+        '[NaN, "x"]',
+        '[Infinity, "x"]',
+        "[1" + "0" * 400 + ', "x"]',
+        '[true, "x"]',
+        '[1e999, "x"]',
+        '[0, "../../etc"]',
+        f'[0, "ctx-{"0" * 35}"]',
+        f'[0, "ctx-{"0" * 36}", 1]',
+        f'[0, "ctx-{"A" * 36}"]',
+    ],
 )
 def test_a_forged_cursor_is_a_400_on_every_store(stored_client: TestClient, forged: str) -> None:
     """Not a 500 (a number past a float's range) nor a 503 blaming Redis (NaN reached its
-    query): any signed-in user can send one."""
+    query): any signed-in user can send one. Its shape is checked, not where it came
+    from (a list is its owner's alone: a cursor of theirs they made is theirs to use)."""
     conversation(stored_client, "one")
     response = stored_client.get(
         "/agents/chat/contexts", params={"cursor": made_cursor(forged)}, headers=ADA
     )
     assert error(response) == (400, "invalid_request")
+    assert response.json()["error"]["message"] == "cursor: not a valid cursor"
+
+
+def test_a_cursor_of_the_right_shape_pages_on_from_where_it_says(
+    stored_client: TestClient,
+) -> None:
+    conversation(stored_client, "one")
+    made = made_cursor(f'[1e12, "ctx-{"f" * 36}"]')  # after everything: all of it
+    response = stored_client.get("/agents/chat/contexts", params={"cursor": made}, headers=ADA)
+    assert response.status_code == 200 and len(response.json()["conversations"]) == 1
 
 
 def cool(client: TestClient, context_id: str) -> None:

@@ -496,7 +496,7 @@ def test_the_protocol_docs_decision_is_the_demos(client: TestClient) -> None:
 
 
 def test_the_server_doc_states_the_operator_apis_limits_as_the_code_has_them() -> None:
-    from thinwire.admin import MAX_PATCH_BYTES
+    from thinwire.admin import AUDIT_PAGE, EXPORT_PAGE, MAX_AUDIT_PAGE, MAX_PATCH_BYTES
     from thinwire.records import USAGE_KEPT
     from thinwire.settings import OPERATOR_TOKEN_LENGTH
 
@@ -506,6 +506,8 @@ def test_the_server_doc_states_the_operator_apis_limits_as_the_code_has_them() -
     assert rest == 0 and f"`413 body_too_large` (a body over {mib} MiB)" in section
     assert f"for each of the latest {USAGE_KEPT} runs" in section
     assert f"shorter than {OPERATOR_TOKEN_LENGTH} characters" in section
+    assert f"entries (1\u2013{MAX_AUDIT_PAGE}, {AUDIT_PAGE} unless told)" in section  # an en dash
+    assert f"the exchanges and the audit trail {EXPORT_PAGE} at a time" in section
 
 
 def test_the_server_doc_names_every_create_app_option() -> None:
@@ -723,3 +725,47 @@ def test_the_architecture_doc_names_every_module_and_no_module_that_is_gone() ->
         for p in [*(ROOT / "server").rglob("*.py"), *(ROOT / "packages").glob("*/src/**/*.ts*")]
     }
     assert sorted(named - everywhere) == []
+
+
+def test_the_server_docs_person_script_exports_then_erases_a_persons_conversations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The script of "A person's data", run against `thinwire demo`: it finds the person's
+    conversations page after page, writes each one's export, then forgets them all, and
+    no one else's."""
+    import httpx
+
+    from thinwire.testing import serve
+
+    block = next(b for b in python_blocks("docs/server.md") if "def erase(" in b)
+    token = "a-token-for-the-person-script"
+    env = {"THINWIRE_OPERATOR_TOKEN": token, "THINWIRE_STORE_URL": "", "OPENAI_MODEL": ""}
+    env |= {"OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""}
+    with serve("demo", "--delay", "0", "--data-dir", str(tmp_path / "data"), env=env) as server:
+        monkeypatch.setenv("THINWIRE_URL", server.url)
+        monkeypatch.setenv("THINWIRE_OPERATOR_TOKEN", token)
+        script: dict[str, Any] = {"__name__": "person"}
+        exec(compile(block, "docs/server.md", "exec"), script)
+        script["PAGE"] = 2  # three conversations: two pages
+        with httpx.Client(base_url=server.url) as guest, httpx.Client(base_url=server.url) as alice:
+            assert alice.post("/demo/login", json={"user": "alice"}).status_code == 200
+            for client, text in ((guest, "one"), (guest, "two"), (alice, "alice's"), (guest, "3")):
+                sent = client.post("/agents/demo/runs", json={"message": {"text": text}})
+                assert sent.status_code == 200
+            mine = {
+                c["contextId"] for c in guest.get("/agents/demo/contexts").json()["conversations"]
+            }
+            written = script["export"]("demo:guest", tmp_path / "exported")
+            exported = [json.loads(path.read_text()) for path in written]
+            assert {e["contextId"] for e in exported} == mine and len(mine) == 3
+            assert {e["owner"] for e in exported} == {"demo:guest"}
+            assert sorted(e["exchanges"][0]["messages"][0]["content"] for e in exported) == [
+                "3",
+                "one",
+                "two",
+            ]
+            assert [p.name for p in written] == [f"demo-{e['contextId']}.json" for e in exported]
+            assert script["erase"]("demo:guest") == 3
+            assert guest.get("/agents/demo/contexts").json()["conversations"] == []
+            assert len(alice.get("/agents/demo/contexts").json()["conversations"]) == 1
+            assert script["erase"]("demo:guest") == 0

@@ -124,6 +124,19 @@ def test_startup_says_where_the_store_is_and_whether_the_operator_api_is_on(
     assert TOKEN not in caplog.text
 
 
+def test_startup_says_where_a_mounted_apps_operator_api_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    parent = Starlette()
+    mount(parent, "/api", app_for({"demo": DemoAgent}, operator_token=TOKEN))
+    with caplog.at_level("INFO", logger="thinwire"), TestClient(parent) as client:
+        listed = client.get("/api/admin/agents", headers={"authorization": f"Bearer {TOKEN}"})
+        assert listed.status_code == 200
+    serving_lines = [message for message in caplog.messages if message.startswith("serving")]
+    assert len(serving_lines) == 1
+    assert serving_lines[0].endswith("operator API: on, at /api/admin")
+
+
 @pytest.mark.parametrize(
     ("url", "described"),
     [

@@ -179,6 +179,18 @@ def test_a_key_the_operator_api_could_not_name_is_refused(key: str) -> None:
     assert state.to_json() == {"kept": 1} and state.take_audit() == []
 
 
+@pytest.mark.parametrize("key", ["", "a/b", "my key", "ключ", "x" * 129])
+def test_a_key_that_is_no_name_is_refused_as_such_before_writable_keys(key: str) -> None:
+    """What is wrong with it is its name, whatever the allow-list holds: a writer told
+    "not writable" would look for a setting, not at the key."""
+    state = AgentState(writable_keys=["notes"])
+    with pytest.raises(StateValueError, match="is not a key name"):
+        state.update_all({"notes": [], key: 1})
+    with pytest.raises(StateValueError, match="is not a key name"):
+        state[key] = 1
+    assert state.to_json() == {} and state.take_audit() == []
+
+
 def test_a_key_an_older_version_let_in_still_loads_and_can_be_deleted() -> None:
     state = AgentState({"a/b": 1, "notes": []})  # as a store kept it
     assert state["a/b"] == 1

@@ -23,6 +23,7 @@ from thinwire.records import Checkpoint, json_array
 from thinwire.stores import (
     AlreadyExists,
     AuditEntry,
+    AuditPage,
     ContextRecord,
     Event,
     MemoryStore,
@@ -164,6 +165,33 @@ async def test_audit_is_appended_with_the_save_it_belongs_to(store: Store) -> No
     ]
     assert [e.value for e in await store.audit("ctx-1", "tags")] == [["b"]]
     assert await store.audit("ctx-other") == []
+
+
+async def test_the_audit_trail_is_read_a_page_at_a_time(store: Store) -> None:
+    """Numbered from 1 across every key, the latest of a page last: a page before an
+    entry, or after one, and whether more are on that side."""
+    await store.create(record(), audit=[entry("count", 0, "system")])
+    await store.save(record(), expected_version=1, audit=[entry("count", 1), entry("tags", ["b"])])
+    await store.save(record(), expected_version=2, audit=[entry("count", 2), entry("count", 3)])
+
+    async def page(**where: Any) -> tuple[list[tuple[int, str, Any]], bool]:
+        found = await store.audit_page("ctx-1", **where)
+        return [(n, e.key, e.value) for n, e in found.entries], found.more
+
+    trail = [(1, "count", 0), (2, "count", 1), (3, "tags", ["b"]), (4, "count", 2), (5, "count", 3)]
+    assert await page(limit=2) == (trail[3:], True)
+    assert await page(limit=2, before=4) == (trail[1:3], True)
+    assert await page(limit=2, before=2) == (trail[:1], False)
+    assert await page(limit=10, before=99) == (trail, False)
+    assert await page(limit=2, key="count", before=4) == ([trail[0], trail[1]], False)
+    assert await page(limit=1, key="tags") == ([trail[2]], False)
+    assert await page(limit=2, after=0) == (trail[:2], True)
+    assert await page(limit=2, after=3) == (trail[3:], False)
+    assert await page(limit=2, key="count", after=1) == ([trail[1], trail[3]], True)
+    assert await page(limit=5, after=5) == ([], False)
+    whole = await store.audit_page("ctx-1", limit=10)
+    assert [e for _, e in whole.entries] == await store.audit("ctx-1")
+    assert await store.audit_page("ctx-other", limit=10) == AuditPage([], False)
 
 
 async def test_a_conflicting_save_appends_no_audit(store: Store) -> None:

@@ -1,46 +1,54 @@
-"""The operator control API: read and patch AgentState, read its audit trail; find, read
-and forget a person's conversations.
+"""The operator control API: read and patch AgentState, read its audit trail; find, read,
+export and forget a person's conversations.
 
 Mounted at `/admin` only when an operator token is configured, and authenticated by that
 bearer token alone: the UI's credentials (cookies, `identify`) open nothing here, and the
 token opens nothing outside it. Never used by the UI.
 
+    GET   /admin/agents                                           the agents' names
     GET   /admin/agents/{agent}/contexts/{id}/state               state, writable keys, version
     PATCH /admin/agents/{agent}/contexts/{id}/state               {"state": {...}, "source"?}
     GET   /admin/agents/{agent}/contexts/{id}/state/{key}/history one key's audit trail
-    GET   /admin/agents/{agent}/contexts/{id}/audit               the whole audit trail
+    GET   /admin/agents/{agent}/contexts/{id}/audit               the audit trail
     GET   /admin/agents/{agent}/contexts/{id}/usage               model tokens, in total and
                                                                   for the latest runs
     GET   /admin/agents/{agent}/contexts?owner=…                  a principal's conversations
     GET   /admin/agents/{agent}/contexts/{id}                     one: its record's metadata
                                                                   and (a page of) its transcript
+    GET   /admin/agents/{agent}/contexts/{id}/export              all the store holds of it
     DELETE /admin/agents/{agent}/contexts/{id}                    forget one, as its owner can
 
-A patch is atomic: every key lands, or — one key not writable (403 `write_denied`), one
-value not JSON (400 `invalid_state_value`), a stale `If-Match` version (412
-`version_mismatch`), a run in progress (409 `context_busy`) or waiting for a decision
-(409 `decision_pending`) — none does. It is durable
-before it is acknowledged, audited as `operator:<source>`.
+A patch is atomic: every key lands, or — one key no key name (400 `invalid_state_value`)
+or not writable (403 `write_denied`), one value not JSON (400 `invalid_state_value`), a
+stale `If-Match` version (412 `version_mismatch`), a run in progress (409
+`context_busy`) or waiting for a decision (409 `decision_pending`) — none does. It is
+durable before it is acknowledged, audited as `operator:<source>`. Audit trails are read
+a page at a time (`limit`, `before`), as transcripts are. Each write that lands — a
+patch, a forget — is logged on `thinwire.admin`: what, where, the declared source and a
+fingerprint of the token, never a value or the owner.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
+import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from thinwire.contexts import Context
+from thinwire.contexts import Context, not_found
 from thinwire.errors import BadRequest, NotFound, PreconditionFailed, Unauthorized
+from thinwire.export import entry_json, export_document
 from thinwire.ids import validate_context_id
 from thinwire.parsing import ascii_number, describe, page_of, read_json
-from thinwire.state import SOURCE
-from thinwire.stores import AuditEntry
+from thinwire.state import OPERATOR, SOURCE, check_key
 from thinwire.stores.listing import page_size
 
 if TYPE_CHECKING:
@@ -48,7 +56,15 @@ if TYPE_CHECKING:
 
 __all__ = ["StatePatch", "is_operator", "operator_routes"]
 
+logger = logging.getLogger("thinwire.admin")
+
 MAX_PATCH_BYTES = 1024 * 1024
+#: Audit entries in a page, unless the request asks for fewer or more (up to the most).
+AUDIT_PAGE = 100
+MAX_AUDIT_PAGE = 1000
+#: Exchanges, and audit entries, an export reads from the store at a time.
+EXPORT_PAGE = 50
+NO_STORE = {"Cache-Control": "no-store"}
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -62,6 +78,13 @@ class StatePatch(BaseModel):
         pattern=f"^{SOURCE}$",
         description="Who is writing, recorded in the audit trail as operator:<source>.",
     )
+
+    @field_validator("source")
+    @classmethod
+    def named_alone(cls, source: str) -> str:
+        if source.startswith(OPERATOR):  # it would be audited as operator:operator:…
+            raise ValueError(f"the API puts {OPERATOR!r} before it: name the writer alone")
+        return source
 
 
 class IfMatch(NamedTuple):
@@ -102,15 +125,30 @@ def parse_if_match(request: Request) -> IfMatch | None:
     return IfMatch(frozenset(versions), tuple(weak))
 
 
-def entry_json(entry: AuditEntry) -> dict[str, Any]:
-    return {
-        "key": entry.key,
-        "value": entry.value,
-        "time": entry.time,
-        "source": entry.source,
-        "version": entry.version,
-        "runId": entry.run_id,
-    }
+def audit_page_of(request: Request) -> tuple[int, int | None]:
+    """Which entries of an audit trail the request asks for: `?limit=` (the latest ones,
+    `AUDIT_PAGE` by default), `?before=` an entry's `seq` (those before it)."""
+    raw_limit, raw_before = request.query_params.get("limit"), request.query_params.get("before")
+    limit = AUDIT_PAGE if raw_limit is None else ascii_number(raw_limit, MAX_AUDIT_PAGE)
+    if not limit:
+        raise BadRequest(
+            "invalid_request", f"limit: a whole number of entries from 1 to {MAX_AUDIT_PAGE}"
+        )
+    before = None if raw_before is None else ascii_number(raw_before, 2**62)
+    if raw_before is not None and not before:
+        raise BadRequest("invalid_request", "before: an entry's seq, a whole number from 1")
+    return limit, before
+
+
+def given_once(request: Request) -> None:
+    """Refuse a query parameter given twice: read as the last alone, `?owner=a&owner=b`
+    would list (and an erasure forget) b's conversations, whatever the a meant."""
+    counts = Counter(name for name, _ in request.query_params.multi_items())
+    repeated = sorted(name for name, count in counts.items() if count > 1)
+    if repeated:
+        raise BadRequest(
+            "invalid_request", f"{repeated[0][:64]!r} is given more than once: give it once"
+        )
 
 
 def state_json(context: Context) -> dict[str, Any]:
@@ -127,18 +165,34 @@ def state_json(context: Context) -> dict[str, Any]:
 
 
 def versioned(body: dict[str, Any]) -> Response:
-    return JSONResponse(body, headers={"ETag": f'"{body["version"]}"', "Cache-Control": "no-store"})
+    return JSONResponse(body, headers={"ETag": f'"{body["version"]}"', **NO_STORE})
 
 
-def is_operator(request: Request, tokens: Sequence[str]) -> bool:
-    """Whether the request carries one of the operator's bearer tokens (each compared in
-    constant time); never true without one configured."""
+def operator_token(request: Request, tokens: Sequence[str]) -> str | None:
+    """The operator's bearer token the request carries (each compared in constant time),
+    if it carries one; never one without one configured."""
     scheme, _, given = request.headers.get("authorization", "").partition(" ")
     # The scheme is case-insensitive (RFC 9110): "bearer" is as good as "Bearer".
     if scheme.lower() != "bearer":
-        return False
+        return None
     matches = [hmac.compare_digest(given.encode(), token.encode()) for token in tokens]
-    return any(matches)
+    return next((token for token, match in zip(tokens, matches, strict=True) if match), None)
+
+
+def is_operator(request: Request, tokens: Sequence[str]) -> bool:
+    return operator_token(request, tokens) is not None
+
+
+def fingerprint(token: str) -> str:
+    """What the log calls a token by: enough to tell one from the one it replaced, and no
+    way back to it (the start of its SHA-256)."""
+    return hashlib.sha256(token.encode()).hexdigest()[:8]
+
+
+def fingerprint_of(request: Request) -> str:
+    """The fingerprint of the token that opened this request."""
+    named: str = request.state.operator_fingerprint
+    return named
 
 
 def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRoute]:
@@ -146,8 +200,11 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
 
     def authenticated(handler: Handler) -> Handler:
         async def guarded(request: Request) -> Response:
-            if not is_operator(request, tokens):
+            token = operator_token(request, tokens)
+            if token is None:
                 raise Unauthorized("unauthorized", "the operator API needs its bearer token")
+            given_once(request)
+            request.state.operator_fingerprint = fingerprint(token)
             return await handler(request)
 
         return guarded
@@ -163,6 +220,10 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
         context_id = validate_context_id(request.path_params["context_id"])
         return await registry.get_for_operator(agent_name, context_id)
 
+    async def agents(request: Request) -> Response:
+        """The agents' names: what a request for a person's data goes over."""
+        return JSONResponse({"agents": list(registry.agents)}, headers=NO_STORE)
+
     async def owned_by(request: Request) -> Response:
         """A page of one principal's conversations, as that principal's list shows them:
         what a request for a person's data starts from."""
@@ -175,7 +236,7 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
         limit = page_size(request.query_params.get("limit"))
         cursor = request.query_params.get("cursor") or None
         page = await server.conversations(agent_name, owner, limit, cursor)
-        return JSONResponse({"owner": owner, **page}, headers={"Cache-Control": "no-store"})
+        return JSONResponse({"owner": owner, **page}, headers=NO_STORE)
 
     async def read(request: Request) -> Response:
         """The conversation as its owner reads it (the branch shown, paged alike), with
@@ -196,9 +257,28 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
             }
         )
 
+    async def export(request: Request) -> Response:
+        """Everything the store holds of the conversation, as one JSON document: read as
+        stored (a run in progress adds its turns when it ends), a page at a time."""
+        context = await find(request)
+        record = await registry.store.load(context.id)
+        if record is None:  # forgotten since
+            raise not_found(context.id)
+        document = export_document(registry.store, record, EXPORT_PAGE)
+        headers = {"ETag": f'"{record.version}"', **NO_STORE}
+        return StreamingResponse(document, media_type="application/json", headers=headers)
+
     async def forget(request: Request) -> Response:
-        """Every trace of the conversation gone from the store, as its owner's forget."""
-        await server.forget(await find(request))
+        """Every trace of the conversation gone from the store, as its owner's forget.
+        The log keeps that it was (its audit trail goes with it)."""
+        context = await find(request)
+        await server.forget(context)
+        logger.info(
+            "%s %s: operator forgot the conversation (token %s)",
+            context.agent_name,
+            context.id,
+            fingerprint_of(request),
+        )
         return Response(status_code=204)
 
     async def read_state(request: Request) -> Response:
@@ -221,22 +301,39 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
                 )
             # WriteDenied (403), StateValueError (400) and VersionConflict (409) are in the
             # exception tree, and leave as the typed errors they are.
-            context.state.update_all(patch.state, source=f"operator:{patch.source}")
+            source = f"{OPERATOR}{patch.source}"
+            context.state.update_all(patch.state, source=source)
             await registry.save(context)
+        logger.info(
+            "%s %s: operator patched %s (source %s, token %s)",
+            context.agent_name,
+            context.id,
+            ", ".join(sorted(patch.state)),
+            source,
+            fingerprint_of(request),
+        )
         body = state_json(context)
         body["updatedKeys"] = sorted(patch.state)
         return versioned(body)
 
-    async def key_history(request: Request) -> Response:
+    async def trail(request: Request, key: str | None = None) -> dict[str, Any]:
+        """A page of the context's audit trail (of one key's entries), oldest first."""
         context = await find(request)
+        if key is not None:
+            check_key(key)  # a key no write could have: 400, not an empty trail
+        limit, before = audit_page_of(request)
+        page = await registry.store.audit_page(context.id, limit=limit, key=key, before=before)
+        return {
+            "entries": [entry_json(entry, seq) for seq, entry in page.entries],
+            "hasEarlier": page.more,
+        }
+
+    async def key_history(request: Request) -> Response:
         key: str = request.path_params["key"]
-        entries = await registry.store.audit(context.id, key)
-        return JSONResponse({"key": key, "entries": [entry_json(e) for e in entries]})
+        return JSONResponse({"key": key, **await trail(request, key)}, headers=NO_STORE)
 
     async def audit(request: Request) -> Response:
-        context = await find(request)
-        entries = await registry.store.audit(context.id)
-        return JSONResponse({"entries": [entry_json(e) for e in entries]})
+        return JSONResponse(await trail(request), headers=NO_STORE)
 
     async def usage(request: Request) -> Response:
         context = await find(request)
@@ -244,8 +341,10 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
 
     base = "/agents/{agent}/contexts/{context_id}"
     return [
+        Route("/agents", authenticated(agents), methods=["GET"]),
         Route("/agents/{agent}/contexts", authenticated(owned_by), methods=["GET"]),
         Route(base, authenticated(read), methods=["GET"]),
+        Route(f"{base}/export", authenticated(export), methods=["GET"]),
         Route(base, authenticated(forget), methods=["DELETE"]),
         Route(f"{base}/usage", authenticated(usage), methods=["GET"]),
         Route(f"{base}/state", authenticated(read_state), methods=["GET"]),

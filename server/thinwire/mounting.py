@@ -28,6 +28,9 @@ def mount(parent: Starlette, path: str, app: Starlette) -> None:
     if not path.startswith("/") or path.endswith("/"):
         raise ValueError(f"mount at a path like '/api', not {path!r}")
     parent.router.routes.append(Mount(path, app=app))
+    server = getattr(app.state, "thinwire", None)  # a thinwire app's: its log says where
+    if server is not None:
+        server.mounted_at = path
     outer = parent.router.lifespan_context
 
     @contextlib.asynccontextmanager

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from thinwire import wire
-from thinwire.admin import StatePatch
+from thinwire.admin import MAX_AUDIT_PAGE, StatePatch
 
 __all__ = ["openapi_document"]
 
@@ -405,11 +405,27 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
             }
         }
         key = {"name": "key", "in": "path", "required": True, "schema": {"type": "string"}}
+        audit_page = [
+            {
+                "name": "limit",
+                "in": "query",
+                "required": False,
+                "description": "Only the latest entries (100 unless told).",
+                "schema": {"type": "integer", "minimum": 1, "maximum": MAX_AUDIT_PAGE},
+            },
+            {
+                "name": "before",
+                "in": "query",
+                "required": False,
+                "description": "An entry's seq: the entries before it.",
+                "schema": {"type": "integer", "minimum": 1},
+            },
+        ]
         paths[f"{admin}/state/{{key}}/history"] = {
             "get": {
                 **operation(
-                    "One key's audit trail",
-                    [agent, context, key],
+                    "One key's audit trail, a page at a time",
+                    [agent, context, key, *audit_page],
                     {"200": {"description": "History"}},
                     errors=("400", "401", "404"),
                     versioned=False,
@@ -420,10 +436,34 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
         paths[f"{admin}/audit"] = {
             "get": {
                 **operation(
-                    "The audit trail",
-                    [agent, context],
+                    "The audit trail, a page at a time",
+                    [agent, context, *audit_page],
                     {"200": {"description": "Audit"}},
                     errors=("400", "401", "404"),
+                    versioned=False,
+                ),
+                **secured,
+            }
+        }
+        paths[f"{admin}/export"] = {
+            "get": {
+                **operation(
+                    "Everything the store holds of the conversation, as one document",
+                    [agent, context],
+                    {"200": {"description": "Export", "content": json_content({"type": "object"})}},
+                    errors=("400", "401", "404"),
+                    versioned=False,
+                ),
+                **secured,
+            }
+        }
+        paths["/admin/agents"] = {
+            "get": {
+                **operation(
+                    "The agents' names",
+                    [],
+                    {"200": {"description": "Agents"}},
+                    errors=("400", "401"),
                     versioned=False,
                 ),
                 **secured,

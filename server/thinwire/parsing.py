@@ -57,6 +57,8 @@ def page_of(request: Request) -> Page:
             "invalid_request",
             f"limit: a whole number of exchanges from 1 to {wire.MAX_TRANSCRIPT_PAGE}",
         )
+    if raw_before == "":  # no turn named: a malformed query, not a turn the server lacks
+        raise BadRequest("invalid_request", "before: a turn's id, as a transcript names it")
     return Page(limit) if raw_before is None else Page.before_turn_id(limit, raw_before)
 
 

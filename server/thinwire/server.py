@@ -119,6 +119,9 @@ class AgentServer:
         )
         #: The operator API's bearer token, when it is mounted.
         self.operator_tokens: tuple[str, ...] = ()
+        #: The path the app is mounted at (`thinwire.mount`), "" when it is served alone:
+        #: what the startup log puts before the operator API's `/admin`.
+        self.mounted_at = ""
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._janitor: asyncio.Task[None] | None = None
         #: Runs that went on after being cancelled at shutdown: not waited for again.
@@ -600,7 +603,7 @@ class AgentServer:
             ", ".join(self.agents),
             self.coordinator.replica_id,
             self.store.describe(),
-            "on, at /admin" if self.operator_tokens else "off",
+            f"on, at {self.mounted_at}/admin" if self.operator_tokens else "off",
         )
 
     async def _expire_events(self) -> None:

@@ -107,8 +107,7 @@ class AgentState(MutableMapping[str, JSONValue]):
             check_json(value, f"AgentState[{key!r}]")
             self._data[key] = copy_json(value)
 
-    def _check(self, key: object, value: object) -> None:
-        check_key(key)
+    def _check_value(self, key: str, value: object) -> None:
         check_json(value, f"AgentState[{key!r}]")
         limit = self.max_value_bytes
         if limit is not None and not isinstance(value, int | float | None):
@@ -128,12 +127,15 @@ class AgentState(MutableMapping[str, JSONValue]):
         return set(keys) - self.writable_keys
 
     def update_all(self, changes: Mapping[str, JSONValue], *, source: str | None = None) -> None:
-        """Write several keys at once: all of them, or — on any refusal — none."""
+        """Write several keys at once: all of them, or — on any refusal — none. A key
+        that is no key name is refused as such before the allow-list is asked about it."""
+        for key in changes:
+            check_key(key)
         denied = self.denied(changes)
         if denied:
             raise WriteDenied(denied, self.writable_keys or ())
         for key, value in changes.items():
-            self._check(key, value)
+            self._check_value(key, value)
         now = self._clock()
         for key, value in changes.items():
             self._data[key] = copy_json(value)

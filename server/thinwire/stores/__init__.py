@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from thinwire.branches import Page
 from thinwire.errors import AlreadyExists, LeaseLost, StoreError, VersionConflict
 from thinwire.records import ContextRecord, TranscriptView
-from thinwire.stores.base import AuditEntry, Event, RunEvents, Store
+from thinwire.stores.base import AuditEntry, AuditPage, Event, RunEvents, Store
 from thinwire.stores.memory import MemoryStore
 from thinwire.stores.sqlite import SQLiteStore
 
@@ -42,6 +42,7 @@ def store_from_url(url: str) -> Store:
 __all__ = [
     "AlreadyExists",
     "AuditEntry",
+    "AuditPage",
     "ContextRecord",
     "Event",
     "LeaseLost",

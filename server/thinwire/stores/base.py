@@ -18,6 +18,8 @@ in `server/tests/test_stores.py` checks):
 - `list_contexts` pages through an owner's conversations of an agent, the most recently
   updated first, from an index kept with every save; `load_transcript` reads the branch
   shown without the history.
+- The audit trail is read whole (`audit`) or a page at a time (`audit_page`), its
+  entries numbered from 1 in the order they were appended.
 - `delete` removes every trace of a context: its record, its exchanges, its audit trail,
   its events, its place in the lists, the index of its sends.
 - Events (the frames of a context's recent runs) are kept by seq, once each: appending
@@ -51,7 +53,7 @@ from thinwire.stores.listing import Cursor, Summary
 if TYPE_CHECKING:
     from thinwire.coordination import Coordinator
 
-__all__ = ["PROBE_CONTEXT", "AuditEntry", "Event", "RunEvents", "Store"]
+__all__ = ["PROBE_CONTEXT", "AuditEntry", "AuditPage", "Event", "RunEvents", "Store"]
 
 logger = logging.getLogger("thinwire.stores")
 
@@ -76,6 +78,14 @@ class AuditEntry:
     #: The run that wrote it (None for a write outside a run: an operator's, the
     #: initial state's).
     run_id: str | None = None
+
+
+class AuditPage(NamedTuple):
+    """A page of an audit trail: its entries, oldest first, each with its place in the
+    context's whole trail (from 1), and whether more are beyond it, on the side read."""
+
+    entries: list[tuple[int, AuditEntry]]
+    more: bool
 
 
 class Event(NamedTuple):
@@ -281,6 +291,28 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def audit(self, context_id: str, key: str | None = None) -> list[AuditEntry]:
         """The audit trail of a context (of one key), oldest first."""
+
+    async def audit_page(
+        self,
+        context_id: str,
+        *,
+        limit: int,
+        key: str | None = None,
+        before: int | None = None,
+        after: int | None = None,
+    ) -> AuditPage:
+        """A page of the audit trail (of one key's entries): the latest `limit` before the
+        entry numbered `before` (by default, the latest of all), or, with `after`, the
+        first `limit` after the one numbered `after`. Entries are numbered from 1 in the
+        whole trail, every key's, so an entry has one number in every page. By default
+        read from the whole trail (`audit`); a store that can read a page alone does."""
+        numbered = enumerate(await self.audit(context_id), 1)
+        trail = [(n, entry) for n, entry in numbered if key is None or entry.key == key]
+        if after is not None:
+            rest = [(n, entry) for n, entry in trail if n > after]
+            return AuditPage(rest[:limit], len(rest) > limit)
+        rest = [(n, entry) for n, entry in trail if before is None or n < before]
+        return AuditPage(rest[-limit:], len(rest) > limit)  # limit: 1 or more
 
     async def probe_write(self) -> None:
         """Write something of no conversation's and take it back: `StoreError` unless the

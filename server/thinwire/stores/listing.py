@@ -11,6 +11,7 @@ from typing import Any
 
 from thinwire import wire
 from thinwire.errors import BadRequest
+from thinwire.ids import CONTEXT_ID
 from thinwire.parsing import ascii_number
 from thinwire.records import ContextRecord
 
@@ -106,20 +107,24 @@ def encode_cursor(summary: Summary) -> str:
 
 
 def decode_cursor(value: str) -> Cursor:
-    """The cursor a page ended with; anything else a client made up is a 400 (a time
-    that is no finite number would reach the store's query)."""
+    """A cursor of the shape a page ends with: a finite time and a context id. It is not
+    signed — a list is its owner's alone, and a cursor of theirs they made up pages their
+    own list from where it says — so its shape is what is checked: anything else is a 400
+    (a time that is no finite number would reach the store's query)."""
     try:
         updated_at, context_id = json.loads(
             base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)),
-            parse_constant=refuse_constant,  # NaN, Infinity: never one this server gave
+            parse_constant=refuse_constant,  # NaN, Infinity
         )
         if isinstance(updated_at, bool) or not isinstance(updated_at, int | float):
             raise ValueError(value)
         updated_at = float(updated_at)  # OverflowError past a float's range
         if not math.isfinite(updated_at) or not isinstance(context_id, str):
             raise ValueError(value)
+        if not CONTEXT_ID.fullmatch(context_id):
+            raise ValueError(value)
     except (ValueError, TypeError, OverflowError) as exc:
-        raise BadRequest("invalid_request", "cursor: not one this server gave") from exc
+        raise BadRequest("invalid_request", "cursor: not a valid cursor") from exc
     return Cursor(updated_at, context_id)
 
 

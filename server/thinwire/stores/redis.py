@@ -50,7 +50,7 @@ from thinwire.errors import (
 from thinwire.exchanges import Exchange
 from thinwire.jsontext import dumps
 from thinwire.records import ContextRecord
-from thinwire.stores.base import AuditEntry, Event, Store
+from thinwire.stores.base import AuditEntry, AuditPage, Event, Store
 from thinwire.stores.listing import Cursor, Summary
 
 if TYPE_CHECKING:
@@ -552,6 +552,34 @@ class RedisStore(Store):
             )
         ]
         return [entry for entry in entries if key is None or entry.key == key]
+
+    @store_errors
+    async def audit_page(
+        self,
+        context_id: str,
+        *,
+        limit: int,
+        key: str | None = None,
+        before: int | None = None,
+        after: int | None = None,
+    ) -> AuditPage:
+        """Every key's: the list's range alone (entry n is item n - 1; a save only
+        appends). One key's are found in the whole list."""
+        if key is not None:
+            return await super().audit_page(
+                context_id, limit=limit, key=key, before=before, after=after
+            )
+        name = self.key("audit", context_id)
+        length = await self.redis.llen(name)
+        if after is not None:
+            start, stop, more = after, min(after + limit, length), after + limit < length
+        else:
+            stop = length if before is None else min(before - 1, length)
+            start, more = max(0, stop - limit), stop > limit
+        found = await self.redis.lrange(name, start, stop - 1) if start < stop else []
+        return AuditPage(
+            [(n, AuditEntry(*json.loads(item))) for n, item in enumerate(found, start + 1)], more
+        )
 
     async def close(self) -> None:
         await self.redis.aclose()

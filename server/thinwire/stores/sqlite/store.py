@@ -19,7 +19,7 @@ from thinwire.errors import AlreadyExists, VersionConflict
 from thinwire.exchanges import Exchange
 from thinwire.jsontext import dumps
 from thinwire.records import ContextRecord, TranscriptView, with_siblings
-from thinwire.stores.base import AuditEntry, Event, Store, log_lost
+from thinwire.stores.base import AuditEntry, AuditPage, Event, Store, log_lost
 from thinwire.stores.listing import Cursor, Summary
 from thinwire.stores.sqlite import spans
 from thinwire.stores.sqlite.commits import Database
@@ -268,6 +268,41 @@ class SQLiteStore(Store):
             ]
 
         return await self._database.read(audit)
+
+    async def audit_page(
+        self,
+        context_id: str,
+        *,
+        limit: int,
+        key: str | None = None,
+        before: int | None = None,
+        after: int | None = None,
+    ) -> AuditPage:
+        """Numbered from the index alone (the entry's key and row, not its value), then
+        the page's values read: a page of a long trail reads the page."""
+        latest_first = after is None
+        query = f"""
+            WITH trail AS (
+                SELECT seq, key, ROW_NUMBER() OVER (ORDER BY seq) AS n
+                FROM audit WHERE context_id = ?
+            )
+            SELECT trail.n, audit.key, audit.value, audit.time, audit.source, audit.version,
+                audit.run_id
+            FROM trail JOIN audit ON audit.seq = trail.seq
+            WHERE (? IS NULL OR trail.key = ?) AND trail.n > ? AND trail.n < ?
+            ORDER BY trail.n {"DESC" if latest_first else "ASC"} LIMIT ?
+        """
+        bounds = (after or 0, before if before is not None else 2**62)
+
+        def page(connection: sqlite3.Connection) -> AuditPage:
+            rows = connection.execute(query, (context_id, key, key, *bounds, limit + 1)).fetchall()
+            entries = [
+                (n, AuditEntry(key=k, value=json.loads(v), time=t, source=s, version=o, run_id=r))
+                for n, k, v, t, s, o, r in rows[:limit]
+            ]
+            return AuditPage(entries[::-1] if latest_first else entries, len(rows) > limit)
+
+        return await self._database.read(page)
 
     async def close(self) -> None:
         await self._database.close()
