@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 from collections.abc import Iterator
@@ -826,3 +827,88 @@ def test_an_export_reads_a_long_conversation_a_page_at_a_time(
     assert [e["turns"][0]["text"] for e in exported["exchanges"]] == [f"m{n}" for n in range(5)]
     assert len(exported["audit"]) == 7  # secret, messages_seen by the system, then 5 runs'
     assert Counting.reads and max(Counting.reads) <= 2
+
+
+def stop_url(context_id: str, agent: str = "demo") -> str:
+    return f"/admin/agents/{agent}/contexts/{context_id}/stop"
+
+
+def test_an_operator_stops_a_run_in_progress_as_its_owner_would() -> None:
+    """What the operator can do while a patch is `context_busy`, short of forgetting."""
+    Waiting.release = asyncio.Event()  # never set: only the stop ends the run
+    with TestClient(app_for({"demo": Waiting}, operator_token=TOKEN)) as client:
+        with client.stream("POST", "/agents/demo/runs", json={"message": {"text": "a"}}) as stream:
+            lines = stream.iter_lines()
+            start = parse_sse("\n".join(iter(lambda: next(lines), "")))[0]
+            context_id = start["contextId"]
+            stopped = client.post(stop_url(context_id), headers=AUTH)
+            assert stopped.status_code == 200, stopped.text
+            assert stopped.json() == {
+                "contextId": context_id,
+                "runId": start["runId"],
+                "stopping": True,
+            }
+            done = parse_sse("\n".join(lines))[-1]
+        assert done["type"] == "done" and done["stopReason"] == "stopped"
+        read = client.get(f"/admin/agents/demo/contexts/{context_id}", headers=AUTH).json()
+        assert read["status"] == "idle" and read["turns"][-1]["stopReason"] == "stopped"
+        assert patch(client, context_id, {"state": {"k": 1}}).status_code == 200
+
+
+class Asks(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        await run.interrupt("Go on?", options=["yes", "no"])
+
+
+def test_an_operator_stop_ends_a_waiting_question_and_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, "thinwire.admin")
+    with TestClient(app_for({"demo": Asks}, operator_token=TOKEN)) as client:
+        asked = send(client, "hi")
+        context_id, run_id = asked[0]["contextId"], asked[0]["runId"]
+        pending = patch(client, context_id, {"state": {"k": 1}})
+        assert pending.status_code == 409
+        assert pending.json()["error"]["code"] == "decision_pending"
+        stopped = client.post(stop_url(context_id), headers=AUTH)
+        assert stopped.status_code == 200, stopped.text
+        assert stopped.json() == {"contextId": context_id, "runId": run_id, "stopping": True}
+        read = client.get(f"/admin/agents/demo/contexts/{context_id}", headers=AUTH).json()
+        assert read["status"] == "idle" and read["turns"][-1]["stopReason"] == "stopped"
+        assert patch(client, context_id, {"state": {"k": 1}}).status_code == 200
+    logged = [r for r in caplog.records if r.name == "thinwire.admin"]
+    token = hashlib.sha256(TOKEN.encode()).hexdigest()[:8]
+    assert [(r.levelno, r.getMessage()) for r in logged] == [
+        (logging.INFO, f"demo {context_id}: operator stopped run {run_id} (token {token})"),
+        (
+            logging.INFO,
+            f"demo {context_id}: operator patched k (source operator:api, token {token})",
+        ),
+    ]
+
+
+def test_an_operator_stop_with_nothing_to_stop_answers_as_the_owners_does(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "thinwire.admin")
+    context_id = send(client, "hi")[0]["contextId"]
+    owners = client.post(f"/agents/demo/contexts/{context_id}/stop")
+    operators = client.post(stop_url(context_id), headers=AUTH)
+    assert owners.status_code == operators.status_code == 200
+    assert operators.json() == owners.json() and operators.json()["stopping"] is False
+    assert not [r for r in caplog.records if r.name == "thinwire.admin"]  # nothing stopped
+    # The same body as the owner's stop: none, or `{}`.
+    assert client.post(stop_url(context_id), json={}, headers=AUTH).status_code == 200
+    extra = client.post(stop_url(context_id), json={"run": 1}, headers=AUTH)
+    assert extra.status_code == 400 and extra.json()["error"]["code"] == "invalid_request"
+
+
+def test_an_operator_stop_needs_the_token_and_a_context(client: TestClient) -> None:
+    context_id = send(client, "hi")[0]["contextId"]
+    for headers in ({}, {"authorization": "Bearer wrong-operator-token-x"}):
+        refused = client.post(stop_url(context_id), headers=headers)
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+    unknown = client.post(stop_url("ctx-" + "0" * 36), headers=AUTH)
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "context_not_found"
+    elsewhere = client.post(stop_url(context_id, agent="nobody"), headers=AUTH)
+    assert elsewhere.status_code == 404 and elsewhere.json()["error"]["code"] == "agent_not_found"

@@ -167,3 +167,12 @@ def test_the_operator_apis_schemas_are_described_to_the_operator_only() -> None:
     assert "StatePatch" in openapi_document(["demo"], operator_api=True)["components"]["schemas"]
     hidden = openapi_document(["demo"], operator_api=False)["components"]["schemas"]
     assert "StatePatch" not in hidden
+
+
+def test_the_operators_stop_is_the_owners_stop_behind_the_operator_token() -> None:
+    paths = openapi_document(["demo"], operator_api=True)["paths"]
+    owners = paths["/agents/{agent}/contexts/{context_id}/stop"]["post"]
+    operators = paths["/admin/agents/{agent}/contexts/{context_id}/stop"]["post"]
+    assert operators["requestBody"] == owners["requestBody"]
+    assert operators["responses"] == owners["responses"]
+    assert operators["security"] == [{"operator": []}]

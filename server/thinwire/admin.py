@@ -16,6 +16,9 @@ token opens nothing outside it. Never used by the UI.
     GET   /admin/agents/{agent}/contexts/{id}                     one: its record's metadata
                                                                   and (a page of) its transcript
     GET   /admin/agents/{agent}/contexts/{id}/export              all the store holds of it
+    POST  /admin/agents/{agent}/contexts/{id}/stop                stop its run, or end the
+                                                                  question it waits on, as
+                                                                  its owner can
     DELETE /admin/agents/{agent}/contexts/{id}                    forget one, as its owner can
 
 A patch is atomic: every key lands, or — one key no key name (400 `invalid_state_value`)
@@ -24,8 +27,8 @@ stale `If-Match` version (412 `version_mismatch`), a run in progress (409
 `context_busy`) or waiting for a decision (409 `decision_pending`) — none does. It is
 durable before it is acknowledged, audited as `operator:<source>`. Audit trails are read
 a page at a time (`limit`, `before`), as transcripts are. Each write that lands — a
-patch, a forget — is logged on `thinwire.admin`: what, where, the declared source and a
-fingerprint of the token, never a value or the owner.
+patch, a stop that found a run, a forget — is logged on `thinwire.admin`: what, where,
+the declared source and a fingerprint of the token, never a value or the owner.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from thinwire.contexts import Context, not_found
 from thinwire.errors import BadRequest, NotFound, PreconditionFailed, Unauthorized
 from thinwire.export import entry_json, export_document
 from thinwire.ids import validate_context_id
-from thinwire.parsing import ascii_number, describe, page_of, read_json
+from thinwire.parsing import ascii_number, describe, page_of, read_json, read_no_fields
 from thinwire.state import OPERATOR, SOURCE, check_key
 from thinwire.stores.listing import page_size
 
@@ -281,6 +284,22 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
         )
         return Response(status_code=204)
 
+    async def stop(request: Request) -> Response:
+        """The owner's stop: what is left while a patch is `context_busy` or
+        `decision_pending`, short of forgetting the conversation."""
+        context = await find(request)
+        await read_no_fields(request, server.max_body_bytes)
+        result = await server.stop(context)
+        if result["stopping"]:  # a stop of nothing changed nothing: nothing to log
+            logger.info(
+                "%s %s: operator stopped run %s (token %s)",
+                context.agent_name,
+                context.id,
+                result["runId"],
+                fingerprint_of(request),
+            )
+        return JSONResponse(result, headers=NO_STORE)
+
     async def read_state(request: Request) -> Response:
         return versioned(state_json(await find(request)))
 
@@ -345,6 +364,7 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
         Route("/agents/{agent}/contexts", authenticated(owned_by), methods=["GET"]),
         Route(base, authenticated(read), methods=["GET"]),
         Route(f"{base}/export", authenticated(export), methods=["GET"]),
+        Route(f"{base}/stop", authenticated(stop), methods=["POST"]),
         Route(base, authenticated(forget), methods=["DELETE"]),
         Route(f"{base}/usage", authenticated(usage), methods=["GET"]),
         Route(f"{base}/state", authenticated(read_state), methods=["GET"]),

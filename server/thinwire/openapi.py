@@ -482,6 +482,24 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                 **secured,
             }
         }
+        paths[f"{admin}/stop"] = {
+            "post": {
+                **operation(
+                    "Stop the run in progress, or end the question it waits on, as its owner can",
+                    [agent, context],
+                    {
+                        "200": {
+                            "description": "Stop result",
+                            "content": json_content(ref(wire.StopResult)),
+                        }
+                    },
+                    body=NO_FIELDS,
+                    errors=("400", "401", "404", "409", "413", "415"),
+                    versioned=False,
+                ),
+                **secured,
+            }
+        }
         paths[admin] = {
             "get": {
                 **operation(
