@@ -105,6 +105,14 @@ FRAME_UNION = {
 #: The body of a request that takes none (a stop, a clear): nothing, or `{}`.
 NO_FIELDS = {"type": "object", "additionalProperties": False}
 
+#: A stop's errors: the owner's route and the operator's answer alike.
+STOP_ERRORS = ("400", "401", "404", "409", "413", "415")
+
+
+def stopped() -> dict[str, Any]:
+    """A stop's answer (`wire.StopResult`), the owner's and the operator's."""
+    return {"200": {"description": "Stop result", "content": json_content(ref(wire.StopResult))}}
+
 
 def event_stream(description: str) -> dict[str, Any]:
     return {
@@ -264,14 +272,9 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
             "post": operation(
                 "Stop the run in progress",
                 [agent, context],
-                {
-                    "200": {
-                        "description": "Stop result",
-                        "content": json_content(ref(wire.StopResult)),
-                    }
-                },
+                stopped(),
                 body=NO_FIELDS,
-                errors=("400", "401", "404", "409", "413", "415"),
+                errors=STOP_ERRORS,
             )
         },
         f"{base}/clear": {
@@ -487,14 +490,9 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                 **operation(
                     "Stop the run in progress, or end the question it waits on, as its owner can",
                     [agent, context],
-                    {
-                        "200": {
-                            "description": "Stop result",
-                            "content": json_content(ref(wire.StopResult)),
-                        }
-                    },
+                    stopped(),
                     body=NO_FIELDS,
-                    errors=("400", "401", "404", "409", "413", "415"),
+                    errors=STOP_ERRORS,
                     versioned=False,
                 ),
                 **secured,
