@@ -1,10 +1,12 @@
 """The leak matrix with a model-backed agent: the demo's ChatAgent, its model an
-OpenAI-compatible stub. The system prompt, tool arguments and outputs and the model's
-tool messages go to the model — on the server — and never to the browser."""
+OpenAI-compatible stub. The system prompt, tool arguments and outputs, the model's tool
+messages and the names of tools it makes up go to the model — on the server — and never
+to the browser."""
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,13 +36,15 @@ def model_demo(tmp_path: Path, stub: OpenAIStub) -> Iterator[Demo]:
 def test_a_model_backed_agent_leaks_nothing(
     page: Page, model_demo: Demo, stub: OpenAIStub, recorder: LeakRecorder, transport: str
 ) -> None:
-    canaries = model_demo.canaries
+    # A tool the model makes up is told to it, and shown to nobody: its name is a canary.
+    canaries = {**model_demo.canaries, "invented_tool": f"tw_e2e_tool_{secrets.token_hex(6)}"}
     counted = {"text": f"hello {canaries['tool_arguments']}"}
+    invented = ("call_0", canaries["invented_tool"], {})
     stub.push(
         Stream(
             [
                 *reasoning("Counting first. ", pieces=3),
-                *tool_calls([("call_1", "count_words", counted)], pieces=4),
+                *tool_calls([invented, ("call_1", "count_words", counted)], pieces=4),
                 finish("tool_calls"),
             ]
         ),
@@ -66,7 +70,7 @@ def test_a_model_backed_agent_leaks_nothing(
     # The model was called five times: the resumed run replayed the first two answers.
     assert len(stub.requests) == 5
     sent = json.dumps(stub.requests)
-    for place in ("system_prompt", "tool_arguments", "tool_output"):  # server-side…
+    for place in ("system_prompt", "tool_arguments", "tool_output", "invented_tool"):  # server…
         assert canaries[place] in sent, place
     recorder.assert_no_leak(page, canaries)  # …and nowhere in the browser
 

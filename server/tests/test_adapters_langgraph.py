@@ -451,3 +451,15 @@ class Uncompiled(LangGraphAgent):
 def test_a_wrong_graph_is_refused_when_the_app_is_made(agent: type, says: str) -> None:
     with pytest.raises(TypeError, match=says):
         app_for({"planner": agent})
+
+
+def test_a_tool_the_model_invents_is_told_to_the_model_and_never_shown() -> None:
+    invented = "tw_invented_tool_4e7a"
+    model = chat(says("", (invented, {"order": "1"})), says("Sorry."))
+    with client_for(planner(react(model, [lookup]))) as client:
+        frames = send(client, "order?")
+        transcript = client.get(f"/agents/planner/contexts/{frames[0]['contextId']}").text
+    assert tool_frames(frames) == [] and frames[-1]["toolCalls"] == []
+    assert invented not in json.dumps(frames) and invented not in transcript
+    [told] = [m for m in model.seen[1] if isinstance(m, ToolMessage)]  # the ToolNode's error
+    assert f"{invented} is not a valid tool" in str(told.content)

@@ -494,3 +494,15 @@ class AgentClass(PydanticAIAgent):
 def test_a_wrong_agent_is_refused_when_the_app_is_made(agent: type, says: str) -> None:
     with pytest.raises(TypeError, match=says):
         app_for({"support": agent})
+
+
+def test_a_tool_the_model_invents_is_told_to_the_model_and_never_shown() -> None:
+    invented = "tw_invented_tool_4e7a"
+    script = Script([*[call(invented, {"order": "1"}, "c1")]], ["Sorry."])
+    agent, _ = support_agent(script)
+    with client_for(agent) as client:
+        frames = send(client, "order?")
+        transcript = client.get(f"/agents/support/contexts/{frames[0]['contextId']}").text
+    assert tool_frames(frames) == [] and frames[-1]["toolCalls"] == []
+    assert invented not in json.dumps(frames) and invented not in transcript
+    assert f"Unknown tool name: {invented!r}" in script.seen(1)  # pydantic-ai's retry prompt

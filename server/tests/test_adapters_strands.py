@@ -644,3 +644,44 @@ class FactoryNotCallable(StrandsAgent):
 def test_a_missing_agent_factory_is_refused_when_the_app_is_made(agent: type, says: str) -> None:
     with pytest.raises(TypeError, match=says):
         app_for({"support": agent})
+
+
+def test_a_tool_the_model_invents_is_told_to_the_model_and_never_shown() -> None:
+    invented = "tw_invented_tool_4e7a"
+    model = Scripted([Call(invented, {"order": "1"}, "c1")], ["Sorry."])
+    agent, _ = support_agent(model)
+    with client_for(agent) as client:
+        frames = send(client, "order?")
+        transcript = client.get(f"/agents/support/contexts/{frames[0]['contextId']}").text
+    assert tool_frames(frames) == [] and frames[-1]["toolCalls"] == []
+    assert invented not in json.dumps(frames) and invented not in transcript
+    [(status, told)] = model.results(1)  # Strands' own error
+    assert status == "error" and invented in told
+
+
+def test_a_tool_a_hook_runs_for_an_invented_name_is_shown_by_its_own_name() -> None:
+    # A hook may pick a tool for a call whose name matches none (a fallback): the tool
+    # that runs is the developer's, the name the model's.
+    invented = "tw_invented_tool_4e7a"
+    model = Scripted([Call(invented, {"order": "1"}, "c1")], ["Found it."])
+    agent, ran = support_agent(model)
+    built = agent.agent
+
+    def with_fallback() -> strands.Agent:
+        made = built()
+        lookup = made.tool_registry.registry["lookup"]
+
+        def fallback(event: BeforeToolCallEvent) -> None:
+            if event.selected_tool is None:
+                event.selected_tool = lookup
+
+        made.add_hook(fallback, BeforeToolCallEvent)
+        return made
+
+    agent.agent = with_fallback  # type: ignore[assignment]
+    with client_for(agent) as client:
+        frames = send(client, "order?")
+        transcript = client.get(f"/agents/support/contexts/{frames[0]['contextId']}").text
+    assert ran == ["lookup 1"]
+    assert tool_frames(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
+    assert invented not in json.dumps(frames) and invented not in transcript

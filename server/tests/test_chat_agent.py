@@ -196,13 +196,42 @@ def test_invalid_arguments_go_back_to_the_model_as_the_tools_error(stub: OpenAIS
     with client_for(librarian(stub)) as client:
         frames = run(client, "find")
     assert frames[-1]["stopReason"] == "end"
-    assert [f["ok"] for f in frames if f["type"] == "tool_result"] == [False, False, False]
+    results = [(f["name"], f["ok"]) for f in frames if f["type"] == "tool_result"]
+    assert results == [("search", False), ("search", False)]  # "nope" is no tool: not shown
     errors = {
         m["tool_call_id"]: m["content"] for m in stub.requests[1]["messages"] if m["role"] == "tool"
     }
     assert "query: Field required" in errors["c1"] and "limit" in errors["c1"]
     assert "there is no tool 'nope'" in errors["c2"]
     assert errors["c3"] == "error: the arguments are not a JSON object"
+
+
+def test_a_tool_the_model_invents_is_told_to_the_model_and_never_shown(stub: OpenAIStub) -> None:
+    # The name is the model's own (a prompt injection's, maybe): only declared names are
+    # shown, live and on the replay an approval makes.
+    invented = "tw_invented_tool_4e7a"
+    lend = ("c2", "lend", {"title": "Dune", "until": "2027-05-01"})
+    stub.push(Stream(tool_calls([("c1", invented, {"query": "x"}), lend])), Stream(text("Lent.")))
+    with client_for(librarian(stub)) as client:
+        asked = run(client, "lend Dune")
+        resumed = decide(client, asked, "approve", agent="lib")
+        context_id = asked[0]["contextId"]
+        transcript = client.get(f"/agents/lib/contexts/{context_id}").text
+        history = server_context(client, context_id, "lib").history
+    assert [f["type"] for f in asked if f["type"].startswith("tool_")] == []
+    assert [(f["type"], f["name"]) for f in resumed if f["type"].startswith("tool_")] == [
+        ("tool_call", "lend"),
+        ("tool_result", "lend"),
+    ]
+    assert resumed[-1]["toolCalls"] == ["lend"]
+    assert invented not in json.dumps(asked + resumed) and invented not in transcript
+    # The model is told, under its call's id; the history keeps the call as the model made it.
+    told = {
+        m["tool_call_id"]: m["content"] for m in stub.requests[1]["messages"] if "tool_call_id" in m
+    }
+    assert told == {"c1": f"error: there is no tool {invented!r}", "c2": '"lent"'}
+    records = [(m["callId"], m["name"], m["ok"]) for m in history if m["role"] == "tool"]
+    assert records == [("c1", invented, False), ("c2", "lend", True)]
 
 
 def test_arguments_that_are_not_a_json_object_never_run_the_tool(stub: OpenAIStub) -> None:

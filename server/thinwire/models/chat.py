@@ -135,13 +135,25 @@ class ChatAgent(Agent):
         """Run one tool call; whatever goes wrong — a person's rejection too — is the
         model's to hear, as the call's error."""
         spec = tools.get(call["name"])
-        given = object_of(call["arguments"])
         arguments = parsed(call)["arguments"]
+        if spec is None:
+            # The name is the model's own (a prompt injection's, maybe), and only declared
+            # names cross the wire: no frames, and nothing runs, so nothing to replay.
+            run.history.append(
+                {
+                    "role": "tool",
+                    "name": call["name"],
+                    "arguments": arguments,
+                    "callId": call["id"],
+                    "ok": False,
+                    "error": f"there is no tool {call['name']!r}",
+                }
+            )
+            return
+        given = object_of(call["arguments"])
         approval = None
         runs = False  # the tool itself, not a refusal of the model's call
-        if spec is None:
-            function = refuse(f"there is no tool {call['name']!r}")
-        elif given is None:
+        if given is None:
             # Never validated as {"text": …}: a tool taking `text` would run on it.
             function = refuse("the arguments are not a JSON object")
         else:

@@ -236,7 +236,9 @@ class Bridge:
                 yield event
             return
         tool_use = context.tool_use
-        name, call_id = tool_use["name"], tool_use["toolUseId"]
+        # By the name of the tool that runs: a hook may have picked it for a call whose
+        # name, the model's own, matches no tool (and only declared names are shown).
+        name, call_id = context.tool.tool_name, tool_use["toolUseId"]
         passed: list[TypedEvent] = []  # what the tool streamed: after its result is known
         ended: list[ToolResultEvent] = []
 
