@@ -1,6 +1,7 @@
 """The official A2A JavaScript client (`@a2a-js/sdk` from npm, run by Node) against the
 demo served for real: it resolves the agent's card and streams replies in one
-conversation, and nothing server-only is in anything it received."""
+conversation, nothing server-only is in anything it received, and it lists the tasks and
+reads a refusal as docs/interop.md says."""
 
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ def node_client() -> Path:
     return PROJECT
 
 
-def stream(project: Path, url: str, text: str, context_id: str = "") -> tuple[str, Any]:
-    """What `stream.mjs` printed, as text and as JSON."""
+def node(project: Path, script: str, *args: str) -> tuple[str, Any]:
+    """What a script printed, as text and as JSON."""
     done = subprocess.run(
-        ["node", "stream.mjs", f"{url}/a2a/demo/", text, context_id],
+        ["node", script, *args],
         cwd=project,
         capture_output=True,
         text=True,
@@ -39,6 +40,10 @@ def stream(project: Path, url: str, text: str, context_id: str = "") -> tuple[st
     )
     assert done.returncode == 0, done.stderr
     return done.stdout, json.loads(done.stdout)
+
+
+def stream(project: Path, url: str, text: str, context_id: str = "") -> tuple[str, Any]:
+    return node(project, "stream.mjs", f"{url}/a2a/demo/", text, context_id)
 
 
 def reply(events: list[dict[str, Any]]) -> str:
@@ -75,3 +80,16 @@ def test_the_js_client_resolves_the_card_and_streams_a_conversation(
     assert reply(second["events"]).endswith("Earlier you told me “hello there”.")
     for canary in own_demo.canaries.values():
         assert canary not in first_text + second_text
+
+
+def test_the_js_client_lists_tasks_and_reads_a_refusal(node_client: Path, own_demo: Demo) -> None:
+    _, sent = stream(node_client, own_demo.url, "list me")
+    task_id = sent["events"][0]["task"]["id"]
+    _, read = node(node_client, "tasks.mjs", f"{own_demo.url}/a2a/demo/")
+    for listed in read["listed"]:  # with no status, and with a page size
+        assert [task["id"] for task in listed["tasks"]] == [task_id]
+    missing = read["missing"]
+    assert missing["name"] == "TaskNotFoundError" and missing["metadata"] is None
+    [info] = missing["data"]  # the response's data as it came
+    assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+    assert info["metadata"] == {"code": "context_not_found", "retryable": "false"}

@@ -696,6 +696,32 @@ async def test_list_tasks_lists_the_callers_own_tasks_only(server: ServerProcess
 
 
 @pytest.mark.anyio
+async def test_list_tasks_reads_an_unset_status_as_no_filter(server: ServerProcess) -> None:
+    """`@a2a-js/sdk` 1.3.0 writes a `status` its caller left out as "UNRECOGNIZED" (its
+    name for an enum value it does not know): these are the bodies its `listTasks({})` and
+    `listTasks({pageSize: 5})` send, byte for byte."""
+    url = f"{server.url}/a2a/demo"
+    headers = {"A2A-Version": "1.0", "content-type": "application/json"}
+    unfiltered = [b"{}", b'{"status":"TASK_STATE_UNSPECIFIED"}', b'{"status":"UNRECOGNIZED"}']
+    async with http_client("alice") as http:
+        alice = await a2a_client(server.url, "demo", http, streaming=False)
+        [sent] = await collect(alice.send_message(user_message("list me")))
+        for params in [*unfiltered, b'{"status":"UNRECOGNIZED","pageSize":5}']:
+            body = b'{"jsonrpc":"2.0","method":"ListTasks","params":' + params + b',"id":1}'
+            response = await http.post(url, content=body, headers=headers)
+            listed = response.json()["result"]["tasks"]
+            assert listed[0]["id"] == sent["task"]["id"], params  # the most recent first
+        working = b'{"status":"TASK_STATE_WORKING"}'
+        body = b'{"jsonrpc":"2.0","method":"ListTasks","params":' + working + b',"id":1}'
+        filtered = (await http.post(url, content=body, headers=headers)).json()["result"]
+        assert sent["task"]["id"] not in [task["id"] for task in filtered["tasks"]]
+        misspelt = b'{"status":"TASK_STATE_DONE"}'  # not a state: still refused
+        body = b'{"jsonrpc":"2.0","method":"ListTasks","params":' + misspelt + b',"id":1}'
+        refused = (await http.post(url, content=body, headers=headers)).json()["error"]
+        assert refused["code"] == -32602 and refused["message"].startswith("status: ")
+
+
+@pytest.mark.anyio
 async def test_no_canary_reaches_any_a2a_response(server: ServerProcess) -> None:
     recorder = Recorder()
     async with http_client("alice", recorder) as http:

@@ -727,6 +727,41 @@ def test_bad_input_gets_a_typed_error(
     assert set(response.json()["error"]) >= {"code", "message", "retryable"}
 
 
+@pytest.mark.parametrize(
+    ("sent", "message"),
+    [
+        ({**body("t", "hi"), "threadId": 5}, "threadId: should be a string"),
+        ({**body("t", "hi"), "runId": None}, "runId: should be a string"),
+        (
+            {**body("t", "x"), "messages": [{"role": "user", "content": 5}]},
+            "messages[0].content: should be a string or a list",
+        ),
+        (
+            {**body("t", "x"), "messages": [user_message("a"), {"role": "user"}]},
+            "messages[1].content: required",
+        ),
+        (
+            {**body("t", "x"), "messages": [{"role": "user", "content": [{"type": "text"}, 5]}]},
+            "messages[0].content[1]: should be an object",
+        ),
+        (
+            body("t", "hi", resume=[{"interruptId": "i", "status": "done"}]),
+            "resume[0].status: should be 'resolved' or 'cancelled'",
+        ),
+    ],
+)
+def test_a_refusal_names_the_field_as_the_client_wrote_it(
+    client: TestClient, sent: Any, message: str
+) -> None:
+    response = client.post(URL, json=sent)
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "invalid_request",
+        "message": message,
+        "retryable": False,
+    }
+
+
 def test_stop_takes_no_body_or_an_empty_object(client: TestClient) -> None:
     """As thinwire's own stop: nothing (what a page's fetch sends) or `{}`, and any other
     body refused as every request's is, before anything is stopped."""

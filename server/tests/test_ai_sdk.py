@@ -512,6 +512,34 @@ def test_bad_input_gets_a_typed_error(
     assert set(response.json()["error"]) >= {"code", "message", "retryable"}
 
 
+@pytest.mark.parametrize(
+    ("sent", "message"),
+    [
+        ([], "body: should be an object"),
+        ({"id": 5, "message": user_message("hi")}, "id: should be a string"),
+        ({"id": "c", "message": "hi"}, "message: should be an object"),
+        ({"id": "c", "messages": [user_message("a"), "hi"]}, "messages[1]: should be an object"),
+        (
+            {"id": "c", "message": {"role": "user", "parts": "hi"}},
+            "message.parts: should be a list",
+        ),
+        (
+            {"id": "c", "message": {"role": "user", "parts": [TEXT_HI, "hi"]}},
+            "message.parts[1]: should be an object",
+        ),
+        (
+            {"id": "c", "message": {"role": "system", "parts": []}},
+            "message.role: should be 'user' or 'assistant'",
+        ),
+        ({"id": "c", "message": {"parts": []}}, "message.role: required"),
+    ],
+)
+def test_a_refusal_names_the_field_as_the_client_wrote_it(
+    client: TestClient, sent: Any, message: str
+) -> None:
+    assert refusal(client.post(API, json=sent)) == (400, "invalid_request", message)
+
+
 def test_bad_routes_get_typed_errors(client: TestClient) -> None:
     answers = [
         client.post("/ai-sdk/nobody/chat", json=body("c", "hi")),

@@ -41,7 +41,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
@@ -50,7 +50,7 @@ from thinwire.contexts import Context, not_found
 from thinwire.errors import BadRequest, NotFound, PreconditionFailed, Unauthorized
 from thinwire.export import entry_json, export_document
 from thinwire.ids import validate_context_id
-from thinwire.parsing import ascii_number, describe, page_of, read_json, read_no_fields
+from thinwire.parsing import ascii_number, page_of, read_json, read_no_fields, validated
 from thinwire.state import OPERATOR, SOURCE, check_key
 from thinwire.stores.listing import page_size
 
@@ -306,10 +306,7 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
     async def patch_state(request: Request) -> Response:
         context = await find(request)
         expected = parse_if_match(request)
-        try:
-            patch = StatePatch.model_validate(await read_json(request, MAX_PATCH_BYTES))
-        except ValidationError as exc:
-            raise BadRequest("invalid_request", describe(exc)) from exc
+        patch = validated(StatePatch, await read_json(request, MAX_PATCH_BYTES))
         async with registry.hold(context, "operator"):
             if expected is not None and context.record.version not in expected.versions:
                 strongly = " (If-Match compares strongly: a weak tag never matches)"

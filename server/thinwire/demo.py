@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from starlette.applications import Starlette
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
@@ -36,7 +36,7 @@ from thinwire.contexts import AgentFactory
 from thinwire.errors import BadRequest
 from thinwire.identity import SECRET_BYTES, SignedValue
 from thinwire.interrupts import Approval, Rejected
-from thinwire.parsing import describe, read_json
+from thinwire.parsing import read_json, validated
 from thinwire.settings import check_operator_token
 from thinwire.stores import SQLiteStore, Store, store_from_url
 
@@ -237,10 +237,7 @@ class Login(BaseModel):
 
 def login_route(identity: DemoIdentity) -> Route:
     async def login(request: Request) -> Response:
-        try:
-            body = Login.model_validate(await read_json(request, 1024))
-        except ValidationError as exc:
-            raise BadRequest("invalid_request", describe(exc)) from exc
+        body = validated(Login, await read_json(request, 1024))
         if body.user not in DEMO_USERS:
             raise BadRequest("invalid_request", f"user must be one of {', '.join(DEMO_USERS)}")
         response = JSONResponse({"user": body.user})

@@ -8,6 +8,7 @@ import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 from starlette.requests import ClientDisconnect, Request
 
 from thinwire import wire
@@ -30,6 +31,7 @@ __all__ = [
     "read_model",
     "read_no_fields",
     "read_run_request",
+    "validated",
 ]
 
 
@@ -184,20 +186,99 @@ def too_deep(value: Any, limit: int) -> bool:
     return False
 
 
-def describe(error: ValidationError) -> str:
-    """The first validation problem, without echoing the (possibly huge) input."""
-    first = error.errors(include_input=False, include_url=False)[0]
-    where = ".".join(str(part) for part in first["loc"]) or "body"
-    return f"{where}: {first['msg']}"
+#: What a value of the wrong type should have been, in JSON's terms, by pydantic's error type.
+SHOULD_BE = {
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "dataclass_type": "an object",
+    "string_type": "a string",
+    "list_type": "a list",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "none_required": "null",
+}
+
+Path = list[str | int]
+
+
+def describe(error: ValidationError, given: Any, at: str = "") -> str:
+    """The first validation problem of `given`, named by the path the client wrote
+    (`messages[0].content`; `at`: where `given` is in the body), in JSON's terms, and
+    without echoing the (possibly huge) input."""
+    problems = error.errors(include_input=False, include_url=False)
+    first = problems[0]
+    path, union = client_path(first, given)
+    said = [first]
+    if union is not None:
+        # A value no member of a union takes fails once per member. The member that got
+        # deepest is the one the client meant; if none got past the value, it is any.
+        members = [p for p in problems if p["loc"][:union] == first["loc"][:union]]
+        paths = [client_path(member, given)[0] for member in members]
+        path = max(paths, key=len)
+        said = [member for member, at_path in zip(members, paths, strict=True) if at_path == path]
+    return f"{path_text(path, at)}: {what_is_wrong(said)}"
+
+
+def client_path(problem: ErrorDetails, given: Any) -> tuple[Path, int | None]:
+    """The steps of the problem's `loc` that are fields and indexes in `given` (or the
+    field it lacks), and where in `loc` the first other is: the name pydantic gives the
+    member of a union it tried (`str`, `list[...]`, a model's class)."""
+    path: Path = []
+    union = None
+    value, loc = given, problem["loc"]
+    for index, step in enumerate(loc):
+        if holds(value, step):
+            value = value[step]
+        elif not (problem["type"] == "missing" and index == len(loc) - 1):
+            union = index if union is None else union
+            continue
+        path.append(step)
+    return path, union
+
+
+def holds(value: Any, step: str | int) -> bool:
+    """Whether `step` is a field of the object `value`, or an index of the array."""
+    if isinstance(value, list):
+        return isinstance(step, int) and 0 <= step < len(value)
+    return isinstance(value, dict) and step in value
+
+
+def path_text(path: Path, at: str) -> str:
+    text = at
+    for step in path:
+        text += f"[{step}]" if isinstance(step, int) else f".{step}" if text else step
+    return text or "body"
+
+
+def what_is_wrong(problems: list[ErrorDetails]) -> str:
+    """A value that fits one of the types (too long, say) says so; otherwise the types it
+    should have been."""
+    for problem in problems:
+        if problem["type"] == "missing":
+            return "required"
+        if problem["type"] == "literal_error":
+            return f"should be {problem['ctx']['expected']}"
+        if problem["type"] not in SHOULD_BE:
+            return problem["msg"].removeprefix("Input ")
+    return "should be " + " or ".join(dict.fromkeys(SHOULD_BE[p["type"]] for p in problems))
+
+
+def validated(model: type[M], given: Any, at: str = "") -> M:
+    """`given` as `model`; `invalid_request` when it does not fit."""
+    try:
+        return model.model_validate(given)
+    except ValidationError as exc:
+        raise BadRequest("invalid_request", describe(exc, given, at)) from exc
 
 
 async def read_model(request: Request, model: type[M], max_bytes: int) -> M:
     """The JSON body validated as `model`; `invalid_request` when it does not fit."""
-    body = await read_json(request, max_bytes)
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise BadRequest("invalid_request", describe(exc)) from exc
+    return validated(model, await read_json(request, max_bytes))
 
 
 class NoFields(BaseModel):
@@ -215,10 +296,7 @@ async def read_no_fields(request: Request, max_bytes: int) -> None:
         return
     if not sent_as_json(request):
         raise not_json()
-    try:
-        NoFields.model_validate(parse_json(body))
-    except ValidationError as exc:
-        raise BadRequest("invalid_request", describe(exc)) from exc
+    validated(NoFields, parse_json(body))
 
 
 async def read_run_request(

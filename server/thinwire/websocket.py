@@ -283,7 +283,7 @@ class Session:
         try:
             return COMMANDS.validate_python(data)
         except ValidationError as exc:
-            raise Invalid(BadRequest("invalid_request", describe(exc)), data) from exc
+            raise Invalid(BadRequest("invalid_request", describe(exc, data)), data) from exc
 
     async def handle(self, command: wire.Command, agent_name: str, principal: str) -> None:
         server = self.server

@@ -47,7 +47,7 @@ def validated(model: type[M], params: dict[str, Any]) -> M:
     try:
         return model.model_validate(params)
     except ValidationError as exc:
-        raise RpcError(INVALID_PARAMS, "invalid_request", describe(exc)) from exc
+        raise RpcError(INVALID_PARAMS, "invalid_request", describe(exc, params)) from exc
 
 
 def contents(message: models.IncomingMessage) -> tuple[str, Any]:
@@ -204,8 +204,7 @@ async def list_tasks(caller: Caller, params: dict[str, Any]) -> dict[str, Any]:
     since = timestamp(after.timestamp()) if after else ""
 
     def wanted(view: TaskView) -> bool:
-        state = request.status
-        return state in (None, "TASK_STATE_UNSPECIFIED", view.state) and view.updated >= since
+        return request.status in (None, view.state) and view.updated >= since
 
     if request.context_id is not None:
         tasks = [

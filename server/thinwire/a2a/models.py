@@ -57,7 +57,6 @@ TaskState = Literal[
 #: Every state the protocol names, for a filter (one thinwire never takes matches none).
 AnyTaskState = Literal[
     TaskState,
-    "TASK_STATE_UNSPECIFIED",
     "TASK_STATE_SUBMITTED",
     "TASK_STATE_REJECTED",
     "TASK_STATE_AUTH_REQUIRED",
@@ -189,6 +188,14 @@ def absent_if_empty(value: Any) -> Any:
     return None if value == "" else value
 
 
+def absent_if_unset(value: Any) -> Any:
+    """An enum nobody set, as ProtoJSON writers put it: its `…_UNSPECIFIED` zero value, or
+    "UNRECOGNIZED" (`@a2a-js/sdk` writes that for one its caller left out, as protobuf-ts
+    style code names a value it does not know): the same as leaving it out."""
+    unset = value == "UNRECOGNIZED" or (isinstance(value, str) and value.endswith("_UNSPECIFIED"))
+    return None if unset else value
+
+
 class IncomingPart(Inbound):
     text: str | None = None
     data: Any = None
@@ -239,3 +246,4 @@ class ListTasksRequest(Inbound):
     include_artifacts: bool = False
 
     _empty = field_validator("context_id", "page_token", mode="before")(absent_if_empty)
+    _unset = field_validator("status", mode="before")(absent_if_unset)

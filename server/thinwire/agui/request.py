@@ -19,13 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from starlette.requests import Request
 
 from thinwire.errors import BadRequest
 from thinwire.foreign_ids import message_id_of
-from thinwire.parsing import check_data, check_message, describe, read_json
+from thinwire.parsing import check_data, check_message, read_json, validated
 
 __all__ = ["Answer", "Cancel", "RunInput", "Say", "read_run_input", "read_thread_input"]
 
@@ -91,10 +91,7 @@ class RunInput:
 
 
 async def read_body(request: Request, max_body_bytes: int) -> RunAgentInput:
-    try:
-        body = RunAgentInput.model_validate(await read_json(request, max_body_bytes))
-    except ValidationError as exc:
-        raise BadRequest("invalid_request", describe(exc)) from exc
+    body = validated(RunAgentInput, await read_json(request, max_body_bytes))
     version = body.protocol_version
     if version is not None and version.partition(".")[0] != MAJOR_VERSION:
         raise BadRequest(
@@ -134,15 +131,11 @@ def resumed(entries: list[ResumeEntry]) -> Answer | Cancel:
 
 
 def said(messages: list[Any], forwarded: Any, max_message_bytes: int, max_data_bytes: int) -> Say:
-    newest = next(
-        (m for m in reversed(messages) if isinstance(m, dict) and m.get("role") == "user"), None
-    )
-    if newest is None:
+    users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
+    if not users:
         raise BadRequest("invalid_request", "messages: no user message to send")
-    try:
-        message = UserMessage.model_validate(newest)
-    except ValidationError as exc:
-        raise BadRequest("invalid_request", f"messages.{describe(exc)}") from exc
+    newest = users[-1]
+    message = validated(UserMessage, messages[newest], f"messages[{newest}]")
     content = message.content
     if not isinstance(content, str):
         texts = [part.get("text") for part in content if part.get("type") == "text"]

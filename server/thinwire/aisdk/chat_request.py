@@ -21,14 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from starlette.requests import Request
 
 from thinwire.aisdk.chunks import INTERRUPT_TOOL
 from thinwire.errors import BadRequest
 from thinwire.foreign_ids import message_id_of
-from thinwire.parsing import check_message, describe, read_json
+from thinwire.parsing import check_message, read_json, validated
 
 __all__ = ["Answer", "ChatRequest", "Regenerate", "Say", "edit_refused", "read_chat_request"]
 
@@ -85,19 +85,16 @@ async def read_chat_request(
     request: Request, *, max_body_bytes: int, max_message_bytes: int
 ) -> tuple[str, Say | Answer | Regenerate]:
     """The chat id and what the request asks; `invalid_request` for anything else."""
-    try:
-        body = ChatRequest.model_validate(await read_json(request, max_body_bytes))
-    except ValidationError as exc:
-        raise BadRequest("invalid_request", describe(exc)) from exc
+    body = validated(ChatRequest, await read_json(request, max_body_bytes))
     if body.trigger == "regenerate-message":
         return body.id, Regenerate(body.message_id)
-    last = body.message if body.message is not None else (body.messages or [None])[-1]
-    if last is None:
+    if body.message is not None:
+        last, at = body.message, "message"
+    elif body.messages:
+        last, at = body.messages[-1], f"messages[{len(body.messages) - 1}]"
+    else:
         raise BadRequest("invalid_request", "message: the message to send is missing")
-    try:
-        message = UIMessage.model_validate(last)
-    except ValidationError as exc:
-        raise BadRequest("invalid_request", f"message.{describe(exc)}") from exc
+    message = validated(UIMessage, last, at)
     if message.role == "assistant":
         return body.id, answer_in(message)
     if body.message_id is not None:
