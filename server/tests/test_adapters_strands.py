@@ -685,3 +685,17 @@ def test_a_tool_a_hook_runs_for_an_invented_name_is_shown_by_its_own_name() -> N
     assert ran == ["lookup 1"]
     assert tool_frames(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
     assert invented not in json.dumps(frames) and invented not in transcript
+
+
+def test_input_that_is_no_json_object_never_runs_the_tool_and_the_model_is_told() -> None:
+    model = Scripted([Call("lookup", ["1"], "c1")], ["Sorry."])  # type: ignore[arg-type]
+    agent, ran = support_agent(model)
+    with client_for(agent) as client:
+        frames = send(client, "order?")
+        history = server_context(client, frames[0]["contextId"], "support").history
+    assert tool_frames(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", False)]
+    assert frames[-1]["text"] == "Sorry." and ran == []
+    [record] = [m for m in history if m["role"] == "tool"]
+    assert record["arguments"] == {"input": ["1"]} and "not a JSON object" in record["error"]
+    [(status, said)] = model.results(1)
+    assert status == "error" and "not a JSON object" in said

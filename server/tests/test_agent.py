@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import math
@@ -12,7 +13,7 @@ from typing import Any, ClassVar
 import pytest
 from starlette.testclient import TestClient
 
-from conftest import app_for, decide, parse_sse, send, server_context
+from conftest import app_for, decide, parse_sse, send, server_context, tool_frames
 from thinwire import Agent, MemoryStore, Run, SQLiteStore, ToolFailed
 from thinwire.interrupts import Suspend
 
@@ -734,3 +735,93 @@ def test_a_run_handed_off_ends_for_its_agent_when_the_handoff_returns() -> None:
     assert text.startswith("helping / the helper's late work got: run ")
     assert "has ended for 'helper', whose handoff returned: a write to run.state" in text
     assert "late helping" not in text and "helper_late" not in state
+
+
+class Charges(Agent):
+    """Calls a `charge` tool, or step, as `how` says, and says what that raised."""
+
+    how: ClassVar[str] = "async"
+    charged: ClassVar[list[str]] = []
+
+    async def run(self, run: Run, text: str) -> None:
+        charged = type(self).charged
+
+        def charge_now(card: str) -> str:
+            charged.append(card)
+            return "charged"
+
+        async def charge(card: str) -> str:
+            return charge_now(card)
+
+        class Charger:
+            async def __call__(self, card: str) -> str:
+                return charge_now(card)
+
+        calls: dict[str, Callable[[], Awaitable[Any]]] = {
+            "plain def": lambda: run.call_tool("charge", charge_now, {"card": "4242"}),
+            "arguments as text": lambda: run.call_tool("charge", charge, "card=4242"),  # type: ignore[arg-type]
+            "not callable": lambda: run.call_tool("charge", "charge", {"card": "4242"}),  # type: ignore[arg-type]
+            "step of a plain def": lambda: run.step("charge", lambda: charge_now("4242")),
+            "step not callable": lambda: run.step("charge", None),  # type: ignore[arg-type]
+            "partial": lambda: run.call_tool("charge", functools.partial(charge, "4242"), {}),
+            "async __call__": lambda: run.tool("charge", Charger(), card="4242"),
+            "lambda of a coroutine": lambda: run.tool(
+                "charge", lambda **a: charge(**a), card="4242"
+            ),
+            "step of a lambda": lambda: run.step("charge", lambda: charge("4242")),
+        }
+        try:
+            await calls[type(self).how]()
+        except TypeError as exc:
+            await run.say(f"TypeError: {exc}")
+        else:
+            await run.say("done")
+
+
+@pytest.mark.parametrize(
+    ("how", "refusal", "ran"),
+    [
+        ("arguments as text", "the arguments of tool 'charge' are a dict", False),
+        ("not callable", "tool 'charge' is called as await fn(**arguments)", False),
+        ("step not callable", "step 'charge' is called as await fn()", False),
+        # Only calling a plain function shows it is one: it has run, and the run is told
+        # so by a TypeError, not a ToolFailed a model would answer by calling it again.
+        ("plain def", "tool 'charge' must be an async function", True),
+        ("step of a plain def", "step 'charge' must be an async function", True),
+    ],
+)
+def test_a_tool_or_step_that_cannot_be_awaited_is_a_type_error_not_a_failed_call(
+    how: str, refusal: str, ran: bool
+) -> None:
+    Charges.how, Charges.charged = how, []
+    with TestClient(app_for({"demo": Charges})) as client:
+        frames = send(client, "hi")
+        history = list(server_context(client, frames[0]["contextId"]).history)
+    said = frames[-1]["text"]
+    assert said.startswith("TypeError: ") and refusal in said, said
+    assert Charges.charged == (["4242"] if ran else [])
+    called = [m for m in history if m["role"] == "tool"]
+    if how == "plain def":
+        assert tool_frames(frames) == [
+            ("tool_call", "charge", None),
+            ("tool_result", "charge", False),
+        ]
+        [entry] = called
+        assert entry["ok"] is False and "it ran" in entry["error"]
+    else:
+        assert tool_frames(frames) == [] and called == []
+
+
+@pytest.mark.parametrize(
+    "how", ["partial", "async __call__", "lambda of a coroutine", "step of a lambda"]
+)
+def test_a_callable_that_returns_an_awaitable_is_a_tool_or_step(how: str) -> None:
+    Charges.how, Charges.charged = how, []
+    with TestClient(app_for({"demo": Charges})) as client:
+        frames = send(client, "hi")
+    assert frames[-1]["text"] == "done" and Charges.charged == ["4242"]
+    if how != "step of a lambda":
+        assert tool_frames(frames) == [
+            ("tool_call", "charge", None),
+            ("tool_result", "charge", True),
+        ]

@@ -21,7 +21,7 @@ from starlette.testclient import TestClient
 from conftest import app_for, decide, parse_sse, server_context, stop_over_websocket
 from thinwire import Approval
 from thinwire.agent import UNANSWERED
-from thinwire.models import ChatAgent, OpenAIChat, messages, tool
+from thinwire.models import ChatAgent, ModelError, OpenAIChat, messages, tool
 from thinwire.models import openai as openai_chat
 from thinwire.models.tools import ToolWarning, tools_of
 from thinwire.testing import free_port
@@ -1103,3 +1103,117 @@ def test_the_event_reader_joins_data_lines_skips_comments_and_stops_at_done() ->
     assert next(events) == {"a": 1}
     with pytest.raises(ValueError):
         next(events)
+
+
+class Scripted:
+    """A ChatModel of the reader's own: it returns `turn`, whatever it is asked."""
+
+    name = "scripted"
+
+    def __init__(self, turn: Any) -> None:
+        self.turn = turn
+
+    async def complete(self, messages: Any, tools: Any, emit: Any) -> Any:
+        return self.turn
+
+
+def scripted(turn: Any) -> type[ChatAgent]:
+    class Scripts(ChatAgent):
+        model = Scripted(turn)
+
+        @tool
+        async def search(self, query: str) -> str:
+            """Search."""
+            return query
+
+    return Scripts
+
+
+def test_a_turn_that_leaves_out_usage_and_finish_reason_has_none() -> None:
+    with client_for(scripted({"content": "hi", "toolCalls": []})) as client:
+        frames = run(client, "hi")
+        history = server_context(client, frames[0]["contextId"], "lib").history
+    assert [f["type"] for f in frames[1:]] == ["done"] and frames[-1]["stopReason"] == "end"
+    assert {"role": "assistant", "content": "hi"} in list(history)
+
+
+ASKS = [{"id": "c1", "name": "search", "arguments": '{"query": "tides"}'}]
+
+
+@pytest.mark.parametrize(
+    ("turn", "complaint"),
+    [
+        ("hi", "returned a str, not a ModelTurn"),
+        ({"toolCalls": []}, "returned a ModelTurn without content"),
+        ({"content": None, "toolCalls": []}, "whose content is None, not a str"),
+        ({"content": "hi", "toolCalls": None}, "whose toolCalls is None, not a list"),
+        ({"content": "", "toolCalls": ["search"]}, "whose toolCalls[0] is a str, not an object"),
+        (
+            {"content": "", "toolCalls": [{**ASKS[0], "arguments": {"query": "tides"}}]},
+            "whose toolCalls[0].arguments is a dict, not a str: the JSON text",
+        ),
+        (
+            {"content": "", "toolCalls": [{"id": "c1", "name": "search"}]},
+            "toolCalls[0] without arguments",
+        ),
+        (
+            {"content": "", "toolCalls": [{**ASKS[0], "id": 1}]},
+            "toolCalls[0].id is an int, not a str",
+        ),
+        ({"content": "hi", "toolCalls": [], "finishReason": 1}, "finishReason is an int"),
+        (
+            {"content": "hi", "toolCalls": [], "usage": {"input": 1, "output": 1}},
+            'whose usage is not {"inputTokens": int, "outputTokens": int} or None',
+        ),
+        (
+            {"content": "hi", "toolCalls": [], "usage": {"inputTokens": "1", "outputTokens": 1}},
+            'whose usage is not {"inputTokens": int, "outputTokens": int} or None',
+        ),
+    ],
+)
+def test_a_malformed_turn_fails_the_run_naming_complete_and_the_field(
+    turn: Any, complaint: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.ERROR, logger="thinwire"), client_for(scripted(turn)) as client:
+        frames = run(client, "hi")
+    assert frames[-2]["code"] == "agent_error" and frames[-2]["message"].startswith(
+        "The agent failed."
+    )
+    [failure] = [r.exc_info[1] for r in caplog.records if r.exc_info]
+    assert isinstance(failure, TypeError)
+    assert str(failure).startswith("Scripted.complete() ") and complaint in str(failure), failure
+
+
+class Fails:
+    """A ChatModel of the reader's own that fails for `reason`."""
+
+    name = "fails"
+
+    def __init__(self, reason: Any) -> None:
+        self.reason = reason
+
+    async def complete(self, messages: Any, tools: Any, emit: Any) -> Any:
+        raise ModelError(self.reason, retryable=True)
+
+
+@pytest.mark.parametrize(
+    ("reason", "shown"),
+    [
+        ("overloaded", "overloaded"),
+        ("line1\nline2 \u202eevil\x00 " + "x" * 5000, "line1 line2 evil " + "x" * 82 + "…"),
+        ("half \ud800 a pair", "half \ufffd a pair"),  # UTF-8 cannot carry a lone surrogate
+        ("\u202e\n", None),
+    ],
+)
+def test_a_model_errors_reason_reaches_the_client_as_one_short_plain_line(
+    reason: str, shown: str | None
+) -> None:
+    class Failing(ChatAgent):
+        model = Fails(reason)
+
+    with client_for(Failing) as client:
+        frames = run(client, "hi")
+    error = next(f for f in frames if f["type"] == "error")
+    said = "The model failed" if shown is None else f"The model failed ({shown})"
+    assert error["message"].startswith(f"{said}. Reference: err-")
+    assert error["retryable"] is True and frames[-1]["stopReason"] == "error"

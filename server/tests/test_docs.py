@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
+import anyio
 import jsonschema
 import pytest
 from starlette.testclient import TestClient
@@ -182,6 +183,11 @@ def test_models_doc_own_model_is_not_called_again_on_a_resume() -> None:
 def test_testing_doc_model_test_passes() -> None:
     namespace = run_blocks("docs/testing.md")
     namespace["test_searches_then_answers_and_keeps_the_search_on_the_server"]()
+
+
+def test_testing_doc_async_test_passes() -> None:
+    namespace = run_blocks("docs/testing.md")
+    anyio.run(namespace["test_echoes_over_an_async_client"])
 
 
 def test_state_doc_promise_about_datetimes() -> None:

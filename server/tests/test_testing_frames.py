@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import httpx2 as httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -82,3 +83,37 @@ def test_a_response_that_is_not_a_stream_fails_with_its_status_and_body() -> Non
 
 def test_a_stream_of_only_heartbeats_is_no_frames() -> None:
     assert frames_of(": heartbeat\n\n") == [] == frames_of("")
+
+
+RUN = {"message": {"text": "ping"}}
+
+
+def test_reads_a_streamed_response_to_its_end() -> None:
+    with TestClient(app_for({"demo": Echo})) as client:
+        with client.stream("POST", "/agents/demo/runs", json=RUN) as response:
+            frames = frames_of(response)
+        with client.stream("POST", "/agents/demo/runs", json=RUN) as begun:
+            next(begun.iter_lines())  # read in part: frames_of cannot have the rest
+            with pytest.raises(FrameError, match=r"cannot read \(.*\): read it first"):
+                frames_of(begun)
+    assert [f["type"] for f in frames] == ["run_start", "thinking", "token", "done"]
+
+
+@pytest.mark.anyio
+async def test_an_async_streamed_response_is_read_first_with_aread() -> None:
+    app = app_for({"demo": Echo})
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://test") as client,
+        client.stream("POST", "/agents/demo/runs", json=RUN) as response,
+    ):
+        with pytest.raises(FrameError, match=r"await response\.aread\(\)"):
+            frames_of(response)
+        await response.aread()
+        assert [f["type"] for f in frames_of(response)][-1] == "done"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"

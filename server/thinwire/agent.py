@@ -72,6 +72,10 @@ UNANSWERED = "a person was asked to approve this call; the run was stopped first
 REJECTED = "a person rejected this call; it did not run"
 #: A call the run's end cut short (a stop, a shutdown), in the history.
 CUT_SHORT = "the run ended before this call returned; it may have partly run"
+#: A call of a plain function (`NotAsync`), in the history.
+NOT_AWAITED = (
+    "this call was to a plain function, not an async one: it ran, and what it returned was not kept"
+)
 
 #: What each value the run keeps is for, said when one is not JSON.
 PAYLOAD_RULE = "an interrupt's payload is sent to the user as JSON, so JSON values only"
@@ -436,7 +440,8 @@ class Run:
         The user sees the tool's name and whether it succeeded; its arguments and output
         (JSON, both) are recorded in the history only. With `approval`, a person is asked
         first; a rejection raises `Rejected` and the tool does not run. A tool that raises
-        raises `ToolFailed` from the original exception, after the failure is shown.
+        raises `ToolFailed` from the original exception, after the failure is shown. A
+        `function` whose result cannot be awaited (a plain def) raises `TypeError`: it ran.
         """
         return await self.call_tool(name, function, arguments, approval=approval)
 
@@ -455,6 +460,12 @@ class Run:
         if not isinstance(name, str):
             raise TypeError(f"a tool's name is a str, not {type(name).__name__}")
         check_text(name, "a tool's name")
+        check_callable(function, f"tool {name!r}", "await fn(**arguments)")
+        if not isinstance(arguments, dict):
+            raise TypeError(
+                f"the arguments of tool {name!r} are a dict of names to JSON values, "
+                f"not {a_value_of(arguments)}"
+            )
         check_json(arguments, f"the arguments of tool {name!r}", rule=ARGUMENTS_RULE)
         called = {"role": "tool", "name": name, "arguments": arguments}
         if call_id is not None:
@@ -485,8 +496,16 @@ class Run:
         self._activity.append(activity)
         self._log.tool_call(frame_id, name)
         try:
-            output = await function(**arguments)
+            output = await awaited(function(**arguments), f"tool {name!r}")
             check_json(output, f"the output of tool {name!r}", rule=OUTPUT_RULE)
+        except NotAsync:
+            # It ran: the history says so, and the run fails rather than tell a model
+            # the call failed (it would call it again).
+            self._check_running(f"the result of tool {name!r}")
+            activity["ok"] = False
+            self._log.tool_result(frame_id, name, ok=False)
+            self.history.append({**called, "ok": False, "error": NOT_AWAITED})
+            raise
         except Exception as exc:
             # A call that outlived its run (the run did not wait for it): not recorded.
             self._check_running(f"the result of tool {name!r}")
@@ -525,6 +544,7 @@ class Run:
         if not isinstance(name, str):
             raise TypeError(f"a step's name is a str, not {type(name).__name__}")
         check_text(name, "a step's name")
+        check_callable(function, f"step {name!r}", "await fn()")
         entry = self._journal.replay("step", name)
         if entry is not None:
             if entry["said"]:
@@ -532,7 +552,7 @@ class Run:
             recorded: T = entry["result"]
             return recorded
         before = len(self._text)
-        result = await function()
+        result = await awaited(function(), f"step {name!r}")
         self._check_running(f"the result of step {name!r}")
         check_json(result, f"the result of step {name!r}", rule=RESULT_RULE)
         said = "".join(self._text[before:])
@@ -616,6 +636,31 @@ def check_count_or_none(setting: str, value: object, unit: str, none_means: str)
         raise ValueError(
             f"{setting} must be at least 1 ({unit}), or None for {none_means}, not {value!r}"
         )
+
+
+class NotAsync(TypeError):
+    """A tool or a step that is a plain function: known only once called, so it ran."""
+
+
+def check_callable(function: object, what: str, called_as: str) -> None:
+    if not callable(function):
+        raise TypeError(
+            f"{what} is called as {called_as}: fn must be an async function, "
+            f"not {a_value_of(function)}"
+        )
+
+
+async def awaited(returned: Awaitable[T], what: str) -> T:
+    """What an async function returned. A plain function's result cannot be awaited:
+    refused, saying that it ran (calling it was the only way to tell it was not async,
+    as a lambda or a partial returning a coroutine is)."""
+    if not inspect.isawaitable(returned):
+        raise NotAsync(
+            f"{what} must be an async function (async def), or return an awaitable, but "
+            f"it returned {a_value_of(returned)}: it ran as a plain function, once, and its "
+            "result was not kept"
+        )
+    return await returned
 
 
 def check_text(text: str, what: str) -> None:

@@ -35,12 +35,15 @@ from thinwire.flushing import start_flushing
 from thinwire.ids import new_run_id
 from thinwire.interrupts import ReplayMismatch, Suspend, SuspendCaught
 from thinwire.jsontext import encodable
-from thinwire.records import Checkpoint, ContextRecord
+from thinwire.records import Checkpoint, ContextRecord, shortened, visible
 from thinwire.runlog import RunLog, shown
 from thinwire.stores import Event, Store
 from thinwire.turns import ending_exchange, exchange_of
 
 __all__ = ["begin_run", "execute"]
+
+#: The most of a `ModelError`'s reason a client is shown, in characters.
+REASON_LENGTH = 100
 
 logger = logging.getLogger("thinwire.runs")
 
@@ -139,6 +142,13 @@ def failure(
     if retryable is None:
         retryable = code in RETRYABLE_CODES
     log.error(code, f"{what}. Reference: {reference}.", retryable=retryable)
+
+
+def model_failed(reason: object) -> str:
+    """What a client is told of a `ModelError`: its reason is the developer's text, so it
+    goes as one short line that reads as it says (`shortened`), like a title."""
+    shown = shortened(str(reason), REASON_LENGTH)
+    return f"The model failed ({shown})" if visible(shown) else "The model failed"
 
 
 @dataclass(frozen=True)
@@ -245,7 +255,7 @@ async def execute(
         outcome = Outcome("error")
     except ModelError as exc:
         # What the model's server said stays in the log; the client learns the kind.
-        failure(log, "agent_error", f"The model failed ({exc.reason})", retryable=exc.retryable)
+        failure(log, "agent_error", model_failed(exc.reason), retryable=exc.retryable)
         outcome = Outcome("error")
     except Exception:
         # The exception text may hold anything private; it stays in the server log.

@@ -31,7 +31,7 @@ from pydantic_core import to_jsonable_python
 
 from thinwire.agent import Agent, Run, described
 from thinwire.interrupts import Rejected, ToolFailed
-from thinwire.models.base import ChatModel, ModelTurn, ToolCall
+from thinwire.models.base import ChatModel, ModelTurn, ToolCall, checked_turn
 from thinwire.models.messages import model_turn, to_chat_messages
 from thinwire.models.openai import OpenAIChat
 from thinwire.models.tools import ToolInputError, ToolSpec, tools_of
@@ -125,9 +125,9 @@ class ChatAgent(Agent):
         self, run: Run, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
     ) -> ModelTurn:
         """One model call, its deltas streamed to the user, its tokens counted."""
-        turn = await self.model.complete(messages, schemas, run)
-        if turn["usage"]:
-            usage = turn["usage"]
+        turn = checked_turn(await self.model.complete(messages, schemas, run), self.model)
+        usage = turn.get("usage")
+        if usage:
             run.record_usage(self.model.name, usage["inputTokens"], usage["outputTokens"])
         return turn
 

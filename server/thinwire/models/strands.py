@@ -243,6 +243,8 @@ class Bridge:
         ended: list[ToolResultEvent] = []
 
         async def call(**_: Any) -> Any:  # the arguments as recorded: JSON, not these
+            if not isinstance(tool_use["input"], dict):
+                raise TypeError(f"the input of tool {name!r} is not a JSON object")
             async for event in next_call(context):
                 (ended if isinstance(event, ToolResultEvent) else passed).append(event)
             if not ended:
@@ -252,7 +254,9 @@ class Bridge:
                 raise RuntimeError(text_of(result)) from ended[-1].exception
             return encode_bytes_values(result["content"])
 
-        arguments = tool_use["input"]
+        # Recorded as an object, as every tool's arguments are: other JSON under "input".
+        given = tool_use["input"]
+        arguments = given if isinstance(given, dict) else {"input": given}
         exception: Exception | None
         try:
             content = await self.run.call_tool(

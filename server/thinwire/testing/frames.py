@@ -8,7 +8,8 @@ Each frame is checked strictly against the wire schema as it is read, so a test 
 reads its frames with `frames_of` also fails if one carries a field the schema does not
 allow, or a value of another type (a seq of "4"). A response that is not a stream at all
 (a 400 for a blank message, say) fails too, with its status and body, rather than
-reading as a stream of no frames.
+reading as a stream of no frames. A streamed response (`client.stream(...)`) is read to
+its end first.
 """
 
 from __future__ import annotations
@@ -49,9 +50,30 @@ def not_a_stream(body: object, text: str) -> str | None:
     return None
 
 
+def text_of(response: HasText) -> str:
+    """A response's text; a streamed one (`client.stream(...)`, which httpx does not read
+    until asked) read to its end first."""
+    try:
+        return response.text
+    except RuntimeError as unread:  # httpx's ResponseNotRead
+        read = getattr(response, "read", None)
+        if read is None:
+            raise
+        try:
+            read()
+        except RuntimeError as exc:  # an async client's stream, or one read in part
+            raise FrameError(
+                f"a streamed response frames_of cannot read ({exc}): read it first, "
+                "whole — `await response.aread()` for an async client's"
+            ) from unread
+        return response.text
+
+
 def frames_of(body: str | bytes | HasText) -> list[dict[str, Any]]:
     """The frames of a `text/event-stream` body (a response, or its text), in order, as
-    their JSON objects; heartbeats and other comments left out. Raises `FrameError` for
+    their JSON objects; heartbeats and other comments left out. A streamed response
+    (`client.stream(...)`) is read to its end; an async client's must be read first
+    (`await response.aread()`), or `FrameError` says so. Raises `FrameError` for
     an event that is not a frame the wire schema allows (an unknown type, a missing or
     extra field), and for a body that is not an event stream: an error response (its
     status and body said), another content type, JSON."""
@@ -60,7 +82,7 @@ def frames_of(body: str | bytes | HasText) -> list[dict[str, Any]]:
     elif isinstance(body, str):
         text = body
     else:
-        text = body.text
+        text = text_of(body)
     problem = not_a_stream(body, text)
     if problem is not None:
         raise FrameError(f"not a stream of frames: {problem}: {text[:500]}")
