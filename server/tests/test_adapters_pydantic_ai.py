@@ -12,8 +12,9 @@ from functools import partial
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 from pydantic_ai import Agent as PydanticAgent
-from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
+from pydantic_ai import ApprovalRequired, ModelRetry, NativeOutput, PromptedOutput, RunContext
 from pydantic_ai.capabilities import ProcessEventStream
 from pydantic_ai.messages import (
     ModelMessage,
@@ -23,12 +24,14 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolCall, FunctionModel
+from pydantic_ai.settings import ModelSettings
+from pydantic_ai.usage import UsageLimits
 from starlette.testclient import TestClient
 
-from conftest import app_for, server_context, stop_over_websocket, tool_frames
+from conftest import app_for, parse_sse, server_context, stop_over_websocket, tool_frames
 from conftest import decide as decide_on
 from conftest import send as send_to
-from thinwire import Approval, MemoryStore
+from thinwire import Agent, Approval, MemoryStore, Run
 from thinwire.models.pydantic_ai import PydanticAIAgent
 from thinwire.testing.openai_stub import OpenAIStub, Stream, text
 
@@ -506,3 +509,146 @@ def test_a_tool_the_model_invents_is_told_to_the_model_and_never_shown() -> None
     assert tool_frames(frames) == [] and frames[-1]["toolCalls"] == []
     assert invented not in json.dumps(frames) and invented not in transcript
     assert f"Unknown tool name: {invented!r}" in script.seen(1)  # pydantic-ai's retry prompt
+
+
+class Order(BaseModel):
+    order_id: str
+
+
+def reply_of(client: TestClient, frames: list[dict[str, Any]]) -> str:
+    """The reply the transcript keeps of a run."""
+    context_id = frames[0]["contextId"]
+    turns = client.get(f"/agents/support/contexts/{context_id}").json()["turns"]
+    text: str = turns[-1]["text"]
+    return text
+
+
+def served(agent: PydanticAgent[Any, Any]) -> type[PydanticAIAgent]:
+    class Served(PydanticAIAgent):
+        pass
+
+    Served.agent = agent
+    return Served
+
+
+@pytest.mark.parametrize("output", [PromptedOutput(Order), NativeOutput(Order)])
+def test_a_structured_output_the_model_writes_as_text_is_said_once_as_json(output: Any) -> None:
+    script = Script(['{"order_id": ', '"B2"}'])
+    agent = PydanticAgent(FunctionModel(stream_function=script), output_type=output)
+    with client_for(served(agent)) as client:
+        frames = send(client, "order?")
+        kept = reply_of(client, frames)
+    assert [f["delta"] for f in frames if f["type"] == "token"] == ['{"order_id": "B2"}']
+    assert frames[-1]["text"] == kept == '{"order_id": "B2"}'
+
+
+def test_what_a_structured_agent_says_besides_its_output_is_neither_streamed_nor_kept() -> None:
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Reply]:
+        if len(messages) == 1:
+            yield "Let me look. "
+            yield call("lookup", {"order": "A1"}, "c1")
+        else:
+            yield "Here you go. "
+            yield call(info.output_tools[0].name, {"order_id": "A1"}, "o1")
+
+    agent = PydanticAgent(FunctionModel(stream_function=stream), output_type=Order)
+
+    @agent.tool_plain
+    def lookup(order: str) -> str:
+        return "found"
+
+    with client_for(served(agent)) as client:
+        frames = send(client, "order?")
+        kept = reply_of(client, frames)
+        history = server_context(client, frames[0]["contextId"], "support").history
+    assert [f["delta"] for f in frames if f["type"] == "token"] == ['{"order_id": "A1"}']
+    assert frames[-1]["text"] == kept == '{"order_id": "A1"}'
+    assert tool_frames(frames) == [("tool_call", "lookup", None), ("tool_result", "lookup", True)]
+    # What the model said is still in the agent's messages, for the next run.
+    [messages] = [m["messages"] for m in history if m["role"] == "pydantic-ai"]
+    assert "Here you go. " in json.dumps(messages)
+
+
+def test_a_draft_the_output_validator_rejects_streams_but_is_not_kept() -> None:
+    script = Script(
+        ["Let me look. ", *[call("lookup", {"order": "1"}, "c1")]],
+        ["DRAFT ", "reply."],
+        ["Final ", "answer."],
+    )
+    agent, _ = support_agent(script)
+
+    @agent.agent.output_validator
+    def no_drafts(output: str) -> str:
+        if output.startswith("DRAFT"):
+            raise ModelRetry("no drafts")
+        return output + "!"  # a validator may change the output, too
+
+    with client_for(agent) as client:
+        frames = send(client, "order?")
+        kept = reply_of(client, frames)
+        history = server_context(client, frames[0]["contextId"], "support").history
+    assert deltas(frames, "token") == "Let me look. DRAFT reply.Final answer."
+    assert frames[-1]["text"] == kept == "Let me look. Final answer.!"
+    assert [m["content"] for m in history if m["role"] == "assistant"] == [kept]
+    assert len(script.requests) == 3
+
+
+def test_usage_limits_and_model_settings_come_from_the_agent_class() -> None:
+    seen: list[ModelSettings | None] = []
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Reply]:
+        seen.append(info.model_settings)
+        yield call("lookup", {"order": str(len(seen))}, f"c{len(seen)}")
+
+    limited = PydanticAgent(FunctionModel(stream_function=stream))
+
+    @limited.tool_plain
+    def lookup(order: str) -> str:
+        return "on its way"
+
+    class Limited(PydanticAIAgent):
+        agent = limited
+
+        def usage_limits(self, run: Run) -> UsageLimits | None:
+            return UsageLimits(request_limit=run.data["requests"])
+
+        def model_settings(self, run: Run) -> ModelSettings | None:
+            return {"temperature": 0.25}
+
+    with client_for(Limited) as client:
+        body = {"message": {"text": "loop"}, "data": {"requests": 2}}
+        frames = parse_sse(client.post("/agents/support/runs", json=body).text)
+        history = server_context(client, frames[0]["contextId"], "support").history
+    [error] = [f for f in frames if f["type"] == "error"]
+    assert (error["code"], error["retryable"]) == ("agent_error", False)
+    assert frames[-1]["stopReason"] == "error"
+    assert len(seen) == 2 and all(s is not None and s["temperature"] == 0.25 for s in seen)
+    # The calls it finished before the limit are kept for the next message.
+    assert [m["output"] for m in history if m["role"] == "tool"] == ["on its way"] * 2
+
+
+def test_a_rejected_draft_after_a_handoff_keeps_what_the_first_agent_said() -> None:
+    # A handoff's two agents share one reply: dropping the draft keeps the first's part.
+    script = Script(["DRAFT ", "reply."], ["Final ", "answer."])
+    agent, _ = support_agent(script)
+
+    @agent.agent.output_validator
+    def no_drafts(output: str) -> str:
+        if output.startswith("DRAFT"):
+            raise ModelRetry("no drafts")
+        return output
+
+    class Triage(Agent):
+        async def run(self, run: Run, text: str) -> None:
+            await run.say("Passing you on. ")
+            await run.handoff("support", text)
+
+    app = app_for({"triage": Triage, "support": agent}, store=MemoryStore())
+    with TestClient(app) as client:
+        frames = parse_sse(
+            client.post("/agents/triage/runs", json={"message": {"text": "order?"}}).text
+        )
+        transcript = client.get(f"/agents/triage/contexts/{frames[0]['contextId']}").json()
+    assert deltas(frames, "token") == "Passing you on. DRAFT reply.Final answer."
+    assert frames[-1]["text"] == "Passing you on. Final answer."
+    assert transcript["turns"][-1]["text"] == "Passing you on. Final answer."

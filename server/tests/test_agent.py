@@ -102,6 +102,7 @@ async def tool_named(run: Run, name: Any) -> None:
         ("say", 123, "run.say() takes a str, not int"),
         ("say", b"bytes", "run.say() takes a str, not bytes"),
         ("think", 5, "run.think() takes a str, not int"),
+        ("replace_text", 9, "run.replace_text() takes a str, not int"),
         ("say", None, "run.say() takes a str, not NoneType"),
         ("tool", 7, "a tool's name is a str, not int"),
     ],
@@ -123,6 +124,25 @@ def test_a_value_that_is_not_text_fails_the_run_and_frees_the_conversation(
     assert [t["text"] for t in turns if t["role"] == "assistant"] == ["before ", "before "]
     logged = "\n".join(str(r.exc_info) for r in caplog.records)
     assert complaint in logged
+
+
+class Redrafts(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("DRAFT ")
+        await run.say("reply.")
+        run.replace_text("Final reply.")
+
+
+def test_a_replaced_reply_is_the_one_done_and_the_transcript_keep() -> None:
+    with TestClient(app_for({"demo": Redrafts})) as client:
+        frames = send(client, "hi")
+        context_id = frames[0]["contextId"]
+        turns = client.get(f"/agents/demo/contexts/{context_id}").json()["turns"]
+        history = server_context(client, context_id).history
+    assert [f["delta"] for f in frames if f["type"] == "token"] == ["DRAFT ", "reply."]
+    assert frames[-1]["text"] == "Final reply." and frames[-1]["stopReason"] == "end"
+    assert [t["text"] for t in turns if t["role"] == "assistant"] == ["Final reply."]
+    assert [m["content"] for m in history if m["role"] == "assistant"] == ["Final reply."]
 
 
 class Titled(Agent):

@@ -358,6 +358,19 @@ class Run:
             if not self._first_delta_sent:
                 await self._first_delta_out()
 
+    def replace_text(self, text: str) -> None:
+        """For adapters: keep `text` as the reply, in place of what the run said since
+        it started (or resumed): a framework's output that is not all its model said, a
+        draft its validator rejected say. After a handoff that is the agents' reply so
+        far, so keep the part said before yours (`run.text` when your agent began). At
+        the end, not inside a step. The deltas sent stay sent; the run's `done` and the
+        transcript have `text`, which a client shows in their place."""
+        self._check_running("run.replace_text()")
+        if not isinstance(text, str):
+            raise not_text("replace_text", text)
+        check_text(text, "the text given to run.replace_text()")
+        self._text[:] = [text] if text else []  # in place: a handoff's run shares it
+
     async def _first_delta_out(self) -> None:
         """After the run's first delta, let the event loop go round once so the streams
         send it now: an agent that says a burst without awaiting would otherwise hold its

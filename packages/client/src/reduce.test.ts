@@ -57,6 +57,18 @@ describe("reduceFrame", () => {
     });
   });
 
+  it("shows the reply done keeps in place of the deltas", () => {
+    // An agent may keep less than it streamed: a draft its framework sent back.
+    const drafted: Frame[] = [
+      RUN[0]!,
+      { ...ids, seq: 2, type: "token", delta: "DRAFT " },
+      { ...ids, seq: 3, type: "token", delta: "Final." },
+      { ...ids, seq: 4, type: "done", text: "Final.", toolCalls: [], stopReason: "end" },
+    ];
+    const { snapshot } = reduceFrames(initialReducerState(), drafted);
+    expect(snapshot.turns.map((turn) => turn.text)).toEqual(["Final."]);
+  });
+
   it("gives the open turns the ids run_start announces", () => {
     const open = {
       ...emptySnapshot(null),

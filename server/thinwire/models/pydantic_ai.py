@@ -7,9 +7,13 @@
 
 The agent runs as it would on its own, with one capability of ours added for the run:
 
-- every model request is a recorded step (`run.step`): streamed as it comes (text to
-  `say`, thinking to `think`), its tokens counted (`record_usage`), its response kept in
-  the journal, so a resumed run replays it instead of asking the model again;
+- every model request is a recorded step (`run.step`): streamed as it comes (thinking to
+  `think`; text to `say` when the agent's output is text), its tokens counted
+  (`record_usage`), its response kept in the journal, so a resumed run replays it instead
+  of asking the model again;
+- the reply kept is the agent's output: a structured one said as JSON at the end, a text
+  one after what the model said before its tool calls, without a draft pydantic-ai sent
+  back (`run.replace_text`);
 - every tool call goes through `run.call_tool`: the user sees the tool's name, the
   history keeps its arguments and output (JSON), a resumed run replays it. Tool calls run
   one at a time, so a replay meets them in the order they ran: pydantic-ai's, the calls
@@ -80,6 +84,7 @@ try:
     from pydantic_ai.settings import ModelSettings
     from pydantic_ai.tool_manager import ToolManager
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool, WrapperToolset
+    from pydantic_ai.usage import UsageLimits
 except ImportError as exc:  # pragma: no cover - exercised with the extra uninstalled
     raise ImportError(
         'PydanticAIAgent needs pydantic-ai: pip install "thinwire[pydantic-ai]"'
@@ -117,6 +122,14 @@ class PydanticAIAgent(Agent):
         """The agent's dependencies (`deps=`) for this run; None by default."""
         return None
 
+    def usage_limits(self, run: Run) -> UsageLimits | None:
+        """The run's limits (`usage_limits=`); None by default: pydantic-ai's own."""
+        return None
+
+    def model_settings(self, run: Run) -> ModelSettings | None:
+        """The run's model settings (`model_settings=`), over the agent's; None by default."""
+        return None
+
     def approval(self, call: ToolCallPart, metadata: dict[str, Any] | None) -> Approval:
         """What a person is asked before `call` runs. Public: shown as it is. The
         arguments are not shown unless you put them here."""
@@ -124,6 +137,7 @@ class PydanticAIAgent(Agent):
 
     async def run(self, run: Run, text: str) -> None:
         bridge = Bridge(self, run)
+        earlier = run.text  # an agent that handed off to this one said it: kept as said
         run_id = str(uuid.uuid4())  # its messages' mark: what this run added to the history
         with capture_run_messages() as messages, ToolManager.parallel_execution_mode("sequential"):
             try:
@@ -133,6 +147,8 @@ class PydanticAIAgent(Agent):
                     conversation_id=run.context_id,
                     run_id=run_id,
                     deps=self.deps(run),
+                    usage_limits=self.usage_limits(run),
+                    model_settings=self.model_settings(run),
                     capabilities=[bridge],
                 )
             except BaseException:
@@ -144,10 +160,15 @@ class PydanticAIAgent(Agent):
         keep(run.history, result.new_messages())
         if isinstance(result.output, DeferredToolRequests):
             raise RuntimeError("the agent waits for calls that run outside it (CallDeferred)")
-        if not isinstance(result.output, str):  # a structured output is the reply, as JSON
-            await run.say(
-                json.dumps(tool_return_content_ta.dump_python(result.output, mode="json"))
-            )
+        output = result.output
+        if not isinstance(output, str):  # a structured output is the reply, as JSON
+            output = json.dumps(tool_return_content_ta.dump_python(output, mode="json"))
+        reply = "".join(bridge.before_tools) + output
+        said = run.text[len(earlier) :]
+        if not said:
+            await run.say(reply)
+        elif said != reply:  # it said a draft that was sent back, or that was changed
+            run.replace_text(earlier + reply)
 
 
 def restored_messages(history: Sequence[dict[str, Any]]) -> list[ModelMessage]:
@@ -205,6 +226,11 @@ class Bridge(AbstractCapability[Any]):
     run: Run
     #: What the model has said of the request in flight.
     unfinished: list[str] = field(default_factory=list)
+    #: Whether its text is streamed: only when the agent's output is text. Otherwise the
+    #: text is a structured output's JSON, or what the model said besides it.
+    says_text: bool = True
+    #: What the model said, streamed, in the responses with tool calls: the reply's start.
+    before_tools: list[str] = field(default_factory=list)
 
     def get_wrapper_model(self, model: Model) -> Model:
         return RecordedModel(model, self)
@@ -253,7 +279,8 @@ class Bridge(AbstractCapability[Any]):
 
     async def said(self, delta: str) -> None:
         self.unfinished.append(delta)
-        await self.run.say(delta)
+        if self.says_text:
+            await self.run.say(delta)
 
 
 class RecordedModel(WrapperModel):
@@ -307,16 +334,20 @@ class RecordedModel(WrapperModel):
         run_context: RunContext[Any] | None,
     ) -> dict[str, Any]:
         """Ask the model, its deltas streamed to the user; the response as JSON."""
-        self.bridge.unfinished.clear()
+        bridge = self.bridge
+        bridge.unfinished.clear()
+        bridge.says_text = parameters.output_mode == "text"
         async with self.wrapped.request_stream(
             messages, settings, parameters, run_context
         ) as stream:
             async for event in stream:
-                await self.bridge.show(event)
+                await bridge.show(event)
             response = stream.get()
-        self.bridge.unfinished.clear()
+        if bridge.says_text and any(isinstance(p, ToolCallPart) for p in response.parts):
+            bridge.before_tools += bridge.unfinished  # not the output: what led to the calls
+        bridge.unfinished.clear()
         usage = response.usage
-        self.bridge.run.record_usage(
+        bridge.run.record_usage(
             response.model_name or self.model_name, usage.input_tokens, usage.output_tokens
         )
         [dumped] = ModelMessagesTypeAdapter.dump_python([response], mode="json")
