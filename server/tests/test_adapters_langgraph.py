@@ -10,7 +10,7 @@ import json
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
@@ -25,20 +25,23 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import interrupt
 from pydantic import Field
 from starlette.testclient import TestClient
+from typing_extensions import TypedDict
 
 from conftest import app_for, server_context, tool_frames
 from conftest import decide as decide_on
 from conftest import send as send_to
-from thinwire import MemoryStore
+from thinwire import MemoryStore, Run
 from thinwire.models.langgraph import HistorySaver, LangGraphAgent, Session
 
 SECRET_PROMPT = "tw-lg-system-prompt-51d2"
 SECRET_ARGUMENT = "tw-lg-argument-a06e"
 SECRET_OUTPUT = "tw-lg-output-c3b7"
+SECRET_PLAN = "tw-lg-private-plan-8f15"
 TOKEN = "lg-operator-token"
 
 send = partial(send_to, agent="planner")
@@ -199,6 +202,69 @@ def test_tokens_reasoning_and_tool_names_stream_and_the_rest_stays_on_the_server
     assert SECRET_OUTPUT in record["output"]
     assert [m["role"] for m in history].count("langgraph") == 1
     assert usage["total"] == {"fake-chat": {"calls": 2, "inputTokens": 22, "outputTokens": 6}}
+
+
+class Planned(TypedDict):
+    messages: Annotated[list[BaseMessage], add_messages]
+    plan: Any  # for the answering model only
+
+
+PlanNode = Callable[[Planned], Any]
+
+
+def plan_then_answer(plan: PlanNode) -> tuple[type[LangGraphAgent], ScriptedChat]:
+    """A node that asks a model for a private plan, kept out of `messages`, then one whose
+    model answers the user, reading the plan."""
+    answerer = ScriptedChat(messages=iter([says("Sure, happy to help.")]))
+
+    async def answer(state: Planned) -> dict[str, Any]:
+        return {"messages": [await answerer.ainvoke([state["plan"], *state["messages"]])]}
+
+    builder = StateGraph(Planned)
+    builder.add_node("plan", plan)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "answer")
+    builder.add_edge("answer", END)
+    return planner(builder.compile()), answerer
+
+
+def assert_the_plan_stays_on_the_server(
+    agent: type[LangGraphAgent], answerer: ScriptedChat
+) -> None:
+    with client_for(agent) as client:
+        frames = send(client, "refund me")
+        transcript = client.get(f"/agents/planner/contexts/{frames[0]['contextId']}").text
+    assert frames[-1]["text"] == "Sure, happy to help."
+    assert SECRET_PLAN not in json.dumps(frames) + transcript
+    assert SECRET_PLAN in str(answerer.seen[0])  # the plan did its work
+
+
+def test_a_nostream_tagged_models_text_never_reaches_the_wire() -> None:
+    model = chat(says(f"Plan: {SECRET_PLAN}"))
+
+    async def plan(state: Planned) -> dict[str, Any]:
+        planned = await model.with_config(tags=["nostream"]).ainvoke(state["messages"])
+        return {"plan": planned.text}  # its text: a message a node returns is shown
+
+    assert_the_plan_stays_on_the_server(*plan_then_answer(plan))
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["node", "subgraph"])
+def test_only_the_streamed_nodes_messages_reach_the_wire(nested: bool) -> None:
+    model = chat(says(f"Plan: {SECRET_PLAN}"))
+
+    async def plan(state: Planned) -> dict[str, Any]:
+        return {"plan": await model.ainvoke(state["messages"])}  # streamed, and the message
+
+    if nested:  # the node "plan" is a graph whose node calls the model
+        inner = StateGraph(Planned)
+        inner.add_node("think", plan)
+        inner.add_edge(START, "think")
+        plan = inner.compile()  # type: ignore[assignment]
+    agent, answerer = plan_then_answer(plan)
+    agent.streamed_nodes = frozenset({"answer"})
+    assert_the_plan_stays_on_the_server(agent, answerer)
 
 
 def test_a_second_message_sees_the_first_also_after_a_restart() -> None:
@@ -409,6 +475,36 @@ def test_a_stop_during_a_tool_leaves_a_thread_the_model_still_takes() -> None:
     ]
 
 
+def test_a_stop_ends_the_run_at_once_while_a_sync_tool_runs_on_in_its_thread() -> None:
+    """What models.md says: Python cannot stop a thread, so a plain-def tool runs to its
+    end after the run has stopped; its result is dropped."""
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    @tool
+    def blocking(order: str) -> str:
+        """Look an order up, blocking its thread."""
+        started.set()
+        release.wait(10)
+        finished.set()
+        return "late"
+
+    model = chat(says("One moment.", ("blocking", {"order": "1"})), says("Back."))
+    with client_for(planner(react(model, [blocking]))) as client:
+        with client.websocket_connect("/agents/planner/ws") as socket:
+            socket.send_json({"type": "send", "message": {"text": "order 1?"}})
+            context_id = socket.receive_json()["contextId"]
+            assert started.wait(10)
+            socket.send_json({"type": "stop", "contextId": context_id})
+            while (done := socket.receive_json())["type"] != "done":
+                pass
+        assert done["stopReason"] == "stopped" and not finished.is_set()
+        release.set()
+        assert finished.wait(10)  # the tool ran on after the stop
+        frames = send(client, "hello?", context_id)
+    assert frames[-1]["text"] == "Back." and tool_frames(frames) == []
+    assert ("tool", "late") not in [(m.type, m.content) for m in model.seen[-1]]
+
+
 def test_the_saver_keeps_the_latest_checkpoint_of_each_namespace_as_json() -> None:
     saver = HistorySaver("ctx-1")
     config: Any = {"configurable": {"thread_id": "ctx-1", "checkpoint_ns": ""}}
@@ -441,16 +537,74 @@ class Uncompiled(LangGraphAgent):
     graph = StateGraph(MessagesState)  # type: ignore[assignment]  # the builder, not compiled
 
 
+class Question(TypedDict):
+    question: str
+    answer: str
+
+
+def answered(state: Question) -> dict[str, Any]:
+    return {"answer": f"You asked: {state['question']}"}
+
+
+no_messages = StateGraph(Question)
+no_messages.add_node("answer", answered)
+no_messages.add_edge(START, "answer")
+
+
+class NoMessages(LangGraphAgent):
+    graph = no_messages.compile()
+
+
+class StreamedNodesOne(LangGraphAgent):
+    graph = react(chat(), [])
+    streamed_nodes = "agent"  # type: ignore[assignment]  # one name, not a set of them
+
+
+class StreamedNodesUnknown(LangGraphAgent):
+    graph = react(chat(), [])
+    streamed_nodes = frozenset({"agent", "answer"})
+
+
 @pytest.mark.parametrize(
     ("agent", "says"),
     [
         (NoGraph, r"^NoGraph has no graph: set graph = builder\.compile\(\)"),
         (Uncompiled, r"^Uncompiled\.graph must be a compiled LangGraph graph .*not a StateGraph$"),
+        (
+            NoMessages,
+            r"^NoMessages\.graph's input has no 'messages' key .*: "
+            r"override input\(\) to give the graph its input \(its keys: answer, question\)$",
+        ),
+        (
+            StreamedNodesOne,
+            r"^StreamedNodesOne\.streamed_nodes must be a set of node names \(str\), .* "
+            r"not the str 'agent'$",
+        ),
+        (
+            StreamedNodesUnknown,
+            r"^StreamedNodesUnknown\.streamed_nodes names no node of the graph: answer "
+            r"\(its nodes: agent, tools\)$",
+        ),
     ],
 )
 def test_a_wrong_graph_is_refused_when_the_app_is_made(agent: type, says: str) -> None:
     with pytest.raises(TypeError, match=says):
         app_for({"planner": agent})
+
+
+def test_a_graph_without_messages_runs_on_the_input_its_agent_gives() -> None:
+    class Asked(LangGraphAgent):
+        graph = no_messages.compile()
+
+        def input(self, run: Run, text: str) -> Any:
+            return {"question": text}
+
+    with client_for(Asked) as client:
+        frames = send(client, "why?")
+        history = server_context(client, frames[0]["contextId"], "planner").history
+    assert frames[-1]["stopReason"] == "end"  # its state has no message to say
+    [thread] = [m for m in history if m["role"] == "langgraph"]
+    assert thread["thread"]["namespaces"][""]  # and its state was kept
 
 
 def test_a_tool_the_model_invents_is_told_to_the_model_and_never_shown() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import AsyncIterable, AsyncIterator
 from functools import partial
 from typing import Any
@@ -448,6 +449,32 @@ def test_a_stopped_run_leaves_what_the_model_said_for_the_next_message() -> None
     assert frame["stopReason"] == "stopped" and frames[-1]["text"] == "Going on."
     assert "tell me" in script.seen(1) and "The first part. " in script.seen(1)
     assert "Never said." not in script.seen(1)
+
+
+def test_a_stop_ends_the_run_at_once_while_a_sync_tool_runs_on_in_its_thread() -> None:
+    """What models.md says: Python cannot stop a thread, so a plain-def tool runs to its
+    end after the run has stopped; its result is dropped."""
+    release, finished = threading.Event(), threading.Event()
+    script = Script([call("blocking", {"order": "1"}, "c1")], ["Going on."])
+    support = PydanticAgent(FunctionModel(stream_function=script))
+
+    @support.tool_plain
+    def blocking(order: str) -> str:
+        """Look an order up, blocking its thread."""
+        release.wait(10)
+        finished.set()
+        return "late"
+
+    class Support(PydanticAIAgent):
+        agent = support
+
+    with client_for(Support) as client:
+        start, frame = stop_over_websocket(client, "order 1?", at="tool_call", agent="support")
+        assert frame["stopReason"] == "stopped" and not finished.is_set()
+        release.set()
+        assert finished.wait(10)  # the tool ran on after the stop
+        frames = send(client, "go on", start["contextId"])
+    assert frames[-1]["text"] == "Going on." and "late" not in script.seen(1)
 
 
 def test_a_chat_completions_server_takes_openai_chat_models_not_openai_ones(

@@ -10,6 +10,7 @@ import base64
 import copy
 import json
 import re
+import threading
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from functools import partial
@@ -551,6 +552,35 @@ def test_a_run_stopped_in_a_tool_leaves_no_call_without_its_result() -> None:
         ("assistant", "One moment. "),
         ("user", "go on"),
     ]
+
+
+def test_a_stop_ends_the_run_at_once_while_a_sync_tool_runs_on_in_its_thread() -> None:
+    """What models.md says: Python cannot stop a thread, so a plain-def tool runs to its
+    end after the run has stopped; its result is dropped."""
+    release, finished = threading.Event(), threading.Event()
+
+    @strands.tool
+    def blocking(order: str) -> str:
+        """Look an order up, blocking its thread."""
+        release.wait(10)
+        finished.set()
+        return "late"
+
+    model = Scripted(["One moment. ", Call("blocking", {"order": "1"}, "c1")], ["Going on."])
+
+    def support() -> strands.Agent:
+        return strands.Agent(model=model, tools=[blocking], callback_handler=None)
+
+    class Support(StrandsAgent):
+        agent = support
+
+    with client_for(Support) as client:
+        start, frame = stop_over_websocket(client, "order 1?", at="tool_call", agent="support")
+        assert frame["stopReason"] == "stopped" and not finished.is_set()
+        release.set()
+        assert finished.wait(10)  # the tool ran on after the stop
+        frames = send(client, "go on", start["contextId"])
+    assert frames[-1]["text"] == "Going on." and "late" not in model.seen(1)
 
 
 def test_a_model_failure_is_an_agent_error_without_its_text_and_the_question_is_kept() -> None:

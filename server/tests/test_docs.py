@@ -46,7 +46,7 @@ def python_blocks(name: str) -> list[str]:
 def run_blocks(name: str) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": f"docs_{Path(name).stem}"}
     for block in python_blocks(name):
-        exec(compile(block, name, "exec"), namespace)
+        exec(compile(block, name, "exec", dont_inherit=True), namespace)
     return namespace
 
 
@@ -59,7 +59,10 @@ def test_every_python_block_of_the_server_doc_runs_on_its_own() -> None:
     """server.md's blocks are separate recipes, not one program: a reader copies one, so
     each brings the agents and imports it uses."""
     for block in python_blocks("docs/server.md"):
-        exec(compile(block, "docs/server.md", "exec"), {"__name__": "docs_server_block"})
+        exec(
+            compile(block, "docs/server.md", "exec", dont_inherit=True),
+            {"__name__": "docs_server_block"},
+        )
 
 
 def fence_problem(text: str) -> str | None:
@@ -149,6 +152,24 @@ def test_models_doc_own_model_streams_calls_its_tool_counts_and_fails_as_it_says
     error = next(f for f in failed if f["type"] == "error")
     assert error["code"] == "agent_error" and error["retryable"] is False
     assert error["message"].startswith("The model failed (was asked too much).")
+
+
+def test_models_doc_langgraph_plan_stays_on_the_server() -> None:
+    helpdesk = agents_in("docs/models.md")["Helpdesk"]
+
+    class TagOnly(helpdesk):  # type: ignore[misc, valid-type]
+        streamed_nodes = None
+
+    for agent in (helpdesk, TagOnly):
+        with TestClient(app_for({"demo": agent})) as client:
+            frames = send(client, "Where is my order?")
+            transcript = client.get(f"/agents/demo/contexts/{frames[0]['contextId']}").text
+        assert frames[-1]["text"] == "Let me check your order."
+        assert "date first" not in json.dumps(frames) + transcript
+
+
+def test_models_doc_strands_offline_test_passes() -> None:
+    run_blocks("docs/models.md")["test_a_small_refund_runs_unasked"]()
 
 
 def test_models_doc_own_model_is_not_called_again_on_a_resume() -> None:
@@ -751,7 +772,7 @@ def test_the_server_docs_person_script_exports_then_erases_a_persons_conversatio
         monkeypatch.setenv("THINWIRE_URL", server.url)
         monkeypatch.setenv("THINWIRE_OPERATOR_TOKEN", token)
         script: dict[str, Any] = {"__name__": "person"}
-        exec(compile(block, "docs/server.md", "exec"), script)
+        exec(compile(block, "docs/server.md", "exec", dont_inherit=True), script)
         script["PAGE"] = 2  # three conversations: two pages
         with httpx.Client(base_url=server.url) as guest, httpx.Client(base_url=server.url) as alice:
             assert alice.post("/demo/login", json={"user": "alice"}).status_code == 200

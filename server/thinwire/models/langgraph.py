@@ -5,17 +5,18 @@
     class Planner(LangGraphAgent):
         graph = graph
 
-Each message runs the graph on `{"messages": [HumanMessage(text)]}` (override `input`)
-in the conversation's own thread. Thinwire is the graph's checkpointer (`HistorySaver`,
-swapped in for the run): each run keeps the thread's checkpoint in `run.history` as a
+Each message runs the graph on `{"messages": [HumanMessage(text)]}` (override `input`;
+a `StateGraph` whose input has no `messages` is refused otherwise) in the conversation's
+own thread. Thinwire is the graph's checkpointer (`HistorySaver`, swapped in for the
+run): each run keeps the thread's checkpoint in `run.history` as a
 `{"role": "langgraph", "thread": {...}}` entry, so the graph's whole state survives
 restarts and belongs to the conversation — and, kept with each exchange, a regenerated
 reply or an edited message resumes the thread as it was on the branch it forks from.
 
-What the user sees: chat model tokens (stream mode "messages") — text blocks as `say`,
-reasoning blocks as `think` — and the tools the graph runs (any LangChain tool, seen
-through its callbacks) as tool frames, by name; their arguments and outputs go to the
-history only.
+What the user sees: chat model tokens (stream mode "messages"), of every node or of the
+`streamed_nodes` — text blocks as `say`, reasoning blocks as `think` — and the tools the
+graph runs (any LangChain tool, seen through its callbacks) as tool frames, by name; their
+arguments and outputs go to the history only.
 
 Durable replay: the graph's run is cut into recorded steps (`run.step`) where a tool
 finishes and where the graph ends or stops at `interrupt()`; each finished tool goes
@@ -42,7 +43,14 @@ import contextlib
 import copy
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator, Mapping, MutableSequence, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Collection,
+    Iterator,
+    Mapping,
+    MutableSequence,
+    Sequence,
+)
 from functools import partial
 from typing import Any, ClassVar
 from uuid import UUID
@@ -71,6 +79,7 @@ try:
         writes_sort_key,
     )
     from langgraph.errors import GraphBubbleUp
+    from langgraph.graph.state import CompiledStateGraph
     from langgraph.pregel import Pregel
     from langgraph.types import Command
 except ImportError as exc:  # pragma: no cover - exercised with the extra uninstalled
@@ -91,6 +100,9 @@ class LangGraphAgent(Agent):
 
     #: The compiled graph (`builder.compile()`); its own checkpointer is replaced.
     graph: ClassVar[Pregel[Any, Any, Any, Any]]
+    #: The nodes whose messages the user sees (a subgraph's, by the node that holds it);
+    #: None: every node's.
+    streamed_nodes: ClassVar[frozenset[str] | None] = None
 
     @classmethod
     def check_class(cls) -> None:
@@ -102,6 +114,30 @@ class LangGraphAgent(Agent):
             raise TypeError(
                 f"{name}.graph must be a compiled LangGraph graph (builder.compile()), "
                 f"not {described(graph)}"
+            )
+        keys = input_keys(graph)
+        if cls.input is LangGraphAgent.input and keys is not None and "messages" not in keys:
+            raise TypeError(
+                f"{name}.graph's input has no 'messages' key for the user's message: "
+                f"override input() to give the graph its input (its keys: {', '.join(keys)})"
+            )
+        nodes = cls.streamed_nodes
+        if nodes is None:
+            return
+        if (
+            isinstance(nodes, str | bytes | Mapping)
+            or not isinstance(nodes, Collection)
+            or not all(isinstance(node, str) for node in nodes)
+        ):
+            raise TypeError(
+                f"{name}.streamed_nodes must be a set of node names (str), such as "
+                f'frozenset({{"agent"}}), or None for every node, not {described(nodes)}'
+            )
+        if unknown := sorted(set(nodes) - set(graph.nodes)):
+            known = ", ".join(sorted(set(graph.nodes) - {"__start__"}))
+            raise TypeError(
+                f"{name}.streamed_nodes names no node of the graph: {', '.join(unknown)} "
+                f"(its nodes: {known})"
             )
 
     def input(self, run: Run, text: str) -> Any:
@@ -123,7 +159,7 @@ class LangGraphAgent(Agent):
 
     async def run(self, run: Run, text: str) -> None:
         saver = HistorySaver(run.context_id, saved_thread(run.history))
-        session = Session(self.graph.copy({"checkpointer": saver}), saver)
+        session = Session(self.graph.copy({"checkpointer": saver}), saver, self.streamed_nodes)
         session.start(self.input(run, text), self.run_config(run), self.context(run))
         shown: set[str] = set()  # the ids of the tool calls shown
         try:
@@ -218,6 +254,14 @@ def answer(call: Mapping[str, Any], record: Mapping[str, Any] | None) -> ToolMes
     return ToolMessage(content, tool_call_id=call["id"], name=call["name"])
 
 
+def input_keys(graph: Pregel[Any, Any, Any, Any]) -> list[str] | None:
+    """The keys of a `StateGraph`'s input, sorted; None for a graph of another kind (the
+    functional API's `entrypoint` takes any input)."""
+    if not isinstance(graph, CompiledStateGraph):
+        return None
+    return sorted(graph.builder.schemas[graph.builder.input_schema])
+
+
 def saved_thread(history: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The latest checkpoint of the branch, read from the end."""
     for entry in reversed(history):
@@ -243,9 +287,15 @@ class Session:
     """The live execution of the graph for one run: its stream and what its callbacks
     tell (tools that ended, model calls' tokens) in one queue, read by the run's steps."""
 
-    def __init__(self, graph: Pregel[Any, Any, Any, Any], saver: HistorySaver) -> None:
+    def __init__(
+        self,
+        graph: Pregel[Any, Any, Any, Any],
+        saver: HistorySaver,
+        streamed_nodes: frozenset[str] | None = None,
+    ) -> None:
         self.graph = graph
         self.saver = saver
+        self.streamed_nodes = streamed_nodes
         self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.pump: asyncio.Task[None] | None = None
         self.payload: Any = None
@@ -308,13 +358,21 @@ class Session:
                 stream_mode="messages",
                 subgraphs=True,
             )
-            async for chunk in chunks:
-                data: Any = chunk[1]  # with subgraphs: (namespace, (message, metadata))
-                self.queue.put_nowait(("message", data[0]))
+            async for namespace, (message, metadata) in chunks:  # with subgraphs
+                if self.streamed(namespace, metadata):
+                    self.queue.put_nowait(("message", message))
         except Exception as exc:
             self.queue.put_nowait(("error", exc))
         else:
             self.queue.put_nowait(("done", None))
+
+    def streamed(self, namespace: tuple[str, ...], metadata: Mapping[str, Any]) -> bool:
+        """Whether the user sees a message of this node: a subgraph's nodes are seen
+        through the graph's node that holds it (the first part of the namespace)."""
+        if self.streamed_nodes is None:
+            return True
+        node = namespace[0].split(":")[0] if namespace else metadata.get("langgraph_node")
+        return node in self.streamed_nodes
 
     async def stopped(self) -> dict[str, Any]:
         state = await self.graph.aget_state(self.config)
