@@ -1,9 +1,10 @@
-"""Streams that survive, in a real browser: reload mid-stream, two tabs, stop, WebSocket."""
+"""Streams that survive, in a real browser: reload mid-stream, tabs and browsers of one user,
+stop, WebSocket."""
 
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from conftest import Demo
 from proxy import proxy_to
@@ -58,51 +59,99 @@ def test_a_second_tab_watches_the_live_run(
     assert wait_for_reply(page, 1) == expected_first_reply("shared between tabs")
 
 
-def test_a_send_from_another_tab_during_a_run_is_context_busy(
-    context: BrowserContext, page: Page, slow_demo: Demo
+@pytest.mark.parametrize("transport", ["sse", "websocket"])
+def test_tabs_of_one_user_follow_each_others_runs_and_lists(
+    context: BrowserContext, page: Page, slow_demo: Demo, transport: str
+) -> None:
+    url = f"{slow_demo.url}/?user=alice&transport={transport}"
+    page.goto(url)
+    expect(page.get_by_test_id("status")).to_have_text("idle")
+    send(page, "first")
+    wait_for_reply(page, 1)
+    second = context.new_page()
+    second.goto(url)
+    expect(second.get_by_test_id("turn")).to_have_count(2)
+
+    send(page, "a long second question")
+    wait_for_partial_reply(page)
+    # The second tab follows the run as it streams: no reload, no refusal.
+    expect(second.get_by_test_id("status")).to_have_text("streaming")
+    assert wait_for_reply(second, 2) == wait_for_reply(page, 2)
+    assert (
+        second.get_by_test_id("turn-text").all_text_contents()
+        == page.get_by_test_id("turn-text").all_text_contents()
+    )
+    expect(second.get_by_test_id("conversation-preview").first).to_contain_text(
+        "a long second question"
+    )
+    # Its next message goes at the first try, and the first tab follows that one.
+    send(second, "from the second tab")
+    assert "“from the second tab”" in wait_for_reply(second, 3)
+    expect(second.get_by_test_id("error")).to_have_count(0)
+    assert wait_for_reply(page, 3) == wait_for_reply(second, 3)
+
+    # A rename in one tab shows in the other's list.
+    page.get_by_test_id("conversation-rename").first.click()
+    page.get_by_test_id("conversation-title-input").fill("Shared plans")
+    page.get_by_test_id("conversation-title-input").press("Enter")
+    expect(second.get_by_test_id("conversation-title").first).to_have_text("Shared plans")
+
+
+def test_a_send_from_another_browser_during_a_run_is_context_busy(
+    page: Page, slow_demo: Demo, thinwire_browser: Browser
 ) -> None:
     open_as(page, slow_demo, "alice")
     send(page, "first")
     wait_for_reply(page, 1)
-    second = context.new_page()
-    second.goto(f"{slow_demo.url}/?user=alice")
-    expect(second.get_by_test_id("turn")).to_have_count(2)
-    send(page, "a long second question")
-    wait_for_partial_reply(page)
-    send(second, "me too")  # the second tab has not seen the run start
-    error = second.get_by_test_id("error")
-    expect(error).to_have_attribute("data-code", "context_busy")
-    expect(error.get_by_test_id("error-text")).to_have_text(
-        "Another tab is replying in this conversation. Wait for it to finish, then send again."
-    )
-    expect(second.get_by_test_id("message-input")).to_have_value("me too")  # not lost
-    assert wait_for_reply(page, 2).startswith("You said “a long second question”")
+    phone = thinwire_browser.new_context()  # another device: no tab tells it of the run
+    try:
+        second = phone.new_page()
+        open_as(second, slow_demo, "alice")
+        second.get_by_test_id("conversation-select").first.click()
+        expect(second.get_by_test_id("turn")).to_have_count(2)
+        send(page, "a long second question")
+        wait_for_partial_reply(page)
+        send(second, "me too")  # the second browser has not seen the run start
+        error = second.get_by_test_id("error")
+        expect(error).to_have_attribute("data-code", "context_busy")
+        expect(error.get_by_test_id("error-text")).to_have_text(
+            "Another tab is replying in this conversation. Wait for it to finish, then send again."
+        )
+        expect(second.get_by_test_id("message-input")).to_have_value("me too")  # not lost
+        assert wait_for_reply(page, 2).startswith("You said “a long second question”")
+    finally:
+        phone.close()
 
 
-def test_a_send_from_a_tab_that_missed_a_message_comes_back_to_its_box(
-    context: BrowserContext, page: Page, demo: Demo
+def test_a_send_from_a_browser_that_missed_a_message_comes_back_to_its_box(
+    page: Page, demo: Demo, thinwire_browser: Browser
 ) -> None:
     open_as(page, demo, "bob")
     send(page, "first")
     wait_for_reply(page, 1)
-    second = context.new_page()  # the same conversation, in another tab
-    second.goto(f"{demo.url}/?user=bob")
-    expect(second.get_by_test_id("turn")).to_have_count(2)
-    send(page, "said in the first tab")
-    wait_for_reply(page, 2)
-    expect(page.get_by_test_id("message-input")).to_have_value("")  # it went: not restored
+    phone = thinwire_browser.new_context()  # the same conversation, on another device
+    try:
+        second = phone.new_page()
+        open_as(second, demo, "bob")
+        second.get_by_test_id("conversation-select").first.click()
+        expect(second.get_by_test_id("turn")).to_have_count(2)
+        send(page, "said in the first tab")
+        wait_for_reply(page, 2)
+        expect(page.get_by_test_id("message-input")).to_have_value("")  # it went: not restored
 
-    send(second, "said in the stale tab")  # follows a turn the conversation moved on from
-    error = second.get_by_test_id("error")
-    expect(error).to_have_attribute("data-code", "branch_moved")
-    expect(error.get_by_test_id("error-text")).to_have_text(
-        "This conversation changed in another tab. It has been reloaded: send your message again."
-    )
-    expect(second.get_by_test_id("turn")).to_have_count(4)  # reloaded
-    expect(second.get_by_test_id("message-input")).to_have_value("said in the stale tab")
-    second.get_by_test_id("send").click()
-    assert "said in the stale tab" in wait_for_reply(second, 3)
-    expect(second.get_by_test_id("message-input")).to_have_value("")
+        send(second, "said in the stale tab")  # follows a turn the conversation moved on from
+        error = second.get_by_test_id("error")
+        expect(error).to_have_attribute("data-code", "branch_moved")
+        expect(error.get_by_test_id("error-text")).to_have_text(
+            "This conversation changed in another tab. It has been reloaded: send your message again."
+        )
+        expect(second.get_by_test_id("turn")).to_have_count(4)  # reloaded
+        expect(second.get_by_test_id("message-input")).to_have_value("said in the stale tab")
+        second.get_by_test_id("send").click()
+        assert "said in the stale tab" in wait_for_reply(second, 3)
+        expect(second.get_by_test_id("message-input")).to_have_value("")
+    finally:
+        phone.close()
 
 
 def test_stop_ends_the_reply_on_the_server(page: Page, slow_demo: Demo) -> None:

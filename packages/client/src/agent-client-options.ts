@@ -61,6 +61,17 @@ export interface AgentClientOptions {
    * (`POST …/tickets`) that opens the socket.
    */
   headers?: Record<string, string> | undefined;
+  /**
+   * The name of a channel the tabs of one user share on this origin (a
+   * BroadcastChannel; `useAgent`'s `persist` names one for its user). A tab on
+   * it tells the others when a run of its own begins and ends, and when the
+   * list of conversations changed — by ids only, never a turn's text; a tab
+   * that shows that conversation then loads its transcript and follows the
+   * run, and a `ConversationList` sharing the client loads the list again.
+   * Without it, or without BroadcastChannel, a tab learns of another's runs
+   * only when it loads the transcript.
+   */
+  tabChannel?: string | undefined;
   /** Called whenever the conversation id changes: minted by the server, forgotten, reset. */
   onContext?: ((contextId: string | null) => void) | undefined;
   /**
@@ -119,6 +130,7 @@ const OPTION_NAMES = {
   WebSocket: true,
   credentials: true,
   headers: true,
+  tabChannel: true,
   onContext: true,
   onFinish: true,
   onError: true,

@@ -42,10 +42,12 @@
  * remembers that the conversation shown was never loaded: `clearError()` and
  * `open()` of the same id load it again, until a transcript of it is shown.
  *
- * Another tab may act on the conversation shown. A transcript loaded again
- * (a decision refused as answered elsewhere, a message or a branch switch the
- * server refused with `context_busy`, a run that ended unseen, a fork's
- * sibling counts) may name a run in progress this view did not read: it is
+ * Another tab may act on the conversation shown. On a `tabChannel` (`tabs.ts`)
+ * the tabs tell each other of the runs they start and end, and a tab that
+ * shows the conversation, idle, loads its transcript again. A transcript
+ * loaded again (that, a decision refused as answered elsewhere, a message or
+ * a branch switch the server refused with `context_busy`, a run that ended
+ * unseen, a fork's sibling counts) may name a run in progress this view did not read: it is
  * followed, as `start()` follows one — beside the refusal that found it,
  * which stays shown. A request refused because the
  * conversation is gone (`context_not_found`: deleted elsewhere) forgets it,
@@ -98,6 +100,7 @@ import { requestData, type SendOptions } from "./send-options.js";
 import type { SendResult } from "./send-result.js";
 import { emptySnapshot, type Snapshot, type Status } from "./snapshot.js";
 import { SseTransport } from "./sse-transport.js";
+import { type TabNews, Tabs } from "./tabs.js";
 import { type ActiveRun, TranscriptLoader } from "./transcript-loader.js";
 import { requestTarget, type Transport, type TransportTarget } from "./transport.js";
 import { type CommitOptions, View } from "./view.js";
@@ -145,12 +148,39 @@ export function onForgotten(client: AgentClient, listener: (contextId: string) =
   return forgetFollower(client, listener);
 }
 
+/**
+ * Tells `listener` when the server lists the conversations otherwise, though
+ * no run this client reads ended: it showed another branch, or another tab
+ * (on its `tabChannel`) ran, renamed or forgot one. How a `ConversationList`
+ * knows to load the list again. Returns the unsubscribe function. Internal to
+ * the package, as `showTitle` is.
+ *
+ * @internal
+ */
+export function onListChanged(client: AgentClient, listener: () => void): () => void {
+  return listFollower(client, listener);
+}
+
+/**
+ * Tells the other tabs on the client's `tabChannel` that the list changed (a
+ * rename, a forget). Internal to the package, as `showTitle` is.
+ *
+ * @internal
+ */
+export function tellListChanged(client: AgentClient): void {
+  listTeller(client);
+}
+
 /** The way in to a client's private `#showTitle`, set once by its class (so declared before it). */
 let titleShower: (client: AgentClient, contextId: string, title: string | null) => void;
 /** The way in to a client's private `#listedTitle`, likewise. */
 let titleLister: (client: AgentClient) => (contextId: string, title: string | null) => void;
 /** The way in to a client's listeners of forgets, likewise. */
 let forgetFollower: (client: AgentClient, listener: (contextId: string) => void) => () => void;
+/** The way in to a client's listeners of list changes, likewise. */
+let listFollower: (client: AgentClient, listener: () => void) => () => void;
+/** The way in to a client's tabs, likewise. */
+let listTeller: (client: AgentClient) => void;
 
 export class AgentClient {
   readonly #options: AgentClientOptions;
@@ -182,6 +212,12 @@ export class AgentClient {
   #disposed = false;
   /** Told of each conversation forgotten as gone from the server (see `onForgotten`). */
   readonly #forgetListeners = new Set<(contextId: string) => void>();
+  /** Told when the list changed without a run of this client's ending (see `onListChanged`). */
+  readonly #listListeners = new Set<() => void>();
+  /** The other tabs on `tabChannel`, once the client is used (never while a server renders). */
+  #tabs: Tabs | null = null;
+  /** The transcript loaded again because another tab ran in the conversation shown. */
+  #catchingUp: Job | null = null;
 
   constructor(options: AgentClientOptions) {
     if (!options.agent) throw new TypeError("AgentClient needs an agent name.");
@@ -254,6 +290,7 @@ export class AgentClient {
    * one of another shape than the server's, without a request.
    */
   start(): Promise<void> {
+    this.#joinTabs();
     if (this.#hydration) return this.#hydration.promise;
     const contextId = this.#view.snapshot.contextId;
     if (this.#started || this.#disposed || this.#run || contextId === null) {
@@ -286,6 +323,7 @@ export class AgentClient {
   open(contextId: string): Promise<void> {
     if (typeof contextId !== "string" || contextId === "") throw new TypeError("open() needs a conversation id.");
     if (this.#disposed) return Promise.resolve();
+    this.#joinTabs();
     const { contextId: shown, status } = this.#view.snapshot;
     if (contextId === shown && this.#started) {
       if (this.#hydration) return this.#hydration.promise;
@@ -512,6 +550,8 @@ export class AgentClient {
           await this.#holds.released(signal);
           if (!current()) return;
           await this.#holds.add(this.#transcripts.branch(contextId!, { turnId, index }, signal, current), signal);
+          // The server shows that branch now, in its list too (the preview, the turn count).
+          this.#listChanged();
         } catch (caught) {
           if (signal.aborted) throw aborted(caught);
           let error = toThinwireError(caught);
@@ -699,6 +739,8 @@ export class AgentClient {
     this.#view.close();
     this.#notifier.close();
     this.#forgetListeners.clear();
+    this.#listListeners.clear();
+    this.#tabs?.close();
     if (this.#ownsTransport) this.#transport.close?.();
   }
 
@@ -711,6 +753,7 @@ export class AgentClient {
     if (this.#disposed) throw disposed();
     if (refusal) throw refusal;
     if (this.#running()) throw busy();
+    this.#joinTabs();
     const job = new Job();
     this.#run = job;
     this.#jobs.add(job);
@@ -836,7 +879,12 @@ export class AgentClient {
     if (next.snapshot === previous.snapshot) return;
     // Before the subscribers: a list that shows the conversation drops it as the view does.
     if (forgets && gone !== null) for (const listener of [...this.#forgetListeners]) this.#callback(listener, gone);
+    // The other tabs hear of the runs this one starts, once the server announced them.
+    const { runId } = next;
+    const own = this.#following === null && contextId !== null && runId !== null ? { contextId, runId } : null;
+    if (own && runId !== previous.runId) this.#tabs?.tell({ run: "started", ...own });
     if (readsRun(previous.snapshot.status) && !readsRun(next.snapshot.status)) {
+      if (own) this.#tabs?.tell({ run: "ended", ...own });
       // The run is over (idle or error): the client is free before anyone hears of it, so a
       // send from a listener or from `onFinish` is taken. The job only finishes up: a refresh
       // that yields to the next job, then its callbacks.
@@ -845,6 +893,45 @@ export class AgentClient {
     }
     // A status change (the end of a run, above all) is never deferred.
     this.#notifier.changed(batch && next.snapshot.status === previous.snapshot.status);
+  }
+
+  /** Joins the other tabs on `tabChannel`, if given: once, when the client is first used. */
+  #joinTabs(): void {
+    const name = this.#options.tabChannel;
+    if (this.#tabs === null && !this.#disposed && name) this.#tabs = new Tabs(name, (news) => this.#heard(news));
+  }
+
+  /**
+   * What another tab told. The conversations listed changed — unless by a run
+   * this client read, whose end loads the list anyway. A run of the
+   * conversation shown that this client did not read, begun or ended: the
+   * transcript is loaded again, as a reload would, and a run in progress there
+   * followed — unless something is in flight here, which then owns the view.
+   */
+  #heard(news: TabNews): void {
+    if (this.#disposed) return;
+    if (!("run" in news)) return this.#listChanged(false);
+    const read = news.runId === this.#view.state.runId;
+    if (news.run === "ended" && !read) this.#listChanged(false);
+    if (read || news.contextId !== this.#view.snapshot.contextId) return;
+    if (this.#busy() || this.#catchingUp !== null) return;
+    const contextId = news.contextId;
+    const { job, promise } = this.#side((side) =>
+      this.#transcripts.refresh(contextId, side.signal, () => !side.superseded && !this.#busy()).then(
+        () => undefined,
+        () => undefined, // best effort, as a reload: the next news, or send, tries again
+      ),
+    );
+    this.#catchingUp = job;
+    void promise.finally(() => {
+      if (this.#catchingUp === job) this.#catchingUp = null;
+    });
+  }
+
+  /** The list changed: this client's list hears of it, and the other tabs unless they told it. */
+  #listChanged(tell = true): void {
+    for (const listener of [...this.#listListeners]) this.#callback(listener, undefined);
+    if (tell) this.#tabs?.tell({ list: "changed" });
   }
 
   #abortAll(): void {
@@ -888,6 +975,13 @@ export class AgentClient {
   static {
     titleShower = (client, contextId, title) => client.#showTitle(contextId, title);
     titleLister = (client) => client.#listedTitle();
+    listFollower = (client, listener) => {
+      if (client.#disposed) return () => undefined;
+      client.#joinTabs(); // a list that follows the client uses it
+      client.#listListeners.add(listener);
+      return () => client.#listListeners.delete(listener);
+    };
+    listTeller = (client) => client.#tabs?.tell({ list: "changed" });
     forgetFollower = (client, listener) => {
       if (client.#disposed) return () => undefined;
       client.#forgetListeners.add(listener);

@@ -305,8 +305,61 @@ describe.each(wires)("ConversationList sharing a client over %s", (_name, wire) 
     await vi.waitFor(() => expect(titles(list)).toEqual(["Re: second", "Re: first"]));
     await client.regenerate();
     await vi.waitFor(() => expect(list.getSnapshot().loading).toBe(false));
-    // A refresh when the new conversation appeared, one per run that ended.
-    expect(log.listings.length).toBeGreaterThanOrEqual(4);
+    // The first page, then one refresh per run that ended.
+    expect(log.listings).toHaveLength(4);
+  });
+
+  it("loads the list once for a new conversation's first run, when the run ends", async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const script = conversationScript({ answer: (text) => ({ text: `Re: ${text}`, until: held }) });
+    const log = newLog();
+    const { transport, fetch } = wire(script, log);
+    const client = new AgentClient({ agent: "demo", baseUrl: "http://server.test", transport, fetch });
+    const list = new ConversationList({ agent: "demo", baseUrl: "http://server.test", fetch, client });
+    await list.start();
+    const sent = client.send("first");
+    await vi.waitFor(() => expect(client.getSnapshot().contextId).not.toBeNull());
+    expect(list.getSnapshot().selected).toBe(client.getSnapshot().contextId);
+    release();
+    await sent;
+    await vi.waitFor(() => expect(list.getSnapshot()).toMatchObject({ loading: false, conversations: [{ preview: "Re: first", status: "idle" }] }));
+    // The first page, then the one the run's end asked for: none while it ran.
+    expect(log.listings).toHaveLength(2);
+
+    // A conversation opened that the list does not show (no run to wait for) is loaded at once.
+    list.create();
+    await client.send("second");
+    await vi.waitFor(() => expect(list.getSnapshot().loading).toBe(false));
+    const listings = log.listings.length;
+    const narrow = new ConversationList({ agent: "demo", baseUrl: "http://server.test", fetch, client, pageSize: 1 });
+    await narrow.start();
+    const first = list.getSnapshot().conversations[1]!.contextId;
+    expect(narrow.getSnapshot().conversations.map((item) => item.contextId)).not.toContain(first);
+    await client.open(first);
+    await vi.waitFor(() => expect(narrow.getSnapshot().loading).toBe(false));
+    expect(log.listings.length).toBe(listings + 2); // narrow's first page, then its refresh
+    narrow.dispose();
+    list.dispose();
+    client.dispose();
+  });
+
+  it("loads the list again, once, when the client shows another branch: the row shows that branch", async () => {
+    const { client, list, log } = setup();
+    await list.start();
+    await client.send("one");
+    await client.send("two");
+    await client.edit(client.getSnapshot().turns[0]!.id, "ONE edited");
+    await vi.waitFor(() =>
+      expect(list.getSnapshot()).toMatchObject({ loading: false, conversations: [{ preview: "Re: ONE edited", turnCount: 2 }] }),
+    );
+    const listings = log.listings.length;
+    await client.switchBranch(client.getSnapshot().turns[0]!.id, 0);
+    expect(client.getSnapshot().turns).toHaveLength(4);
+    await vi.waitFor(() =>
+      expect(list.getSnapshot()).toMatchObject({ loading: false, conversations: [{ preview: "Re: two", turnCount: 4 }] }),
+    );
+    expect(log.listings.length).toBe(listings + 1);
   });
 
   it("refreshes when a stop ends the run that waits for a decision, as when a run ends", async () => {

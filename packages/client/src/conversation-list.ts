@@ -13,8 +13,11 @@
  * the client, unless the page may be older than the client's title (the rule
  * is the client's): then the list shows the client's. The list follows the
  * client's snapshot: when a run ends (a stop of one that waits for a decision
- * included), or the client starts a conversation the list does not show, the
- * list is loaded again. A conversation the client finds gone from the server
+ * included), the client shows another branch, or it opens a conversation the
+ * list does not show, the list is loaded again — once: a new conversation's
+ * first run is listed when it ends. With the client's `tabChannel`, the list
+ * also follows the other tabs': their runs' ends, renames and forgets load it
+ * again, and its own renames and forgets are told to them. A conversation the client finds gone from the server
  * (deleted elsewhere: a load or a request of it refused with
  * `context_not_found`) leaves the list as it leaves the client, and a page
  * asked for before does not bring it back. Without a client, the selection is
@@ -25,7 +28,7 @@
  * are shown (at most 100), so a scrolled list keeps its length; an answer that
  * a later refresh made stale is dropped, never cancelled.
  */
-import { type AgentClient, listedTitle, onForgotten, showTitle } from "./agent-client.js";
+import { type AgentClient, listedTitle, onForgotten, onListChanged, showTitle, tellListChanged } from "./agent-client.js";
 import { disposed, errorInfo, invalidRequest, ThinwireError, toThinwireError } from "./errors.js";
 import type { ConversationPage, ConversationSummary, RenameRequest } from "./generated/wire.js";
 import { type CredentialsMode, globalFetch, type JsonRequests, requestJson } from "./http.js";
@@ -212,7 +215,10 @@ export class ConversationList {
       item.contextId === contextId ? (summary ?? { ...item, title: renamed }) : item,
     );
     this.#show({ conversations, error: null });
-    if (this.#client) showTitle(this.#client, contextId, renamed);
+    if (this.#client) {
+      showTitle(this.#client, contextId, renamed);
+      tellListChanged(this.#client);
+    }
     return summary ?? conversations.find((item) => item.contextId === contextId) ?? emptySummary(contextId, renamed);
   }
 
@@ -232,6 +238,7 @@ export class ConversationList {
     }
     const conversations = this.#snapshot.conversations.filter((item) => item.contextId !== contextId);
     this.#show({ conversations, error: null });
+    if (this.#client) tellListChanged(this.#client);
     if (this.#snapshot.selected === contextId) this.create();
   }
 
@@ -268,12 +275,16 @@ export class ConversationList {
   /**
    * Follows the client's snapshot: its id is the selection; a run that ends
    * refreshes the list — one that waited for a decision too, once a stop ends
-   * it. And the conversations it finds gone leave the list.
+   * it — and so does a conversation shown that the list does not show, unless
+   * a run is being read: its end refreshes the list. The conversations it
+   * finds gone leave the list, and a change it hears of (`onListChanged`)
+   * refreshes it.
    */
   #follow(client: AgentClient): () => void {
     let previous = client.getSnapshot();
     this.#show({ selected: previous.contextId });
     const unforget = onForgotten(client, (contextId) => this.#forgotten(contextId, client));
+    const unlist = onListChanged(client, () => void this.refresh());
     const unsubscribe = client.subscribe(() => {
       const next = client.getSnapshot();
       const before = previous;
@@ -283,11 +294,12 @@ export class ConversationList {
       if (contextId !== this.#snapshot.selected) this.#show({ selected: contextId });
       if (title !== null && contextId !== null && title !== before.title) this.#retitle(contextId, title);
       const ended = running(before) ? !running(next) : waitEnded(before, next);
-      const unknown = contextId !== null && contextId !== before.contextId && !this.#shows(contextId);
+      const unknown = contextId !== null && contextId !== before.contextId && !this.#shows(contextId) && !running(next);
       if (ended || unknown) void this.refresh();
     });
     return () => {
       unforget();
+      unlist();
       unsubscribe();
     };
   }

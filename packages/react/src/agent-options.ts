@@ -48,7 +48,11 @@ export interface UseAgentOptions {
    * the client is created).
    */
   pageSize?: number | undefined;
-  /** Remember the conversation id per user, in `localStorage` unless `storage` is given. */
+  /**
+   * Remember the conversation id per user, in `localStorage` unless `storage`
+   * is given; and keep this user's tabs of this origin in step (their runs and
+   * lists, told by ids over a BroadcastChannel: see `tabChannel`).
+   */
   persist?: { userId: string; storage?: PersistStorage | undefined } | undefined;
   /**
    * How a broken stream is reattached, a send whose response never started
@@ -104,6 +108,7 @@ export function createClient(
     reconnect: options.reconnect,
     pageSize: options.pageSize,
     contextId,
+    tabChannel: options.persist ? tabChannel(options.agent, options.baseUrl, options.persist.userId) : undefined,
     // React commits once per animation frame, at most 60 times a second.
     schedule: nextFrame,
     minNotifyInterval: MIN_FRAME_INTERVAL_MS,
@@ -117,4 +122,9 @@ export function createClient(
     onFinish: (result) => latest.current.onFinish?.(result),
     onError: (error) => latest.current.onError?.(error),
   });
+}
+
+/** The channel of one user's tabs of one agent: another user's tabs are on another. */
+function tabChannel(agent: string, baseUrl: string | undefined, userId: string): string {
+  return `thinwire:tabs:${JSON.stringify([baseUrl ?? "", agent, userId])}`;
 }

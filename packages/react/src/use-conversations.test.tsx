@@ -289,3 +289,49 @@ describe("useConversations", () => {
     expect(() => renderHook(() => useConversations())).toThrow(/AgentProvider/);
   });
 });
+
+describe("tabs of one user, under persist", () => {
+  afterEach(() => cleanup());
+
+  it("follow each other's runs and keep their lists in step; another user's tab hears nothing", async () => {
+    let release = () => {};
+    const script = conversationScript({
+      answer: (text) =>
+        text.startsWith("slow") ? { text: `Re: ${text}`, until: new Promise<void>((resolve) => (release = resolve)) } : `Re: ${text}`,
+    });
+    function tab(userId: string, contextId?: string) {
+      const log = newLog();
+      const fetch = fakeFetch(script, log);
+      const hook = renderHook(() => ({ agent: useAgent(), list: useConversations() }), {
+        wrapper: ({ children }) => (
+          <AgentProvider agent="demo" fetch={fetch} persist={{ userId }} contextId={contextId}>
+            {children}
+          </AgentProvider>
+        ),
+      });
+      return { log, result: hook.result };
+    }
+    const texts = (result: { current: { agent: { turns: readonly { text: string }[] } } }) =>
+      result.current.agent.turns.map((turn) => turn.text);
+
+    const a = tab("lia");
+    await act(() => a.result.current.agent.send("one").then(() => undefined));
+    const contextId = a.result.current.agent.contextRef.current!;
+    const b = tab("lia"); // the stored id: the same conversation
+    const other = tab("max", contextId);
+    await waitFor(() => expect(texts(b.result)).toEqual(["one", "Re: one"]));
+    await waitFor(() => expect(texts(other.result)).toEqual(["one", "Re: one"]));
+
+    let sent!: Promise<unknown>;
+    act(() => void (sent = a.result.current.agent.send("slow two")));
+    await waitFor(() => expect(b.result.current.agent.status).toBe("streaming"));
+    await act(async () => {
+      release();
+      await sent;
+    });
+    await waitFor(() => expect(texts(b.result)).toEqual(["one", "Re: one", "slow two", "Re: slow two"]));
+    await waitFor(() => expect(b.result.current.list.conversations).toMatchObject([{ contextId, turnCount: 4 }]));
+    expect(other.log.transcripts).toHaveLength(1);
+    expect(texts(other.result)).toEqual(["one", "Re: one"]);
+  });
+});
