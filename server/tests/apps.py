@@ -47,6 +47,16 @@ app = create_app(
 )
 
 
+#: The gated agent, with the operator API on (`operator_token`), for its metrics.
+metered = create_app(
+    {"gated": Gated},
+    identify=anonymous,
+    store=MemoryStore(),
+    operator_token="operator-token-for-tests",
+    routes=[RELEASE],
+)
+
+
 class Stubborn(Agent):
     """Swallows every cancellation: it ends only when released (`POST /test/release`)."""
 

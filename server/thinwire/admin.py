@@ -6,6 +6,8 @@ bearer token alone: the UI's credentials (cookies, `identify`) open nothing here
 token opens nothing outside it. Never used by the UI.
 
     GET   /admin/agents                                           the agents' names
+    GET   /admin/metrics                                          this process's metrics,
+                                                                  for Prometheus
     GET   /admin/agents/{agent}/contexts/{id}/state               state, writable keys, version
     PATCH /admin/agents/{agent}/contexts/{id}/state               {"state": {...}, "source"?}
     GET   /admin/agents/{agent}/contexts/{id}/state/{key}/history one key's audit trail
@@ -50,6 +52,7 @@ from thinwire.contexts import Context, not_found
 from thinwire.errors import BadRequest, NotFound, PreconditionFailed, Unauthorized
 from thinwire.export import entry_json, export_document
 from thinwire.ids import validate_context_id
+from thinwire.metrics import CONTENT_TYPE, render
 from thinwire.parsing import ascii_number, page_of, read_json, read_no_fields, validated
 from thinwire.state import OPERATOR, SOURCE, check_key
 from thinwire.stores.listing import page_size
@@ -227,6 +230,10 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
         """The agents' names: what a request for a person's data goes over."""
         return JSONResponse({"agents": list(registry.agents)}, headers=NO_STORE)
 
+    async def metrics(request: Request) -> Response:
+        """This process's counters and gauges, in Prometheus's text format (`metrics.py`)."""
+        return Response(render(server), media_type=CONTENT_TYPE, headers=NO_STORE)
+
     async def owned_by(request: Request) -> Response:
         """A page of one principal's conversations, as that principal's list shows them:
         what a request for a person's data starts from."""
@@ -358,6 +365,7 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
     base = "/agents/{agent}/contexts/{context_id}"
     return [
         Route("/agents", authenticated(agents), methods=["GET"]),
+        Route("/metrics", authenticated(metrics), methods=["GET"]),
         Route("/agents/{agent}/contexts", authenticated(owned_by), methods=["GET"]),
         Route(base, authenticated(read), methods=["GET"]),
         Route(f"{base}/export", authenticated(export), methods=["GET"]),

@@ -19,6 +19,7 @@ from starlette.types import Scope
 
 from thinwire import wire
 from thinwire.errors import MethodNotAllowed, NotFound, ThinwireError, whole_seconds
+from thinwire.metrics import METRICS
 
 __all__ = ["EXCEPTION_HANDLERS", "PROTOCOL_HEADERS", "error_response"]
 
@@ -33,6 +34,7 @@ BODY_UNREAD = frozenset({"body_too_large", "request_timeout"})
 
 
 def error_response(error: ThinwireError, headers: Mapping[str, str] | None = None) -> Response:
+    METRICS.http_error(error.code, error.status)
     detail = wire.ErrorDetail(
         code=error.code,
         message=error.message,

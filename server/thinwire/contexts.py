@@ -34,6 +34,7 @@ from thinwire.coordination import Coordinator, Lease
 from thinwire.errors import AgentFailed, Conflict, DecisionPending, NotFound, StoreError
 from thinwire.exchanges import History
 from thinwire.ids import new_context_id
+from thinwire.metrics import METRICS
 from thinwire.readiness import Writes
 from thinwire.records import ContextRecord
 from thinwire.runlog import encode_frame, shown
@@ -481,14 +482,14 @@ class ContextRegistry:
         audit = context.state.take_audit()
         if record.version == 0:
             assert not events and trim_before is None, "a new context has no frames yet"
-            with self.writes.watching():
+            with self.writes.watching(), METRICS.saving():
                 await self.store.create(record, [*context.initial_audit, *audit])
             record.version, context.initial_audit = 1, []
             record.saved(compact=compact)
             self._remember(context)
             return
         try:
-            with self.writes.watching():
+            with self.writes.watching(), METRICS.saving():
                 record.version = await self.store.save(
                     record,
                     expected_version=record.version,

@@ -28,6 +28,8 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from thinwire.metrics import METRICS
+
 if TYPE_CHECKING:
     from thinwire.contexts import ContextRegistry
     from thinwire.readiness import Writes
@@ -76,6 +78,7 @@ class Failures:
         """In the handler of `exc`, which a flush raised."""
         if self.writes is not None:
             self.writes.failed(exc)
+        METRICS.write_failed("flush")
         self.count += 1
         if self.count == 1:
             logger.warning("flushing frames of %s failed", self.log.context.id, exc_info=True)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from thinwire.codes import ErrorCode
 from thinwire.errors import TooManyRequests, whole_seconds
+from thinwire.metrics import METRICS
 
 __all__ = ["Cap", "RateLimiter"]
 
@@ -42,6 +43,7 @@ class RateLimiter:
         if tokens < 1:
             self._buckets[principal] = (tokens, now)
             wait = whole_seconds((1 - tokens) / self.per_second)  # as Retry-After says it
+            METRICS.refused("rate_limited")
             raise TooManyRequests(
                 "rate_limited", f"too many runs; try again in {wait} s", retry_after=float(wait)
             )
@@ -65,6 +67,7 @@ class Cap:
         (calling it again does nothing)."""
         count = self._open.get(principal, 0)
         if self.per_principal and count >= self.per_principal:
+            METRICS.refused(self.code)
             raise TooManyRequests(self.code, f"at most {self.per_principal} {self.refusal}")
         self._open[principal] = count + 1
         closed = False

@@ -15,6 +15,7 @@ from pydantic.json_schema import models_json_schema
 
 from thinwire import wire
 from thinwire.admin import MAX_AUDIT_PAGE, StatePatch
+from thinwire.metrics import CONTENT_TYPE as METRICS_TYPE
 
 __all__ = ["openapi_document"]
 
@@ -466,6 +467,23 @@ def openapi_document(agents: Sequence[str], *, operator_api: bool) -> dict[str, 
                     "The agents' names",
                     [],
                     {"200": {"description": "Agents"}},
+                    errors=("400", "401"),
+                    versioned=False,
+                ),
+                **secured,
+            }
+        }
+        paths["/admin/metrics"] = {
+            "get": {
+                **operation(
+                    "This process's metrics, in Prometheus's text format (0.0.4)",
+                    [],
+                    {
+                        "200": {
+                            "description": "Metrics",
+                            "content": {METRICS_TYPE: {"schema": {"type": "string"}}},
+                        }
+                    },
                     errors=("400", "401"),
                     versioned=False,
                 ),

@@ -35,6 +35,7 @@ from thinwire.flushing import start_flushing
 from thinwire.ids import new_run_id
 from thinwire.interrupts import ReplayMismatch, Suspend, SuspendCaught
 from thinwire.jsontext import encodable
+from thinwire.metrics import METRICS
 from thinwire.records import Checkpoint, ContextRecord, shortened, visible
 from thinwire.runlog import RunLog, shown
 from thinwire.stores import Event, Store
@@ -193,8 +194,10 @@ async def execute(
             handed.end(f" for {agent_name!r}, whose handoff returned")
             state.source = source
 
+    agent_name = context.agent_name
+    METRICS.run_started(agent_name)
     try:
-        log.run_start(context.agent_name, *context.record.next_turn_ids())
+        log.run_start(agent_name, *context.record.next_turn_ids())
         run = Run(
             context_id=context.id,
             run_id=log.run_id,
@@ -215,6 +218,7 @@ async def execute(
         try:
             abandon(registry, context, log, "The run could not start")
         finally:
+            METRICS.run_ended(agent_name, "error")
             await release(registry, context)
         return
     context.state.run_id = log.run_id  # the audit trail names the run behind each write
@@ -262,8 +266,12 @@ async def execute(
         failure(log, "agent_error", "The agent failed")
         outcome = Outcome("error")
     finally:
-        await flushing.stop()
-        await finish(registry, context, log, run, text, start, outcome)
+        ended_as: wire.StopReason = "interrupted"  # unless its end is recorded
+        try:
+            await flushing.stop()
+            ended_as = await finish(registry, context, log, run, text, start, outcome)
+        finally:
+            METRICS.run_ended(agent_name, ended_as)
 
 
 async def finish(
@@ -274,16 +282,18 @@ async def finish(
     text: str,
     start: Start,
     outcome: Outcome,
-) -> None:
+) -> wire.StopReason:
     """Save the run's outcome and its last frames in one step, then send `done`. However
-    that goes, the run ends: its stream gets `done` and its conversation is free."""
+    that goes, the run ends: its stream gets `done` and its conversation is free. Its
+    stop reason, as its `done` says."""
+    METRICS.used(run.usage)  # spent, whether or not the save lands
     try:
         try:
             outcome = storable(context, log, run, outcome)
             done = settle(context, log, run, text, start, outcome)
         except Exception:
             abandon(registry, context, log, "The run's end could not be recorded")
-            return
+            return "error"
         stored = len(log.frames)
         try:
             await registry.save(context, events=log.unflushed_and(done))
@@ -296,19 +306,30 @@ async def finish(
                 context.id,
                 log.run_id,
             )
-            log.publish(await taken_over(registry, log), last=True)
+            done = await taken_over(registry, log)
+            log.publish(done, last=True)
+            return stop_reason_of(done)
         except Exception:
             # Nothing of this run's end landed; the stored run stays marked and is
             # recorded as interrupted when the context is next loaded, with the reply its
             # frames in the store show. Its `done` says that, not what went unsaved: what
             # the client shows is then what a reload shows.
             failure(log, "store_error", "The reply could not be saved")
-            log.publish(await taken_over(registry, log), last=True)
-        else:
-            log.flushed = stored
-            log.publish(done, stored=True, last=True)
+            done = await taken_over(registry, log)
+            log.publish(done, last=True)
+            return stop_reason_of(done)
+        log.flushed = stored
+        log.publish(done, stored=True, last=True)
+        if outcome.suspended is not None:
+            METRICS.asked(context.agent_name)
+        return outcome.stop_reason
     finally:
         await release(registry, context)
+
+
+def stop_reason_of(done: Event) -> wire.StopReason:
+    reason: wire.StopReason = json.loads(done.data)["stopReason"]
+    return reason
 
 
 async def release(registry: ContextRegistry, context: Context) -> None:

@@ -35,6 +35,7 @@ from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
 from thinwire.jsontext import is_unicode
 from thinwire.limits import Cap, RateLimiter
+from thinwire.metrics import METRICS
 from thinwire.records import TITLE_LENGTH, ContextRecord, json_array, plain, visible
 from thinwire.runlog import FrameSource, Retagged, RunLog, StoredFrames
 from thinwire.runner import begin_run, execute
@@ -420,6 +421,7 @@ class AgentServer:
                 decision=value,
                 request_id=request_id,
             )
+            METRICS.answered(context.agent_name)
             work = execute(
                 self.contexts,
                 context,

@@ -27,6 +27,7 @@ from starlette.types import Receive, Scope, Send
 
 from thinwire import wire
 from thinwire.direct import chunk_writer, connection_dropper
+from thinwire.metrics import METRICS
 from thinwire.runlog import Batch, Follower, FrameSource
 
 __all__ = ["SSE_HEADERS", "EventStream", "encode", "encode_all"]
@@ -115,6 +116,7 @@ class EventStream(Response):
 
         writer = asyncio.ensure_future(stream())
         listener = asyncio.ensure_future(listen(writer))
+        METRICS.stream_opened("sse")
         try:
             await writer
         except asyncio.CancelledError:
@@ -131,6 +133,7 @@ class EventStream(Response):
                 drop()
                 await asyncio.sleep(0)  # uvicorn hears of the loss (a callback) before we end
         finally:
+            METRICS.stream_closed("sse")
             listener.cancel()
             if self.on_close is not None:
                 self.on_close()

@@ -54,6 +54,7 @@ from thinwire.errors import (
     Unauthorized,
 )
 from thinwire.ids import CONTEXT_ID
+from thinwire.metrics import METRICS
 from thinwire.parsing import check_data, check_message, describe, parse_json
 from thinwire.runlog import Batch, Follower, FrameSource
 from thinwire.server import AgentServer
@@ -117,6 +118,7 @@ def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:
         chosen = next((p for p in (SUBPROTOCOL_LINES, SUBPROTOCOL) if p in offered), None)
         await websocket.accept(subprotocol=chosen)
         session = Session(server, websocket, lines=chosen == SUBPROTOCOL_LINES)
+        METRICS.stream_opened("websocket")
         try:
             if offered and chosen is None:
                 raise Closing(
@@ -145,6 +147,7 @@ def agent_socket(server: AgentServer) -> Callable[[WebSocket], Any]:
         except WebSocketDisconnect:
             pass
         finally:
+            METRICS.stream_closed("websocket")
             session.end()
 
     return endpoint
@@ -292,6 +295,7 @@ class Session:
             return
         if len(self.followers) >= MAX_FOLLOWED:
             # Each followed run costs a task; a flood of attaches must not grow them.
+            METRICS.refused("too_many_streams")
             raise TooManyRequests("too_many_streams", f"follow at most {MAX_FOLLOWED} runs at once")
         # Counted before the command does anything: a refused follow starts no run.
         close = server.streams.open(principal)
