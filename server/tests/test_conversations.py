@@ -422,6 +422,33 @@ def test_an_index_past_the_alternatives_says_how_many_there_are(client: TestClie
     assert refused(1) == "that turn has 1 alternative"
     regenerate(client, context_id)
     assert refused(2) == "that turn has 2 alternatives"
+    # Any index a conversation's branches could reach is asked about, not refused unread.
+    assert refused(10_001) == "that turn has 2 alternatives"
+    assert refused(wire.MAX_BRANCHES - 1) == "that turn has 2 alternatives"
+    body = {"turnId": first, "index": wire.MAX_BRANCHES}
+    response = client.post(url(context_id, "/branch"), json=body, headers=ADA)
+    assert error(response) == (400, "invalid_request")
+
+
+def test_a_conversation_out_of_branches_says_so_and_still_goes_on(client: TestClient) -> None:
+    context_id = conversation(client, "one")
+    lines = server_context(client, context_id, "chat").record.lines
+    lines.next_line = wire.MAX_BRANCHES  # as after 65,536 regenerations and edits
+    for refused in (
+        regenerate(client, context_id),
+        client.post(
+            url(context_id, "/edits"),
+            json={"turnId": turns(client, context_id)[0]["id"], "message": {"text": "uno"}},
+            headers=ADA,
+        ),
+    ):
+        assert error(refused) == (409, "too_many_branches")
+        assert "65536 branches" in refused.json()["error"]["message"]
+    send(client, "two", context_id)  # a send forks nothing: the branch shown goes on
+    assert [t["text"] for t in turns(client, context_id)[::2]] == ["one", "two"]
+    # A clear keeps the count (turn ids are never reused), so its first send is refused.
+    client.post(url(context_id, "/clear"), headers=ADA)
+    assert error(post_run(client, "three", context_id, None)) == (409, "too_many_branches")
 
 
 def test_regenerate_and_edit_wait_for_a_pending_decision(client: TestClient) -> None:
@@ -622,10 +649,37 @@ def test_a_switch_reaches_back_to_its_fork_only_within_a_page() -> None:
     assert reaching_back(Page(10), fork=40, depth=45, longest=longest) == Page(10)  # ends there
     assert reaching_back(Page(2), fork=40, depth=45, longest=longest) == Page(6)  # from 39 on
     assert reaching_back(Page(2), fork=0, depth=45, longest=longest) == Page(45)  # the whole
-    assert reaching_back(Page(2), fork=1, depth=5000, longest=longest) == Page(longest)
+    assert reaching_back(Page(2), fork=1, depth=1000, longest=longest) == Page(longest)
+    # Too far back to reach: the page asked for, not a longest one without the fork.
+    assert reaching_back(Page(2), fork=1, depth=1001, longest=longest) == Page(2)
+    assert reaching_back(Page(2), fork=1, depth=5000, longest=longest) == Page(2)
     assert reaching_back(WHOLE, fork=40, depth=45, longest=longest) == WHOLE
     before = Page(2, Position(0, 3))
     assert reaching_back(before, fork=1, depth=45, longest=longest) == before
+
+
+def test_a_switch_too_far_back_answers_the_page_asked_for(
+    stored_client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A switch reaches back to its fork within the longest page; past it, the page asked
+    for (the fork is read with `before`), never a longest page that misses it anyway."""
+    monkeypatch.setattr(wire, "MAX_TRANSCRIPT_PAGE", 4)
+    client = stored_client
+    context_id = conversation(client, *(f"m{n}" for n in range(8)))
+    shown = turns(client, context_id)
+    branch = url(context_id, "/branch")
+
+    def switch(exchange: int) -> Any:
+        edited = {"turnId": shown[2 * exchange]["id"], "message": {"text": "edited"}}
+        client.post(url(context_id, "/edits"), json=edited, headers=ADA)
+        body = {"turnId": shown[2 * exchange]["id"], "index": 0}
+        return client.post(branch, params={"limit": 2}, json=body, headers=ADA).json()
+
+    beyond = switch(1)  # from m0: 8 exchanges, more than a page holds
+    assert [t["text"] for t in beyond["turns"][::2]] == ["m6", "m7"]
+    assert beyond["hasEarlier"] is True
+    within = switch(5)  # from m4, one before: 4 exchanges, the longest page
+    assert [t["text"] for t in within["turns"][::2]] == ["m4", "m5", "m6", "m7"]
 
 
 def test_a_page_asked_for_wrongly_is_refused_and_reveals_nothing(client: TestClient) -> None:
@@ -633,7 +687,10 @@ def test_a_page_asked_for_wrongly_is_refused_and_reveals_nothing(client: TestCli
     first = turns(client, context_id)[0]["id"]
     for limit in ("0", "-1", "x", "1001", "²"):
         assert error(page(client, context_id, limit=limit)) == (400, "invalid_request"), limit
-    for before in ("nope", "turn-000900000000-u0", "turn-000000000009-u0"):
+    # No turn's id at all: a malformed query. One of a turn's form the conversation lacks: 404.
+    for before in ("nope", "x" * 5000, "\x00", f"{first} ", first.upper(), first + "0" * 4):
+        assert error(page(client, context_id, before=before)) == (400, "invalid_request")
+    for before in ("turn-000900000000-u0", "turn-000000000009-u0"):
         assert error(page(client, context_id, before=before)) == (404, "turn_not_found")
     # Another principal learns neither the conversation nor its turns.
     for before in (first, "turn-000900000000-u0"):

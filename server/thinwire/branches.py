@@ -29,7 +29,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from thinwire.errors import BadRequest, Conflict, NotFound
+from thinwire.errors import Conflict, NotFound
+from thinwire.wire import MAX_BRANCHES
 
 __all__ = [
     "WHOLE",
@@ -40,6 +41,7 @@ __all__ = [
     "Segment",
     "Window",
     "branch_moved",
+    "is_turn_id",
     "parse_turn_id",
     "turn_id",
 ]
@@ -99,12 +101,17 @@ WHOLE = Page()
 
 def reaching_back(page: Page, fork: int, depth: int, longest: int) -> Page:
     """`page` of a branch of `depth` exchanges just shown by switching the alternative at
-    depth `fork`, lengthened (up to `longest` exchanges) to begin one exchange before the
-    fork: what precedes the fork is the same on both branches, so a client that had read
-    further back keeps what it read, and the exchange switched stays in its view."""
+    depth `fork`, lengthened to begin one exchange before the fork if `longest` exchanges
+    reach it: what precedes the fork is the same on both branches, so a client that had
+    read further back keeps what it read, and the exchange switched stays in its view.
+    Further back, `page` as asked: the end of the branch, read back to the fork with
+    `before` (a client shows a branch to its end, so a page starting at the fork could
+    not end short of it)."""
     if page.limit is None or page.before is not None:
         return page
-    wanted = min(depth - max(0, fork - 1), longest)
+    wanted = depth - max(0, fork - 1)
+    if wanted > longest:  # a longest page would not hold the fork either: the one asked for
+        return page
     return page._replace(limit=max(page.limit, wanted))
 
 
@@ -129,6 +136,11 @@ class Window:
 
 def turn_id(position: Position, role: str, index: int) -> str:
     return f"turn-{position.line:04x}{position.depth:08x}-{role[0]}{index}"
+
+
+def is_turn_id(value: str) -> bool:
+    """Whether `value` has a turn id's form (whether the conversation has it aside)."""
+    return TURN_ID.fullmatch(value) is not None
 
 
 def parse_turn_id(value: str) -> tuple[Position, str, int]:
@@ -289,8 +301,13 @@ class Lines:
         """A new exchange at `depth` whose parent is in line `parent`, on a new line; it
         becomes the leaf."""
         line = self.next_line
-        if line > 0xFFFF:
-            raise BadRequest("invalid_request", "this conversation has too many branches")
+        if line >= MAX_BRANCHES:  # a turn id could not name it
+            raise Conflict(
+                "too_many_branches",
+                f"This conversation has made {MAX_BRANCHES} branches (its first message, "
+                "each regeneration and edit, the first message after each clear), as many "
+                "as one may; start a new conversation.",
+            )
         self.next_line += 1
         self.lines[line] = Line(parent, depth, depth)
         self.leaf = Position(line, depth)

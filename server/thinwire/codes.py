@@ -56,6 +56,7 @@ ServerErrorCode = Literal[
     "store_error",
     "store_unavailable",
     "title_too_long",
+    "too_many_branches",
     "too_many_runs",
     "too_many_streams",
     "turn_not_found",
@@ -123,6 +124,9 @@ ERROR_CODES: dict[ServerErrorCode, str] = {
     "store_error": "The run's reply could not be saved.",
     "store_unavailable": "The store did not answer; try again shortly.",
     "title_too_long": "A title is at most 200 characters.",
+    "too_many_branches": (
+        "The conversation made as many branches as one may (65,536): start a new one."
+    ),
     "too_many_runs": "Too many runs in progress at once; try again when one ends.",
     "too_many_streams": "Too many streams open at once.",
     "turn_not_found": "No such turn on the conversation's current branch.",

@@ -12,7 +12,7 @@ from pydantic_core import ErrorDetails
 from starlette.requests import ClientDisconnect, Request
 
 from thinwire import wire
-from thinwire.branches import Page
+from thinwire.branches import Page, is_turn_id
 from thinwire.errors import BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType
 from thinwire.jsontext import dumps
 from thinwire.records import visible
@@ -59,7 +59,8 @@ def page_of(request: Request) -> Page:
             "invalid_request",
             f"limit: a whole number of exchanges from 1 to {wire.MAX_TRANSCRIPT_PAGE}",
         )
-    if raw_before == "":  # no turn named: a malformed query, not a turn the server lacks
+    if raw_before is not None and not is_turn_id(raw_before):
+        # No turn's id at all: a malformed query, not a turn the server lacks.
         raise BadRequest("invalid_request", "before: a turn's id, as a transcript names it")
     return Page(limit) if raw_before is None else Page.before_turn_id(limit, raw_before)
 

@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_camel
 
 __all__ = [
     "HEARTBEAT_HEADER",
+    "MAX_BRANCHES",
     "MAX_SEQ",
     "MAX_TRANSCRIPT_PAGE",
     "PROTOCOL_HEADER",
@@ -75,6 +76,9 @@ StopReason = Literal["end", "stopped", "interrupted", "error"]
 MAX_SEQ = 2**53 - 1
 #: Exchanges one page of a transcript may hold (`GET …/contexts/{id}?limit=`).
 MAX_TRANSCRIPT_PAGE = 1000
+#: Branches one conversation may make, for its life: a turn id has four hex digits for
+#: its branch. So no turn has more alternatives either.
+MAX_BRANCHES = 0x10000
 
 
 class WireModel(BaseModel):
@@ -563,7 +567,7 @@ class BranchRequest(WireModel):
     """Body of `POST …/branch`: show alternative `index` at the turn `turnId`."""
 
     turn_id: TurnId
-    index: int = Field(ge=0, le=10_000, strict=True)  # "1" is not a number
+    index: int = Field(ge=0, lt=MAX_BRANCHES, strict=True)  # "1" is not a number
 
 
 class Ticket(WireModel):

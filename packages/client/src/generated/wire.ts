@@ -472,6 +472,7 @@ export type ServerErrorCode =
   | "store_error"
   | "store_unavailable"
   | "title_too_long"
+  | "too_many_branches"
   | "too_many_runs"
   | "too_many_streams"
   | "turn_not_found"
@@ -544,6 +545,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, string>> = {
   store_unavailable: "The store did not answer; try again shortly.",
   stream_interrupted: "The stream ended before its done frame.",
   title_too_long: "A title is at most 200 characters.",
+  too_many_branches: "The conversation made as many branches as one may (65,536): start a new one.",
   too_many_runs: "Too many runs in progress at once; try again when one ends.",
   too_many_streams: "Too many streams open at once.",
   turn_not_found: "No such turn on the conversation's current branch.",
