@@ -701,6 +701,27 @@ def test_a_page_asked_for_wrongly_is_refused_and_reveals_nothing(client: TestCli
     assert error(page(client, context_id, before=first)) == (404, "turn_not_found")
 
 
+def test_a_query_parameter_given_twice_is_refused_not_read_as_its_last(
+    client: TestClient,
+) -> None:
+    # Read as the last alone, ?limit=1&limit=1000 is not what either half asked for.
+    context_id = conversation(client, "one", "two")
+    first = turns(client, context_id)[0]["id"]
+    repeated = {
+        url(context_id): [("limit", "1"), ("limit", "2")],
+        url(context_id) + "?before=" + first: [("limit", "1"), ("limit", "1")],
+        url(context_id, "/events"): [("after", "0"), ("after", "1")],
+        "/agents/chat/contexts": [("limit", "5"), ("limit", "6")],
+        "/agents/chat/contexts?limit=5": [("cursor", "a"), ("cursor", "b")],
+    }
+    for path, params in repeated.items():
+        response = client.get(path, params=params, headers=ADA)
+        assert error(response) == (400, "invalid_request"), path
+        assert "given more than once" in response.json()["error"]["message"]
+    # Once each, as ever.
+    assert page(client, context_id, limit=1, before=first).status_code == 200
+
+
 # --- what each turn showed --------------------------------------------------------------
 
 

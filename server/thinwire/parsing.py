@@ -27,6 +27,7 @@ __all__ = [
     "describe",
     "page_of",
     "parse_json",
+    "query_value",
     "read_json",
     "read_model",
     "read_no_fields",
@@ -49,10 +50,19 @@ def ascii_number(raw: str, maximum: int) -> int | None:
     return value if value <= maximum else None
 
 
+def query_value(request: Request, name: str) -> str | None:
+    """The query parameter `name`; None when it is not given. Given twice it is refused:
+    read as the last alone, `?limit=1&limit=1000` is what neither half asked for."""
+    values = request.query_params.getlist(name)
+    if len(values) > 1:
+        raise BadRequest("invalid_request", f"{name!r} is given more than once: give it once")
+    return values[0] if values else None
+
+
 def page_of(request: Request) -> Page:
     """Which exchanges of a transcript the request asks for: `?limit=` (the last ones;
     all by default), `?before=` a turn's id (those leading to its exchange)."""
-    raw_limit, raw_before = request.query_params.get("limit"), request.query_params.get("before")
+    raw_limit, raw_before = query_value(request, "limit"), query_value(request, "before")
     limit = None if raw_limit is None else ascii_number(raw_limit, wire.MAX_TRANSCRIPT_PAGE)
     if raw_limit is not None and not limit:
         raise BadRequest(

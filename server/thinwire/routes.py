@@ -23,6 +23,7 @@ from thinwire.parsing import (
     check_message,
     check_protocol,
     page_of,
+    query_value,
     read_model,
     read_no_fields,
     read_run_request,
@@ -51,7 +52,7 @@ def json_body(body: bytes) -> Response:
 
 def after_of(request: Request) -> int:
     """Where a reattach resumes: `Last-Event-ID`, else `?after=`, else the start."""
-    raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+    raw = request.headers.get("last-event-id") or query_value(request, "after") or "0"
     after = ascii_number(raw, wire.MAX_SEQ)
     if after is None:
         raise BadRequest("invalid_request", "Last-Event-ID / after must be a frame seq")
@@ -168,8 +169,8 @@ def http_routes(server: AgentServer) -> list[BaseRoute]:
 
     async def list_contexts(request: Request) -> Response:
         agent_name, principal = await caller(server, request)
-        limit = page_size(request.query_params.get("limit"))
-        cursor = request.query_params.get("cursor") or None
+        limit = page_size(query_value(request, "limit"))
+        cursor = query_value(request, "cursor") or None
         return json_response(await server.conversations(agent_name, principal, limit, cursor))
 
     async def rename_context(request: Request) -> Response:
