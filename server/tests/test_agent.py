@@ -103,6 +103,7 @@ async def tool_named(run: Run, name: Any) -> None:
         ("say", b"bytes", "run.say() takes a str, not bytes"),
         ("think", 5, "run.think() takes a str, not int"),
         ("replace_text", 9, "run.replace_text() takes a str, not int"),
+        ("set_title", 42, "run.set_title() takes a str, not int"),
         ("say", None, "run.say() takes a str, not NoneType"),
         ("tool", 7, "a tool's name is a str, not int"),
     ],

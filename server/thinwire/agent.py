@@ -612,7 +612,7 @@ class Run:
         announces it). A title the user gave is kept; this one is then not used."""
         self._check_running("run.set_title()")
         if not isinstance(title, str):
-            raise ValueError("a title is a non-empty string")
+            raise not_text("set_title", title)
         check_text(title, "a title")
         if not visible(title):  # as a user's title: refused when a reader sees nothing
             raise ValueError(f"a title must hold something a reader sees, not {title!r}")
