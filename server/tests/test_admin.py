@@ -912,3 +912,19 @@ def test_an_operator_stop_needs_the_token_and_a_context(client: TestClient) -> N
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "context_not_found"
     elsewhere = client.post(stop_url(context_id, agent="nobody"), headers=AUTH)
     assert elsewhere.status_code == 404 and elsewhere.json()["error"]["code"] == "agent_not_found"
+
+
+@pytest.mark.parametrize("query", ["key=notes", "key=..%2f", "key=%E2%80%AE", "after=1", "x=1"])
+def test_an_audit_trail_refuses_what_it_does_not_take(client: TestClient, query: str) -> None:
+    """Read as unasked, `?key=` would answer the whole trail as one key's (`?key=..%2f`
+    none): refused as a name no page of it takes, and where one key's trail is."""
+    context_id = send(client, "hi")[0]["contextId"]
+    patch(client, context_id, {"state": {"notes": ["x"]}})
+    for tail in ("audit", "state/notes/history"):
+        refused = client.get(state_url(context_id, f"{tail}?{query}"), headers=AUTH)
+        assert refused.status_code == 400, (tail, refused.text)
+        said = refused.json()["error"]
+        assert (
+            said["code"] == "invalid_request" and "takes limit and before only" in said["message"]
+        )
+    assert "state/{key}/history" in said["message"]

@@ -9,8 +9,10 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
@@ -19,8 +21,8 @@ from conftest import app_for, send
 from thinwire import Agent, Run, SQLiteStore
 from thinwire.boundary import error_response
 from thinwire.demo import DemoAgent
-from thinwire.errors import RequestTimeout, ThinwireError
-from thinwire.parsing import MAX_DEPTH, read_json
+from thinwire.errors import BadRequest, RequestTimeout, ThinwireError
+from thinwire.parsing import MAX_DEPTH, MAX_MESSAGE, read_json, validated
 
 HUGE = "1" + "0" * 5000  # more digits than Python turns into an int from JSON
 TOKEN = "hostile-operator-token"
@@ -328,3 +330,69 @@ def test_a_key_given_twice_is_refused_by_the_operator_api_a2a_and_the_websocket(
             socket.receive_json()
     assert closed.value.code == 1007
     assert len(client.get(f"/agents/demo/contexts/{context_id}").json()["turns"]) == 2
+
+
+#: A key as a hostile client may write one: an override, a NUL, markup.
+SPOOFING_KEY = "\u202egnp.exe\u0000<script>"
+
+
+@pytest.mark.parametrize(
+    ("key", "quoted"),
+    [
+        ("k" * 250_000, repr("k" * 64) + "…"),
+        (SPOOFING_KEY, "'\\u202egnp.exe\\x00<script>'"),
+    ],
+    ids=["long", "spoofing"],
+)
+def test_an_error_quotes_a_clients_key_short_and_escaped(
+    client: TestClient, key: str, quoted: str
+) -> None:
+    """What the client wrote, the error names (so it can find it), but cut and with the
+    characters a reader does not see as escapes: over HTTP, the WebSocket and A2A alike."""
+    body = {"message": {"text": "hi", key: 1}}
+    refused = client.post("/agents/demo/runs", json=body)
+    assert code_of(refused, 400) == "invalid_request"
+    said = refused.json()["error"]["message"]
+    assert said.startswith(f"message[{quoted}]: ") and len(said) < 500, said[:300]
+    with client.websocket_connect("/agents/demo/ws") as socket:
+        socket.send_json({"type": "send", **body})
+        rejected = socket.receive_json()
+    assert rejected["message"] == said
+    assert "\u202e" not in said and "\x00" not in said
+
+
+class Tree(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    children: dict[str, Tree] = {}
+
+
+def test_a_path_of_many_steps_gives_a_bounded_message() -> None:
+    """Keys each cut, and as many of them as nesting allows: the message is cut too."""
+    given: Any = {"unknown": 1}
+    for _ in range(20):
+        given = {"children": {"k" * 100: given}}
+    with pytest.raises(BadRequest) as refused:
+        validated(Tree, given)
+    said = refused.value.message
+    assert said.startswith(f"children[{'k' * 64!r}…].children[") and said.endswith("…")
+    assert len(said) == MAX_MESSAGE
+
+
+def test_the_history_of_a_long_or_spoofing_key_quotes_it_short_and_escaped(
+    client: TestClient,
+) -> None:
+    context_id = send(client, "hi")[0]["contextId"]
+    for key, quoted in (("x" * 5000, repr("x" * 64) + "…"), ("\u202ekey", "'\\u202ekey'")):
+        url = f"/admin/agents/demo/contexts/{context_id}/state/{quote(key, safe='')}/history"
+        refused = client.get(url, headers=OPERATOR)
+        assert code_of(refused, 400) == "invalid_state_value"
+        said = refused.json()["error"]["message"]
+        assert f"key {quoted} is not a key name" in said and len(said) < 500, said[:300]
+
+
+def test_a_path_no_route_takes_is_quoted_short_and_escaped(client: TestClient) -> None:
+    refused = client.get("/%E2%80%AEnimda/%07x" + "a" * 5000)
+    assert code_of(refused, 404) == "not_found"
+    said = refused.json()["error"]["message"]
+    assert said.startswith("no route for '/\\u202enimda/\\x07xaaa") and said.endswith("'…")
+    assert said.isprintable() and len(said) < 300

@@ -20,13 +20,16 @@ from conftest import app_for, decide, send, stop_over_websocket
 from thinwire import Agent, Run
 from thinwire.demo import DemoAgent
 from thinwire.errors import StoreError
+from thinwire.metrics import sample
+from thinwire.records import MODEL_NAME_LENGTH
 from thinwire.testing.server import ServerProcess, serve
 
 TOKEN = "operator-token-for-tests"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 HERE = Path(__file__).parent
-#: A model name with every character a label value must escape.
-ODD_MODEL = 'gpt "quoted" \\ back\nslash'
+#: A model name with the characters a label value must escape (a newline, `record_usage`
+#: makes a space: `test_a_label_value_cannot_break_its_line` has it).
+ODD_MODEL = 'gpt "quoted" \\ back\\slash'
 
 Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -131,6 +134,16 @@ class Metered(Agent):
         await run.say("counted.")
 
 
+#: A model name as a hostile model server could give one: long, with controls and an override.
+HOSTILE_MODEL = "\u202egpt\r\tnul\x00" + "x" * 1_000_000
+
+
+class HostileModel(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        run.record_usage(HOSTILE_MODEL, 7, 2)
+        await run.say("counted.")
+
+
 class Endless(Agent):
     async def run(self, run: Run, text: str) -> None:
         await run.say("going. ")
@@ -144,6 +157,7 @@ def client() -> Iterator[TestClient]:
         "failing": Failing,
         "asking": Asking,
         "metered": Metered,
+        "hostile-model": HostileModel,
         "endless": Endless,
     }
     with TestClient(app_for(agents, operator_token=TOKEN, max_streams=2)) as test_client:
@@ -204,6 +218,30 @@ def test_model_tokens_are_counted_by_model(client: TestClient) -> None:
     assert moved(before, after, tokens, model=ODD_MODEL, direction="output") == 5
     assert moved(before, after, tokens, model="small", direction="input") == 3
     assert moved(before, after, tokens, model="small", direction="output") == 1
+
+
+def test_a_model_name_is_counted_short_and_plain(client: TestClient) -> None:
+    """The name is the model server's to give: as a label and a usage key it is cut, as a
+    title is, and without the characters that would make it read as another."""
+    before = scrape(client)
+    context_id = send(client, "hi", agent="hostile-model")[0]["contextId"]
+    scraped = client.get("/admin/metrics", headers=AUTH)
+    assert len(scraped.content) < 20_000
+    after = parse(scraped.text)
+    shown = "gpt nul" + "x" * (MODEL_NAME_LENGTH - 8) + "…"  # NUL and U+202E gone
+    tokens = "thinwire_model_tokens_total"
+    assert moved(before, after, tokens, model=shown, direction="input") == 7
+    usage = client.get(f"/admin/agents/hostile-model/contexts/{context_id}/usage", headers=AUTH)
+    assert len(usage.content) < 5_000
+    assert list(usage.json()["total"]) == [shown]
+
+
+def test_a_label_value_cannot_break_its_line() -> None:
+    """Escaped as the format says; any other control character (a carriage return, which
+    a line-based reader splits on) goes as U+FFFD."""
+    line = sample("m", {"model": 'a"b\\c\nd\re\x00f\x85g'}, 1)
+    assert line == 'm{model="a\\"b\\\\c\\nd\ufffde\ufffdf\ufffdg"} 1'
+    assert line.isprintable()
 
 
 def test_a_websocket_is_an_open_stream_and_a_refusal_is_counted(client: TestClient) -> None:

@@ -49,7 +49,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from thinwire.contexts import Context, not_found
-from thinwire.errors import BadRequest, NotFound, PreconditionFailed, Unauthorized
+from thinwire.errors import BadRequest, NotFound, PreconditionFailed, Unauthorized, quoted
 from thinwire.export import entry_json, export_document
 from thinwire.ids import validate_context_id
 from thinwire.metrics import CONTENT_TYPE, render
@@ -131,9 +131,21 @@ def parse_if_match(request: Request) -> IfMatch | None:
     return IfMatch(frozenset(versions), tuple(weak))
 
 
+#: The query parameters a page of an audit trail takes.
+AUDIT_QUERY = ("limit", "before")
+
+
 def audit_page_of(request: Request) -> tuple[int, int | None]:
     """Which entries of an audit trail the request asks for: `?limit=` (the latest ones,
-    `AUDIT_PAGE` by default), `?before=` an entry's `seq` (those before it)."""
+    `AUDIT_PAGE` by default), `?before=` an entry's `seq` (those before it). Nothing
+    else: read as unasked, `?key=notes` would answer the whole trail as one key's."""
+    other = next((name for name in request.query_params if name not in AUDIT_QUERY), None)
+    if other is not None:
+        raise BadRequest(
+            "invalid_request",
+            f"{quoted(other)}: an audit trail takes limit and before only "
+            "(one key's trail is …/state/{key}/history)",
+        )
     raw_limit, raw_before = request.query_params.get("limit"), request.query_params.get("before")
     limit = AUDIT_PAGE if raw_limit is None else ascii_number(raw_limit, MAX_AUDIT_PAGE)
     if not limit:
@@ -153,7 +165,7 @@ def given_once(request: Request) -> None:
     repeated = sorted(name for name, count in counts.items() if count > 1)
     if repeated:
         raise BadRequest(
-            "invalid_request", f"{repeated[0][:64]!r} is given more than once: give it once"
+            "invalid_request", f"{quoted(repeated[0])} is given more than once: give it once"
         )
 
 
@@ -218,7 +230,7 @@ def operator_routes(server: AgentServer, tokens: Sequence[str]) -> list[BaseRout
     def agent_of(request: Request) -> str:
         agent_name: str = request.path_params["agent"]
         if agent_name not in registry.agents:
-            raise NotFound("agent_not_found", f"no agent named {agent_name[:64]!r}")
+            raise NotFound("agent_not_found", f"no agent named {quoted(agent_name)}")
         return agent_name
 
     async def find(request: Request) -> Context:

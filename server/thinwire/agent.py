@@ -55,7 +55,14 @@ from thinwire.interrupts import (
 )
 from thinwire.jsontext import encodable, is_unicode, replace_unencodable
 from thinwire.jsonvalues import JSONValue, a_value_of, check_json
-from thinwire.records import TITLE_LENGTH, Shown, shortened, visible, without_controls
+from thinwire.records import (
+    MODEL_NAME_LENGTH,
+    TITLE_LENGTH,
+    Shown,
+    shortened,
+    visible,
+    without_controls,
+)
 from thinwire.state import AgentState, check_key, check_source
 
 if TYPE_CHECKING:
@@ -580,6 +587,10 @@ class Run:
         the model's name and the reply's tokens are shown with the reply in the
         transcript too; otherwise no client sees them.
 
+        The name is the model server's to give (an adapter records the one it answers
+        with), and becomes a key of the usage and a metrics label: it is kept as a title
+        is (`shortened`), one plain line of at most MODEL_NAME_LENGTH characters.
+
         A resumed run replaying what it did before it asked counts nothing again: those
         calls were counted when they were made."""
         self._check_running("run.record_usage()")
@@ -597,6 +608,7 @@ class Run:
                 raise ValueError(f"run.record_usage() counts tokens from 0, not {tokens}")
         if self.replaying:
             return
+        model = shortened(model, MODEL_NAME_LENGTH)
         usage = self.usage.setdefault(model, {"calls": 0, "inputTokens": 0, "outputTokens": 0})
         usage["calls"] += 1
         usage["inputTokens"] += input_tokens

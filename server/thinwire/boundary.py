@@ -18,7 +18,7 @@ from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import Scope
 
 from thinwire import wire
-from thinwire.errors import MethodNotAllowed, NotFound, ThinwireError, whole_seconds
+from thinwire.errors import MethodNotAllowed, NotFound, ThinwireError, quoted, whole_seconds
 from thinwire.metrics import METRICS
 
 __all__ = ["EXCEPTION_HANDLERS", "PROTOCOL_HEADERS", "error_response"]
@@ -71,7 +71,9 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
         allow = {"Allow": ", ".join(sorted(methods))} if methods else None
         return error_response(MethodNotAllowed("method_not_allowed", "method not allowed"), allow)
     if exc.status_code == 404:
-        return error_response(NotFound("not_found", f"no route for {request.url.path[:200]}"))
+        return error_response(
+            NotFound("not_found", f"no route for {quoted(request.url.path, 200)}")
+        )
     error = ThinwireError("http_error", str(exc.detail))
     error.status = exc.status_code
     return error_response(error)

@@ -24,7 +24,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from thinwire.boundary import error_response
-from thinwire.errors import BadRequest, Forbidden, ThinwireError
+from thinwire.errors import BadRequest, Forbidden, ThinwireError, quoted
 
 __all__ = [
     "COMMON_HEADERS",
@@ -190,7 +190,7 @@ class BrowserGuard:
             return None
         return BadRequest(
             "host_not_allowed",
-            f"this server does not answer to the host {host_name(scope)[:100]!r} "
+            f"this server does not answer to the host {quoted(host_name(scope), 100)} "
             "(create_app's allowed_hosts does not list it; for thinwire demo, "
             "$THINWIRE_ALLOWED_HOSTS)",
         )

@@ -65,8 +65,20 @@ __all__ = [
     "UnsupportedMediaType",
     "VersionConflict",
     "WriteDenied",
+    "quoted",
     "whole_seconds",
 ]
+
+#: Characters of a client's text, at most, that an error message quotes.
+QUOTED = 64
+
+
+def quoted(text: str, length: int = QUOTED) -> str:
+    """A client's text (a key, a name, a path) as an error message quotes it: its first
+    `length` characters, then "…", and what a reader would not see — control and bidi
+    characters — as escapes (`repr`), so that the message neither grows with the request
+    nor reads as anything but what the client sent."""
+    return repr(text[:length]) + ("…" if len(text) > length else "")
 
 
 def whole_seconds(seconds: float) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from thinwire.errors import StateValueError
+from thinwire.errors import StateValueError, quoted
 from thinwire.jsontext import is_unicode
 
 __all__ = ["a_value_of", "check_json", "copy_json"]
@@ -107,7 +107,7 @@ def walk_dict(value: dict[Any, Any]) -> None:
         try:
             walk(item)
         except Refused as refused:
-            refused.where.append(f"[{key!r}]")
+            refused.where.append(f"[{quoted(key)}]")
             raise
 
 

@@ -5,13 +5,15 @@ error response, a save — by an integer increment on the process's one `METRICS
 per frame or token. Written out in the text exposition format (0.0.4) when scraped.
 
 Labels take bounded values only: the agents' registered names, error codes, stop
-reasons, transports, and the model names runs record usage under (the first MAX_MODELS;
-any later one counts as "other"). Never a context, a user, or anything a request says.
+reasons, transports, and the model names runs record usage under (the first MAX_MODELS,
+each cut to MODEL_NAME_LENGTH by `record_usage`; any later one counts as "other").
+Never a context, a user, or anything a request says.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -35,6 +37,9 @@ STOP_REASONS = ("end", "stopped", "interrupted", "error")
 TRANSPORTS = ("sse", "websocket")
 #: The codes of the per-principal limits (`limits.py`): shown from 0 before any refusal.
 LIMIT_CODES = ("rate_limited", "too_many_runs", "too_many_streams")
+
+#: Control characters: the escaped newline aside, none may reach a label value.
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 Transport = Literal["sse", "websocket"]
 WriteKind = Literal["save", "flush"]
@@ -277,8 +282,11 @@ def number(value: float) -> str:
 
 
 def escape_label(value: str) -> str:
-    """A label value as the format quotes it: backslash, double quote and newline escaped."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """A label value as the format quotes it: backslash, double quote and newline escaped.
+    The format escapes no other control character, and a carriage return splits a line
+    for many a reader: any goes as U+FFFD."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return CONTROLS.sub("\ufffd", escaped)
 
 
 def escape_help(text: str) -> str:

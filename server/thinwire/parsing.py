@@ -13,7 +13,14 @@ from starlette.requests import ClientDisconnect, Request
 
 from thinwire import wire
 from thinwire.branches import Page, is_turn_id
-from thinwire.errors import BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType
+from thinwire.errors import (
+    QUOTED,
+    BadRequest,
+    PayloadTooLarge,
+    RequestTimeout,
+    UnsupportedMediaType,
+    quoted,
+)
 from thinwire.jsontext import dumps
 from thinwire.records import visible
 
@@ -36,6 +43,9 @@ __all__ = [
 ]
 
 
+#: Characters, at most, of a message that describes a request's problem.
+MAX_MESSAGE = 400
+
 DIGITS = re.compile(r"[0-9]{1,16}")
 #: Seconds a request body may take to arrive.
 BODY_TIMEOUT = 10.0
@@ -55,7 +65,7 @@ def query_value(request: Request, name: str) -> str | None:
     read as the last alone, `?limit=1&limit=1000` is what neither half asked for."""
     values = request.query_params.getlist(name)
     if len(values) > 1:
-        raise BadRequest("invalid_request", f"{name!r} is given more than once: give it once")
+        raise BadRequest("invalid_request", f"{quoted(name)} is given more than once: give it once")
     return values[0] if values else None
 
 
@@ -82,7 +92,7 @@ def check_protocol(request: Request) -> None:
     if version is not None:
         raise BadRequest(
             "protocol_mismatch",
-            f"client speaks thinwire protocol {version[:16]!r}; "
+            f"client speaks thinwire protocol {quoted(version, 16)}; "
             f"this server speaks {wire.PROTOCOL_VERSION!r}",
         )
 
@@ -170,7 +180,7 @@ def parse_json(body: bytes | str) -> Any:
             body = body.decode(json.detect_encoding(body), "surrogatepass")
         value = _DECODER.decode(body)
     except DuplicateKey as exc:
-        raise BadRequest("invalid_json", f"body has the key {exc.key[:64]!r} twice") from exc
+        raise BadRequest("invalid_json", f"body has the key {quoted(exc.key)} twice") from exc
     except RecursionError as exc:
         raise BadRequest("invalid_json", "body is nested too deeply") from exc
     except json.JSONDecodeError as exc:
@@ -220,7 +230,8 @@ Path = list[str | int]
 def describe(error: ValidationError, given: Any, at: str = "") -> str:
     """The first validation problem of `given`, named by the path the client wrote
     (`messages[0].content`; `at`: where `given` is in the body), in JSON's terms, and
-    without echoing the (possibly huge) input."""
+    without echoing the (possibly huge) input: its keys quoted where they need it
+    (`path_text`), the whole cut to MAX_MESSAGE."""
     problems = error.errors(include_input=False, include_url=False)
     first = problems[0]
     path, union = client_path(first, given)
@@ -232,7 +243,7 @@ def describe(error: ValidationError, given: Any, at: str = "") -> str:
         paths = [client_path(member, given)[0] for member in members]
         path = max(paths, key=len)
         said = [member for member, at_path in zip(members, paths, strict=True) if at_path == path]
-    return f"{path_text(path, at)}: {what_is_wrong(said)}"
+    return cut(f"{path_text(path, at)}: {what_is_wrong(said)}", MAX_MESSAGE)
 
 
 def client_path(problem: ErrorDetails, given: Any) -> tuple[Path, int | None]:
@@ -260,10 +271,22 @@ def holds(value: Any, step: str | int) -> bool:
 
 
 def path_text(path: Path, at: str) -> str:
+    """The path as the client would write it, `messages[0].content`; a key that is long,
+    or holds what a reader would not see, quoted (`message['\\u202ex']`)."""
     text = at
     for step in path:
-        text += f"[{step}]" if isinstance(step, int) else f".{step}" if text else step
+        if isinstance(step, int):
+            text += f"[{step}]"
+        elif len(step) > QUOTED or not step.isprintable():
+            text += f"[{quoted(step)}]"
+        else:
+            text += f".{step}" if text else step
     return text or "body"
+
+
+def cut(text: str, length: int) -> str:
+    """`text`, or its first `length` characters ending in "…"."""
+    return text if len(text) <= length else text[: length - 1] + "…"
 
 
 def what_is_wrong(problems: list[ErrorDetails]) -> str:

@@ -62,6 +62,8 @@ AUTO_TITLE = 60
 TitleSource = Literal["auto", "agent", "user"]
 TITLE_SOURCES: tuple[TitleSource, ...] = ("auto", "agent", "user")
 PREVIEW = 120
+#: Characters, at most, of the model name usage is counted under (a metrics label too).
+MODEL_NAME_LENGTH = 120
 
 
 def public_turn(role: str, text: str, **fields: Any) -> dict[str, Any]:

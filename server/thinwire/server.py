@@ -29,7 +29,7 @@ from thinwire.contexts import (
     not_found,
 )
 from thinwire.coordination import Coordinator
-from thinwire.errors import BadRequest, Conflict, Misconfigured, NotFound, StoreError
+from thinwire.errors import BadRequest, Conflict, Misconfigured, NotFound, StoreError, quoted
 from thinwire.exchanges import Exchange, Message
 from thinwire.identity import Identify, principal_of
 from thinwire.ids import validate_context_id
@@ -134,7 +134,7 @@ class AgentServer:
 
     def agent_name(self, name: str) -> str:
         if name not in self.agents:
-            raise NotFound("agent_not_found", f"no agent named {name[:64]!r}")
+            raise NotFound("agent_not_found", f"no agent named {quoted(name)}")
         return name
 
     async def principal(self, connection: HTTPConnection) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMappin
 from dataclasses import replace
 from typing import Any
 
-from thinwire.errors import StateValueError, WriteDenied
+from thinwire.errors import StateValueError, WriteDenied, quoted
 from thinwire.jsontext import dumps, encodable, replace_unencodable
 from thinwire.jsonvalues import JSONValue, check_json, copy_json
 from thinwire.stores.base import AuditEntry
@@ -50,7 +50,7 @@ def check_key(key: object, where: str = "AgentState") -> None:
         raise StateValueError(f"{where} keys are strings, not {type(key).__name__}")
     if not KEY_NAME.fullmatch(key):
         raise StateValueError(
-            f"{where} key {key!r} is not a key name: 1 to 128 of A-Z a-z 0-9 _ . : @ -, "
+            f"{where} key {quoted(key)} is not a key name: 1 to 128 of A-Z a-z 0-9 _ . : @ -, "
             "other than . and .., so that the operator API's URLs can name it"
         )
 

@@ -39,7 +39,7 @@ from thinwire.a2a.errors import (
 )
 from thinwire.a2a.lookup import Caller
 from thinwire.a2a.methods import METHODS, STREAMING
-from thinwire.errors import ThinwireError, Unauthorized
+from thinwire.errors import ThinwireError, Unauthorized, quoted
 from thinwire.jsontext import is_unicode
 from thinwire.parsing import read_json
 from thinwire.routes import counted
@@ -95,7 +95,7 @@ def request_object(body: Any) -> tuple[str, dict[str, Any] | list[Any]]:
 def params_of(method: str, params: dict[str, Any] | list[Any]) -> dict[str, Any]:
     """The params of a method this server answers."""
     if method not in METHODS:
-        raise RpcError(METHOD_NOT_FOUND, "invalid_request", f"no method {method[:64]!r}")
+        raise RpcError(METHOD_NOT_FOUND, "invalid_request", f"no method {quoted(method)}")
     if isinstance(params, list):  # a request JSON-RPC allows, with params A2A does not
         raise RpcError(INVALID_PARAMS, "invalid_request", "params: an object (by name)")
     return params
@@ -104,7 +104,7 @@ def params_of(method: str, params: dict[str, Any] | list[Any]) -> dict[str, Any]
 def check_version(request: Request) -> None:
     version = request.headers.get("a2a-version") or request.query_params.get("A2A-Version")
     if not VERSION.fullmatch(version or ""):
-        said = f"{version[:16]!r}" if version else "none (0.3)"
+        said = quoted(version, 16) if version else "none (0.3)"
         raise RpcError(
             VERSION_NOT_SUPPORTED, "protocol_mismatch", f"this agent speaks A2A 1.0, not {said}"
         )

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from starlette.requests import Request
 
-from thinwire.errors import BadRequest
+from thinwire.errors import BadRequest, quoted
 from thinwire.foreign_ids import message_id_of
 from thinwire.parsing import check_data, check_message, read_json, validated
 
@@ -96,7 +96,7 @@ async def read_body(request: Request, max_body_bytes: int) -> RunAgentInput:
     if version is not None and version.partition(".")[0] != MAJOR_VERSION:
         raise BadRequest(
             "protocol_mismatch",
-            f"client speaks AG-UI {version!r}; this server speaks {MAJOR_VERSION}.x",
+            f"client speaks AG-UI {quoted(version, 16)}; this server speaks {MAJOR_VERSION}.x",
         )
     return body
 
