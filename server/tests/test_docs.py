@@ -17,6 +17,7 @@ import socket
 import subprocess
 import textwrap
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -298,16 +299,29 @@ def test_the_proxys_body_limit_is_above_the_servers() -> None:
         assert int(number) * {"": 1, "k": 1024, "m": 1024**2}[unit] > default, number + unit
 
 
+def deploy_nginx_blocks() -> dict[str, str]:
+    """deploy.md's two proxy configs: `one host`, a whole nginx.conf in front of one
+    process, and `replicas`, what the replicas' proxy puts inside `http {}`."""
+    text = (ROOT / "docs/deploy.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```nginx\n(.*?)```", text, re.DOTALL)
+    (one_host,) = [block for block in blocks if re.search(r"^http \{$", block, re.M)]
+    (replicas,) = [block for block in blocks if block is not one_host]
+    return {"one host": one_host, "replicas": replicas}
+
+
+def without_tls(block: str, listen: str) -> str:
+    """A proxy config as written, but for TLS (no certificates here): on `listen`."""
+    assert "limit_req zone=" in block and "client_body_timeout" in block
+    plain = re.sub(r"listen 443 ssl;", f"listen {listen};", block)
+    return re.sub(r"\n\s*ssl_certificate\S* [^\n]*;", "", plain)
+
+
 def deploy_nginx_config(
     tmp_path: Path, listen: str = "127.0.0.1:8443", replica: str | None = None
 ) -> Path:
-    """The proxy block of deploy.md as written, but for TLS (no certificates here): on
-    `listen`, in front of its replicas, or of `replica` alone."""
-    text = (ROOT / "docs/deploy.md").read_text(encoding="utf-8")
-    (block,) = re.findall(r"```nginx\n(.*?)```", text, re.DOTALL)
-    assert "limit_req zone=" in block and "client_body_timeout" in block
-    plain = re.sub(r"listen 443 ssl;", f"listen {listen};", block)
-    plain = re.sub(r"\n\s*ssl_certificate\S* [^\n]*;", "", plain)
+    """The replicas' proxy block of deploy.md as written, but for TLS: on `listen`, in
+    front of its replicas, or of `replica` alone."""
+    plain = without_tls(deploy_nginx_blocks()["replicas"], listen)
     if replica is not None:
         plain = re.sub(r"server 10\.0\.0\.\d+:\d+;", f"server {replica};", plain)
     config = tmp_path / "nginx.conf"
@@ -319,14 +333,36 @@ def deploy_nginx_config(
     return config
 
 
+def one_host_nginx_config(
+    tmp_path: Path, listen: str = "127.0.0.1:8443", upstream: str | None = None
+) -> Path:
+    """deploy.md's whole nginx.conf for one process as written, but for TLS, with its
+    logs and pid file (the distribution's, unnamed) in `tmp_path`, and in front of
+    `upstream` if given."""
+    plain = without_tls(deploy_nginx_blocks()["one host"], listen)
+    plain = plain.replace("/var/log/nginx/", f"{tmp_path}/")
+    if upstream is not None:
+        plain, proxied = re.subn(
+            r"proxy_pass http://127\.0\.0\.1:8000;", f"proxy_pass http://{upstream};", plain
+        )
+        assert proxied == 1
+    config = tmp_path / "nginx.conf"
+    config.write_text(f"pid {tmp_path}/nginx.pid;\n{plain}", encoding="utf-8")
+    return config
+
+
 def nginx_command(tmp_path: Path) -> list[str]:
     return [shutil.which("nginx") or "nginx", "-e", "stderr", "-p", str(tmp_path)]
 
 
 @pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
-def test_the_deploy_docs_nginx_config_is_taken_by_nginx(tmp_path: Path) -> None:
-    """The proxy block as written, but for TLS (no certificates here), passes `nginx -t`."""
-    config = deploy_nginx_config(tmp_path)
+@pytest.mark.parametrize("make_config", [deploy_nginx_config, one_host_nginx_config])
+def test_the_deploy_docs_nginx_configs_are_taken_by_nginx(
+    tmp_path: Path, make_config: Callable[[Path], Path]
+) -> None:
+    """Each proxy config as written, but for TLS (no certificates here), passes
+    `nginx -t`; the one-host one as a whole nginx.conf, `events` and `http` and all."""
+    config = make_config(tmp_path)
     checked = subprocess.run(
         [*nginx_command(tmp_path), "-t", "-c", str(config)],
         capture_output=True,
@@ -358,6 +394,49 @@ def unused_port() -> int:
         return int(probe.getsockname()[1])
 
 
+@contextlib.contextmanager
+def running_nginx(tmp_path: Path, config: Path, port: int) -> Iterator[None]:
+    """nginx on `config`, listening on `port`, until the block ends."""
+    nginx = subprocess.Popen(
+        [*nginx_command(tmp_path), "-g", "daemon off;", "-c", str(config)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(200):  # until nginx listens (or exits: its stderr says why)
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port)):
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                nginx.wait(timeout=0.05)
+            assert nginx.returncode is None, nginx.communicate()[1]
+        yield
+    finally:
+        nginx.terminate()
+        nginx.communicate(timeout=10)
+
+
+OPERATOR = {"Authorization": "Bearer " + "t" * 32}
+
+
+def status_of_get(port: int, path: str) -> int:
+    """A GET with an operator's token, as sent (`//admin`, `/%61dmin` and all)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", path, headers=OPERATOR)
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+ADMIN_SPELLINGS = (
+    "/admin",
+    "/admin/metrics",
+    "//admin/metrics",
+    "/%61dmin/metrics",
+    "/agents/../admin/metrics",
+)
+
+
 @pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
 def test_the_deploy_docs_proxy_keeps_the_operator_api_off_the_internet(tmp_path: Path) -> None:
     """Through the proxy as deploy.md writes it, the app's routes reach a replica and
@@ -368,42 +447,78 @@ def test_the_deploy_docs_proxy_keeps_the_operator_api_off_the_internet(tmp_path:
     threading.Thread(target=replica.serve_forever, daemon=True).start()
     port = unused_port()
     config = deploy_nginx_config(tmp_path, f"127.0.0.1:{port}", f"127.0.0.1:{replica.server_port}")
-    nginx = subprocess.Popen(
-        [*nginx_command(tmp_path), "-g", "daemon off;", "-c", str(config)],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-    def get(path: str) -> int:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        try:
-            connection.request("GET", path, headers={"Authorization": "Bearer " + "t" * 32})
-            return connection.getresponse().status
-        finally:
-            connection.close()
-
     try:
-        for _ in range(200):  # until nginx listens (or exits: its stderr says why)
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port)):
-                break
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                nginx.wait(timeout=0.05)
-            assert nginx.returncode is None, nginx.communicate()[1]
-        assert get("/agents/demo/contexts") == 200  # the proxy passes the app's routes
-        for path in (
-            "/admin",
-            "/admin/agents/demo/contexts?owner=user:ada",
-            "//admin/agents/demo/contexts",
-            "/%61dmin/agents/demo/contexts",
-            "/agents/../admin/agents/demo/contexts",
-        ):
-            assert get(path) == 403, path
+        with running_nginx(tmp_path, config, port):
+            assert status_of_get(port, "/agents/demo/contexts") == 200  # the app's routes pass
+            for path in ADMIN_SPELLINGS:
+                assert status_of_get(port, path) == 403, path
         assert Replica.seen == ["/agents/demo/contexts"]
     finally:
-        nginx.terminate()
-        nginx.communicate(timeout=10)
         replica.shutdown()
         replica.server_close()
+
+
+ONE_HOST_APP = """
+import anyio
+
+from thinwire import Agent, Run, anonymous, create_app
+
+
+class Waits(Agent):
+    async def run(self, run: Run, text: str) -> None:
+        await run.say("first")
+        await anyio.sleep_forever()  # until stopped: its stream stays open till then
+
+
+app = create_app(
+    {"demo": Waits},
+    identify=anonymous,
+    allowed_hosts=["chat.example.com"],
+    operator_token="%s",
+)
+"""
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
+def test_the_deploy_docs_one_host_proxy_streams_from_thinwire_serve(tmp_path: Path) -> None:
+    """deploy.md's nginx.conf in front of one `thinwire serve` process: a page's POST
+    passes the Origin check, its stream's frames come through as they are sent (the run
+    is still going when the first arrives), a WebSocket opens, and `/admin` is denied
+    through the proxy while the process's own port serves it."""
+    import httpx
+    from websockets.sync.client import connect
+    from websockets.typing import Origin
+
+    from thinwire.testing import serve
+
+    token = OPERATOR["Authorization"].removeprefix("Bearer ")
+    (tmp_path / "one_host.py").write_text(ONE_HOST_APP % token, encoding="utf-8")
+    port = unused_port()
+    proxy = f"127.0.0.1:{port}"
+    with serve("serve", "one_host:app", cwd=tmp_path) as server:
+        config = one_host_nginx_config(tmp_path, proxy, f"127.0.0.1:{server.port}")
+        with running_nginx(tmp_path, config, port), httpx.Client(timeout=10) as client:
+            body = {"message": {"text": "hi"}}
+            page = {"Origin": f"http://{proxy}"}
+            with client.stream(
+                "POST", f"http://{proxy}/agents/demo/runs", json=body, headers=page
+            ) as stream:
+                assert stream.status_code == 200
+                frames = (
+                    json.loads(line[6:])
+                    for line in stream.iter_lines()
+                    if line.startswith("data: ")
+                )
+                first = next(frame for frame in frames if frame["type"] == "token")
+                assert first["delta"] == "first"
+                stop = f"http://{proxy}/agents/demo/contexts/{first['contextId']}/stop"
+                assert client.post(stop, headers=page).json()["stopping"] is True
+                assert list(frames)[-1]["stopReason"] == "stopped"
+            with connect(f"ws://{proxy}/agents/demo/ws", origin=Origin(f"http://{proxy}")):
+                pass  # the handshake passed the upgrade on
+            for path in ADMIN_SPELLINGS:
+                assert status_of_get(port, path) == 403, path
+            assert client.get(f"{server.url}/admin/metrics", headers=OPERATOR).status_code == 200
 
 
 def test_the_protocol_doc_lists_every_close_code() -> None:
@@ -796,3 +911,46 @@ def test_the_server_docs_person_script_exports_then_erases_a_persons_conversatio
             assert guest.get("/agents/demo/contexts").json()["conversations"] == []
             assert len(alice.get("/agents/demo/contexts").json()["conversations"]) == 1
             assert script["erase"]("demo:guest") == 0
+
+
+def heading_anchors(page: str) -> set[str]:
+    """The anchors GitHub gives a page's headings (its duplicates' `-1`… aside)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)  # a `# comment` is no heading
+    return {
+        re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        for heading in re.findall(r"^#+ (.*)$", text, re.M)
+    }
+
+
+@pytest.mark.parametrize("name", DOCS)
+def test_every_link_to_a_section_finds_it(name: str) -> None:
+    """A link such as `deploy.md#backups` lands on its heading: retitling a section (or
+    a page's sections) must not leave the pages linking to it pointing at nothing."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    missing = []
+    for target, anchor in re.findall(r"\]\(([\w./-]*\.md|)#([\w-]+)\)", text):
+        page = (
+            str((ROOT / name).parent.joinpath(target).resolve().relative_to(ROOT))
+            if target
+            else name
+        )
+        if anchor not in heading_anchors(page):
+            missing.append(f"{target}#{anchor}")
+    assert not missing, f"{name} links to sections that are not there: {missing}"
+
+
+def test_the_readme_starts_from_the_packages_then_from_a_checkout() -> None:
+    """A reader with the packages installed runs the demo without a checkout or make."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    packages = text.split("\n## Quick start, from the packages\n")[1].split("\n## ")[0]
+    assert text.index("from the packages\n") < text.index("## Quick start, from a checkout")
+    assert "thinwire demo" in packages and "make " not in packages
+    assert "(#install)" in packages and "examples/" in packages
+
+
+def test_the_models_doc_says_how_to_build_a_page_before_having_a_model() -> None:
+    text = (ROOT / "docs/models.md").read_text(encoding="utf-8")
+    recipes = text.split("\n### Recipes\n")[1].split("\n### ")[0]
+    assert "`EchoModel`" in recipes and "(#your-own-model-chatmodel)" in recipes
+    assert "local OpenAI-compatible server" in recipes
