@@ -81,8 +81,11 @@ class Flood(Agent):
             await run.say(f"{n:08d}" + "x" * 4088)
 
 
-#: A server that drops clients which take no frame for 0.3 s.
-impatient = create_app({"flood": Flood}, identify=anonymous, store=MemoryStore(), send_timeout=0.3)
+#: A server that drops clients which take no frame for 0.3 s; two streams a user, so one
+#: stalled socket (itself and the run it follows) holds them all until it is dropped.
+impatient = create_app(
+    {"flood": Flood}, identify=anonymous, store=MemoryStore(), send_timeout=0.3, max_streams=2
+)
 
 
 def durable() -> Starlette:

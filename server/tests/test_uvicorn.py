@@ -173,6 +173,65 @@ def test_a_reader_that_stops_reading_is_dropped_and_can_reattach(impatient: Serv
     assert len(frames[-1]["text"]) == 4000 * 4096
 
 
+def websocket_handshake(port: int, path: str, *, rcvbuf: int | None = None) -> socket.socket:
+    """A raw WebSocket client's connection, its handshake sent (the answer left unread)."""
+    sock = socket.socket()
+    if rcvbuf is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: thinwire.v1\r\n\r\n".encode()
+    )
+    return sock
+
+
+def masked_text_frame(text: str) -> bytes:
+    """A client's text message: masked, as RFC 6455 requires (with a zero mask)."""
+    data = text.encode()
+    assert len(data) < 126
+    return bytes((0x81, 0x80 | len(data))) + b"\0\0\0\0" + data
+
+
+def test_a_websocket_that_stops_reading_is_dropped_and_frees_its_streams(
+    impatient: ServerProcess,
+) -> None:
+    """Its connection is aborted, as a stalled SSE reader's is: a close frame could never
+    reach a client that does not read, and the connection would hold its buffered
+    megabytes and its user's streams until the client itself left."""
+    with websocket_handshake(impatient.port, "/agents/flood/ws", rcvbuf=4096) as stalled:
+        assert stalled.recv(4096).startswith(b"HTTP/1.1 101")
+        stalled.sendall(masked_text_frame('{"type":"send","message":{"text":"flood"}}'))
+        head = b""
+        while (context_id := re.search(rb'"contextId":"(ctx-[0-9a-f]+)"', head)) is None:
+            head += stalled.recv(4096)
+        # ...then this client stops reading while 16 MB are sent.
+        wait_for(lambda: "WebSocket that stopped reading" in impatient.log(), timeout=30)
+        received = len(head)
+        stalled.settimeout(5)
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := stalled.recv(1 << 20):  # a timeout here: the connection kept
+                received += len(chunk)
+    assert received < 8_000_000  # dropped long before the end of the stream
+    assert "Exception in ASGI application" not in impatient.log()
+
+    # The socket's stream and its run's are free again (two are all the user has): a new
+    # socket follows the run (from its log), where it was refused `too_many_streams`.
+    from websockets.sync.client import connect
+
+    url = impatient.url.replace("http://", "ws://") + "/agents/flood/ws"
+    attach = json.dumps({"type": "attach", "contextId": context_id.group(1).decode()})
+
+    def follows_again() -> bool:
+        # The replay is 33 MB: no waiting for the server's close behind it.
+        with connect(url, subprotocols=["thinwire.v1"], close_timeout=0.1) as again:  # type: ignore[list-item]
+            again.send(attach)
+            return json.loads(again.recv(timeout=10))["type"] == "run_start"
+
+    wait_for(follows_again)
+
+
 def test_websocket_over_a_real_server(demo: ServerProcess) -> None:
     from websockets.sync.client import connect
 
@@ -336,6 +395,33 @@ def test_past_the_connection_limit_a_request_is_refused_at_once(guarded: ServerP
     assert answers[-1].headers["retry-after"] == "1"
     assert answers[-1].headers["thinwire-protocol"] == "1"
     assert answers[-1].headers["x-content-type-options"] == "nosniff"
+    wait_for(lambda: httpx.get(f"{guarded.url}/healthz").status_code == 200)
+
+
+def test_past_the_connection_limit_a_websocket_handshake_is_refused_at_once(
+    guarded: ServerProcess,
+) -> None:
+    """Open sockets count toward `--max-connections` as requests do, and a handshake past
+    it gets the same 503 a request does, not a socket."""
+    sockets: list[socket.socket] = []
+    answers: list[bytes] = []
+    try:
+        for _ in range(45):  # the limit is 40
+            sockets.append(websocket_handshake(guarded.port, "/agents/gated/ws"))
+            sockets[-1].settimeout(5)
+            answers.append(sockets[-1].recv(4096))
+            if answers[-1].startswith(b"HTTP/1.1 503"):
+                while chunk := sockets[-1].recv(4096):  # the body, to the server's close
+                    answers[-1] += chunk
+                break
+        assert answers[-1].startswith(b"HTTP/1.1 503"), [a[:12] for a in answers]
+        assert all(answer.startswith(b"HTTP/1.1 101") for answer in answers[:-1])
+        assert len(answers) > 30
+        assert b'"code":"server_busy"' in answers[-1] and b"retry-after: 1" in answers[-1]
+        assert httpx.get(f"{guarded.url}/healthz").status_code == 503
+    finally:
+        for sock in sockets:
+            sock.close()
     wait_for(lambda: httpx.get(f"{guarded.url}/healthz").status_code == 200)
 
 

@@ -98,6 +98,14 @@ def _server(scope: Scope, kind: Any) -> Any:
     return owner if getattr(send, "__func__", None) is vars(kind).get("send") else None
 
 
+def _websocket(scope: Scope) -> Any:
+    """The uvicorn WebSocket protocol (any of its implementations) whose method the server
+    handed the app as its send, if it did; matched by module, so that none need be
+    imported."""
+    owner = getattr(scope.get(SERVER_SEND), "__self__", None)
+    return owner if type(owner).__module__.startswith("uvicorn.protocols.websockets.") else None
+
+
 def _has(value: Any, fields: tuple[str, ...]) -> bool:
     return all(hasattr(value, field) for field in fields)
 
@@ -132,12 +140,13 @@ def chunk_writer(scope: Scope) -> Writer | None:
 
 
 def connection_dropper(scope: Scope) -> Callable[[], None] | None:
-    """Drops the connection of this request at once, if the server is uvicorn's h11 or
-    httptools protocol: for a client that stopped reading, whose buffered bytes would
-    otherwise keep the connection (and uvicorn would log the unfinished response as an
-    error of the app's)."""
-    cycle = _server(scope, H11Cycle) or _server(scope, HttptoolsCycle)
-    transport = getattr(cycle, "transport", None)
+    """Drops the connection of this request or WebSocket at once, if the server is one of
+    uvicorn's protocols: for a client that stopped reading, whose buffered bytes would
+    otherwise keep the connection — a close frame, or uvicorn's own close, waits behind
+    them for good (and uvicorn would log an unfinished response as an error of the
+    app's)."""
+    owner = _server(scope, H11Cycle) or _server(scope, HttptoolsCycle) or _websocket(scope)
+    transport = getattr(owner, "transport", None)
     abort = getattr(transport, "abort", None)
     return abort if callable(abort) else None
 

@@ -4,7 +4,9 @@ the server down.
 
 What is done here, in the process:
 - `max_connections`: past it, a new request gets 503 `server_busy` at once (uvicorn's
-  `limit_concurrency`), instead of queueing until the machine runs out of memory.
+  `limit_concurrency`), instead of queueing until the machine runs out of memory. An
+  open WebSocket is one of the connections, and a handshake past the limit is a request
+  like any other.
 - `header_timeout`: a connection whose request headers have not all arrived that long
   after it opened (or after its last request) is closed — slowloris, and sockets that
   never send anything.
@@ -103,6 +105,17 @@ class HeaderTimeoutProtocol(H11Protocol):
         self._header_timer = None
         if self._awaiting_headers():
             self.transport.close()
+
+    def _should_upgrade(self) -> bool:
+        # uvicorn checks `limit_concurrency` after the upgrade, for requests only: open
+        # sockets count toward it (they are connections) but a handshake past it would be
+        # taken. Not upgraded, it is a request past the limit, answered 503 at once.
+        return super()._should_upgrade() and not self._over_limit()
+
+    def _over_limit(self) -> bool:
+        """As uvicorn's own check, which counts this connection too."""
+        limit = self.limit_concurrency
+        return limit is not None and max(len(self.connections), len(self.tasks)) >= limit
 
     def handle_websocket_upgrade(self, event: h11.Request) -> None:
         # The WebSocket layer reads the request again, with limits of its own; past them

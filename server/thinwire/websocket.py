@@ -44,7 +44,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from thinwire import wire
 from thinwire.browser import cross_site, refuse_handshake
-from thinwire.direct import message_writer
+from thinwire.direct import connection_dropper, message_writer
 from thinwire.errors import (
     BadRequest,
     Forbidden,
@@ -382,9 +382,7 @@ class Session:
                     elif batch:
                         await self.send_all([data for _, data in batch])
             except TimeoutError:
-                logger.warning("closing a WebSocket that stopped reading")
-                with contextlib.suppress(Exception):
-                    await self.websocket.close(code=1013)
+                await self.drop_stalled()
             except Exception:  # the socket went away; the run goes on
                 pass
             finally:
@@ -393,6 +391,20 @@ class Session:
         task = asyncio.create_task(pump())
         self.followers.add(task)
         task.add_done_callback(self.followers.discard)
+
+    async def drop_stalled(self) -> None:
+        """A client that stopped reading would never read a close frame either: its
+        connection is dropped, as a stalled SSE reader's is, which frees what the kernel
+        buffers for it and ends the session (`receive` hears the disconnect), its streams
+        with it. The client sees an abnormal closure (1006) and reattaches. Under a server
+        this cannot reach, the socket is closed with 1013, as far as its buffer lets."""
+        logger.warning("dropped a WebSocket that stopped reading")
+        drop = connection_dropper(self.websocket.scope)
+        if drop is not None:
+            drop()
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.websocket.close(code=1013), self.server.send_timeout)
 
     def end(self) -> None:
         """Stop forwarding; the runs themselves go on."""

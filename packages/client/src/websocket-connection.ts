@@ -216,9 +216,17 @@ export class Route {
   }
 }
 
+/**
+ * The reason the server's WebSocket layer (uvicorn's, the websockets library's) gives
+ * when the client did not answer its keepalive ping in time: the connection failed, the
+ * server did not.
+ */
+const KEEPALIVE_TIMEOUT = "keepalive ping timeout";
+
 /** The error a close code stands for (`CLOSE_CODES`); any other close is a retryable network error. */
 export function closeError(code: number, reason: string): ThinwireError {
-  const errorCode = CLOSE_CODES[code] ?? "network_error";
+  const keepaliveLost = code === 1011 && reason === KEEPALIVE_TIMEOUT;
+  const errorCode = keepaliveLost ? "network_error" : (CLOSE_CODES[code] ?? "network_error");
   const retryable = RETRYABLE_CODES.has(errorCode);
   if (errorCode === "too_many_streams") return new ThinwireError(errorCode, TOO_MANY_STREAMS, { retryable });
   const detail = reason ? `: ${reason}` : "";

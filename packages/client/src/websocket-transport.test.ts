@@ -246,6 +246,23 @@ describe("WebSocketTransport", () => {
     expect(RETRYABLE_CODES.has("network_error")).toBe(true);
   });
 
+  it("takes a socket whose keepalive ping went unanswered (1011 from the WebSocket layer) for a dropped one, any other 1011 for the server's failure", async () => {
+    const stream = channel();
+    const { transport, sockets } = setup({ run: () => ({ frames: stream.frames() }) });
+    const outcomes: Array<[string, boolean]> = [];
+    for (const [index, reason] of ["keepalive ping timeout", "Server error. Reference: err-1."].entries()) {
+      const failed = failure(transport.run({ ...target, body: { contextId: "ctx-1", message: { text: "hi" } }, signal: signal() }));
+      await pause(2);
+      sockets[index]!.drop(1011, reason);
+      const error = await failed;
+      outcomes.push([error.code, error.retryable]);
+    }
+    expect(outcomes).toEqual([
+      ["network_error", true],
+      ["internal_error", false],
+    ]);
+  });
+
   it("says a socket refused with 4429 counts against the user's streams, and what frees them", async () => {
     const { transport, sockets } = setup({ run: () => ({ frames: [] }) });
     const failed = failure(transport.run({ ...target, body: { message: { text: "hi" } }, signal: signal() }));
