@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,15 +92,22 @@ def decide(
 
 
 def stop_over_websocket(
-    client: TestClient, text: str, *, at: str, agent: str = "demo"
+    client: TestClient,
+    text: str,
+    *,
+    at: str,
+    agent: str = "demo",
+    once: threading.Event | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Send `text` over a WebSocket and stop its run at its first frame of type `at`; the
-    run's `run_start` and its `done`."""
+    """Send `text` over a WebSocket and stop its run at its first frame of type `at` (and
+    once `once` is set, if given: a tool's frame comes before the tool starts); the run's
+    `run_start` and its `done`."""
     with client.websocket_connect(f"/agents/{agent}/ws") as socket:
         socket.send_json({"type": "send", "message": {"text": text}})
         start: dict[str, Any] = socket.receive_json()
         while socket.receive_json()["type"] != at:
             pass
+        assert once is None or once.wait(10)
         socket.send_json({"type": "stop", "contextId": start["contextId"]})
         while (done := socket.receive_json())["type"] != "done":
             pass

@@ -454,13 +454,14 @@ def test_a_stopped_run_leaves_what_the_model_said_for_the_next_message() -> None
 def test_a_stop_ends_the_run_at_once_while_a_sync_tool_runs_on_in_its_thread() -> None:
     """What models.md says: Python cannot stop a thread, so a plain-def tool runs to its
     end after the run has stopped; its result is dropped."""
-    release, finished = threading.Event(), threading.Event()
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
     script = Script([call("blocking", {"order": "1"}, "c1")], ["Going on."])
     support = PydanticAgent(FunctionModel(stream_function=script))
 
     @support.tool_plain
     def blocking(order: str) -> str:
         """Look an order up, blocking its thread."""
+        started.set()
         release.wait(10)
         finished.set()
         return "late"
@@ -469,7 +470,9 @@ def test_a_stop_ends_the_run_at_once_while_a_sync_tool_runs_on_in_its_thread() -
         agent = support
 
     with client_for(Support) as client:
-        start, frame = stop_over_websocket(client, "order 1?", at="tool_call", agent="support")
+        start, frame = stop_over_websocket(
+            client, "order 1?", at="tool_call", agent="support", once=started
+        )
         assert frame["stopReason"] == "stopped" and not finished.is_set()
         release.set()
         assert finished.wait(10)  # the tool ran on after the stop

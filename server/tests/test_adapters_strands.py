@@ -557,11 +557,12 @@ def test_a_run_stopped_in_a_tool_leaves_no_call_without_its_result() -> None:
 def test_a_stop_ends_the_run_at_once_while_a_sync_tool_runs_on_in_its_thread() -> None:
     """What models.md says: Python cannot stop a thread, so a plain-def tool runs to its
     end after the run has stopped; its result is dropped."""
-    release, finished = threading.Event(), threading.Event()
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
 
     @strands.tool
     def blocking(order: str) -> str:
         """Look an order up, blocking its thread."""
+        started.set()
         release.wait(10)
         finished.set()
         return "late"
@@ -575,7 +576,9 @@ def test_a_stop_ends_the_run_at_once_while_a_sync_tool_runs_on_in_its_thread() -
         agent = support
 
     with client_for(Support) as client:
-        start, frame = stop_over_websocket(client, "order 1?", at="tool_call", agent="support")
+        start, frame = stop_over_websocket(
+            client, "order 1?", at="tool_call", agent="support", once=started
+        )
         assert frame["stopReason"] == "stopped" and not finished.is_set()
         release.set()
         assert finished.wait(10)  # the tool ran on after the stop
